@@ -1,0 +1,121 @@
+"""The `agui` command line.
+
+agui validate [--as DEFINITION] [--strict] [FILE ...]
+    Validate JSON documents against a definition of the spec (default: Event) and print one JSON
+    line per document: {"ok", "errors", "warnings", "wire"}. Without FILE, read JSON Lines from
+    standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import orjson
+
+import agui
+from agui import DecodeError, EncodeError, Problem
+
+MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
+"""The largest document validate reads; a bigger one is reported, not parsed."""
+
+
+def _problem_json(p: Problem) -> dict[str, str]:
+    return {"pointer": p.pointer, "kind": p.kind, "message": p.message}
+
+
+def _documents(args: argparse.Namespace) -> Iterator[bytes | Problem]:
+    if not args.files:
+        yield from _lines(sys.stdin.buffer, "standard input")
+        return
+    for name in args.files:
+        try:
+            with open(name, "rb") as fh:
+                if name.endswith(".jsonl"):
+                    yield from _lines(fh, name)
+                    continue
+                data = fh.read(MAX_DOCUMENT_BYTES + 1)
+        except OSError as exc:
+            yield Problem("", "io", f"cannot read {name}: {exc.strerror or exc}")
+            continue
+        yield _bounded(data)
+
+
+def _lines(stream: BinaryIO, name: str) -> Iterator[bytes | Problem]:
+    seen = False
+    while True:
+        line = stream.readline(MAX_DOCUMENT_BYTES + 1)
+        if not line:
+            break
+        if len(line) > MAX_DOCUMENT_BYTES:
+            yield _bounded(line)
+            # skip the rest of the oversized line
+            while line and not line.endswith(b"\n"):
+                line = stream.readline(1024 * 1024)
+            seen = True
+            continue
+        if line.strip():
+            seen = True
+            yield line
+    if not seen:
+        yield Problem("", "json", f"no JSON document in {name}")
+
+
+def _bounded(data: bytes) -> bytes | Problem:
+    if len(data) > MAX_DOCUMENT_BYTES:
+        return Problem("", "too_large", f"document larger than {MAX_DOCUMENT_BYTES} bytes")
+    return data
+
+
+def _validate(doc: bytes | Problem, cls: Any, strict: bool) -> dict[str, Any]:
+    if isinstance(doc, Problem):
+        return {"ok": False, "errors": [_problem_json(doc)], "warnings": []}
+    warnings: list[Problem] = []
+    try:
+        model = agui.decode(doc, cls, strict=strict, warnings=warnings)
+        wire = orjson.Fragment(agui.encode(model))
+    except DecodeError as exc:
+        errors = [_problem_json(p) for p in exc.problems]
+        return {"ok": False, "errors": errors, "warnings": [_problem_json(w) for w in warnings]}
+    except EncodeError as exc:
+        return {"ok": False, "errors": [{"pointer": "", "kind": "encode", "message": str(exc)}], "warnings": []}
+    return {"ok": True, "errors": [], "warnings": [_problem_json(w) for w in warnings], "wire": wire}
+
+
+def validate(args: argparse.Namespace) -> int:
+    cls = getattr(agui, args.definition, None)
+    if args.definition not in agui.TAGS and not isinstance(cls, type):
+        print(f"agui validate: unknown definition {args.definition!r}", file=sys.stderr)
+        return 2
+    failed = False
+    out = sys.stdout.buffer
+    for doc in _documents(args):
+        result = _validate(doc, cls, args.strict)
+        failed |= not result["ok"]
+        out.write(orjson.dumps(result) + b"\n")
+        out.flush()
+    return 1 if failed else 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="agui", description="The AG-UI protocol for Python.")
+    commands = top.add_subparsers(dest="command", required=True)
+    v = commands.add_parser("validate", help="validate JSON documents against the spec")
+    v.add_argument("files", nargs="*", metavar="FILE", help="JSON files (default: JSON Lines on stdin)")
+    v.add_argument("--as", dest="definition", default="Event", metavar="DEFINITION", help="the definition to validate against (default: Event)")
+    v.add_argument("--strict", action="store_true", help="exactly the contract: no unknown members or types")
+    v.set_defaults(run=validate)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code

@@ -1,0 +1,72 @@
+"""The only reader of spec/: parse the YAML strictly and validate it against the format's meta-schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC_PATH = ROOT / "spec" / "agui.yaml"
+FORMAT_PATH = ROOT / "spec" / "agui.schema.json"
+
+
+class SpecError(Exception):
+    """A problem in the spec, reported with the file and the YAML path of the offending node."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+def yaml_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
+    return ".".join(str(p) for p in parts) or "(top level)"
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys and non-string keys (YAML 1.1 reads `on:` as True)."""
+
+
+def _mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node)
+        where = f"line {key_node.start_mark.line + 1}"
+        if not isinstance(key, str):
+            raise SpecError([f"{SPEC_PATH.name}: {where}: key {key!r} is not a string; quote it"])
+        if key in result:
+            raise SpecError([f"{SPEC_PATH.name}: {where}: duplicate key {key!r}"])
+        result[key] = loader.construct_object(value_node, deep=True)
+    return result
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def read_spec(text: str, name: str = "spec/agui.yaml") -> dict[str, Any]:
+    """Parse and validate the spec text; raise SpecError naming the YAML path of every problem."""
+    try:
+        raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise SpecError([f"{name}: not valid YAML: {exc}"]) from None
+    meta = json.loads(FORMAT_PATH.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(meta)
+    problems = []
+    for error in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
+        # oneOf failures are noisy; point at the most specific sub-error instead.
+        best = jsonschema.exceptions.best_match([error]) if error.context else error
+        deepest = best
+        while deepest.context:
+            deepest = jsonschema.exceptions.best_match(deepest.context)
+        problems.append(f"{name}: {yaml_path(list(deepest.absolute_path))}: {deepest.message}")
+    if problems:
+        raise SpecError(sorted(set(problems)))
+    assert isinstance(raw, dict)
+    return raw
+
+
+def load_spec(path: Path = SPEC_PATH) -> dict[str, Any]:
+    return read_spec(path.read_text(encoding="utf-8"), f"spec/{path.name}")
