@@ -5,11 +5,10 @@ Every model class, enum and union of the spec is available here (`agui.RunAgentI
 and `decode` for the wire form.
 """
 
+import agui_generated as _generated
 from agui_generated import *  # noqa: F403 - the generated models are the public API
-from agui_generated import __all__ as _models
 
 from agui.codec import EncodeError, UnknownEvent, decode, decode_json, encode, to_json
 
-__all__ = sorted(
-    [*_models, "EncodeError", "UnknownEvent", "decode", "decode_json", "encode", "to_json"]
-)
+__all__ = ["EncodeError", "UnknownEvent", "decode", "decode_json", "encode", "to_json"]
+__all__ += _generated.__all__

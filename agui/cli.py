@@ -80,8 +80,17 @@ def _validate(doc: bytes | Problem, cls: Any, strict: bool) -> dict[str, Any]:
         errors = [_problem_json(p) for p in exc.problems]
         return {"ok": False, "errors": errors, "warnings": [_problem_json(w) for w in warnings]}
     except EncodeError as exc:
-        return {"ok": False, "errors": [{"pointer": "", "kind": "encode", "message": str(exc)}], "warnings": []}
-    return {"ok": True, "errors": [], "warnings": [_problem_json(w) for w in warnings], "wire": wire}
+        return {
+            "ok": False,
+            "errors": [{"pointer": "", "kind": "encode", "message": str(exc)}],
+            "warnings": [],
+        }
+    return {
+        "ok": True,
+        "errors": [],
+        "warnings": [_problem_json(w) for w in warnings],
+        "wire": wire,
+    }
 
 
 def validate(args: argparse.Namespace) -> int:
@@ -103,9 +112,19 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="agui", description="The AG-UI protocol for Python.")
     commands = top.add_subparsers(dest="command", required=True)
     v = commands.add_parser("validate", help="validate JSON documents against the spec")
-    v.add_argument("files", nargs="*", metavar="FILE", help="JSON files (default: JSON Lines on stdin)")
-    v.add_argument("--as", dest="definition", default="Event", metavar="DEFINITION", help="the definition to validate against (default: Event)")
-    v.add_argument("--strict", action="store_true", help="exactly the contract: no unknown members or types")
+    v.add_argument(
+        "files", nargs="*", metavar="FILE", help="JSON files (default: JSON Lines on stdin)"
+    )
+    v.add_argument(
+        "--as",
+        dest="definition",
+        default="Event",
+        metavar="DEFINITION",
+        help="the definition to validate against (default: Event)",
+    )
+    v.add_argument(
+        "--strict", action="store_true", help="exactly the contract: no unknown members or types"
+    )
     v.set_defaults(run=validate)
     return top
 

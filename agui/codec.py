@@ -11,13 +11,13 @@ from typing import Any, TypeVar, overload
 
 import attrs
 import orjson
-from agui_generated import TAGS, DecodeError, Event, Problem, decode_value, encode_value
+from agui_generated import DecodeError, Event, Problem, decode_value, encode_value
+from agui_generated._runtime import DROP, describe
 
 __all__ = ["EncodeError", "UnknownEvent", "decode", "decode_json", "encode", "to_json"]
 
 T = TypeVar("T")
 log = logging.getLogger("agui")
-_EVENT_TAGS = TAGS["Event"]
 
 
 class EncodeError(ValueError):
@@ -37,9 +37,21 @@ class UnknownEvent:
 
 
 @overload
-def decode(data: bytes | bytearray | memoryview | str, cls: type[T], *, strict: bool = ..., warnings: list[Problem] | None = ...) -> T: ...
+def decode(
+    data: bytes | bytearray | memoryview | str,
+    cls: type[T],
+    *,
+    strict: bool = ...,
+    warnings: list[Problem] | None = ...,
+) -> T: ...
 @overload
-def decode(data: bytes | bytearray | memoryview | str, cls: Any = ..., *, strict: bool = ..., warnings: list[Problem] | None = ...) -> Any: ...
+def decode(
+    data: bytes | bytearray | memoryview | str,
+    cls: Any = ...,
+    *,
+    strict: bool = ...,
+    warnings: list[Problem] | None = ...,
+) -> Any: ...
 def decode(
     data: bytes | bytearray | memoryview | str,
     cls: Any = Event,
@@ -59,21 +71,38 @@ def decode(
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise DecodeError([Problem("", "json", f"not valid JSON: {exc}")]) from None
-    return decode_json(value, cls, strict=strict, warnings=warnings)
+    result, found = decode_value(value, cls, strict, cls is Event)
+    if found:
+        return _warned(result, found, value, warnings)
+    return result
 
 
 def decode_json(
     value: Any, cls: Any = Event, *, strict: bool = False, warnings: list[Problem] | None = None
 ) -> Any:
     """Like decode, for a document already parsed into Python JSON values."""
-    if cls is Event and not strict and type(value) is dict:
-        tag = value.get("type")
-        if type(tag) is str and tag not in _EVENT_TAGS:
-            _report([Problem("/type", "unknown_tag", f"unknown event type {tag!r}; passed on as UnknownEvent")], warnings)
-            return UnknownEvent(type=tag, raw=value)
-    result, found = decode_value(value, cls, strict)
+    result, found = decode_value(value, cls, strict, cls is Event)
     if found:
-        _report(found, warnings)
+        return _warned(result, found, value, warnings)
+    return result
+
+
+def _warned(result: Any, found: list[Problem], value: Any, warnings: list[Problem] | None) -> Any:
+    if result is DROP:  # an event of a type this package does not know
+        tag = value["type"]
+        found = [
+            Problem(
+                "/type",
+                "unknown_tag",
+                f"unknown event type {describe(tag)}; passed on as UnknownEvent",
+            )
+        ]
+        result = UnknownEvent(type=tag, raw=value)
+    if warnings is not None:
+        warnings.extend(found)
+    else:
+        for problem in found:
+            log.warning("%s", problem)
     return result
 
 
@@ -95,11 +124,3 @@ def encode(obj: Any) -> bytes:
         if type(obj) is UnknownEvent:
             return orjson.dumps(obj.raw)
         raise EncodeError(f"cannot encode {type(obj).__name__}: {exc}") from None
-
-
-def _report(found: list[Problem], warnings: list[Problem] | None) -> None:
-    if warnings is not None:
-        warnings.extend(found)
-    else:
-        for problem in found:
-            log.warning("%s", problem)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from codegen.load import ROOT, SpecError, load_spec
 from codegen.model import build
@@ -47,7 +46,9 @@ def differences(files: dict[str, str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="compare only; exit 1 if anything differs")
+    parser.add_argument(
+        "--check", action="store_true", help="compare only; exit 1 if anything differs"
+    )
     args = parser.parse_args(argv)
     try:
         files = generate_files()

@@ -49,7 +49,7 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _m
 def read_spec(text: str, name: str = "spec/agui.yaml") -> dict[str, Any]:
     """Parse and validate the spec text; raise SpecError naming the YAML path of every problem."""
     try:
-        raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        raw = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         raise SpecError([f"{name}: not valid YAML: {exc}"]) from None
     meta = json.loads(FORMAT_PATH.read_text(encoding="utf-8"))

@@ -48,7 +48,9 @@ class Field:
     required: bool
     type: TypeRef | None  # None for tag and const fields
     tag: str | None = None  # the value, when this field is the discriminator
-    tag_py: str | None = None  # Python expression of the tag value (an enum member or a string literal)
+    tag_py: str | None = (
+        None  # Python expression of the tag value (an enum member or a string literal)
+    )
     tag_annotation: str | None = None
     const: str | None = None
     nullable: bool = False
@@ -58,7 +60,11 @@ class Field:
     @property
     def annotation(self) -> str:
         """The Python annotation of an instance field."""
-        base = f"Literal[{self.const!r}]" if self.const is not None else (self.type.py if self.type else "")
+        base = (
+            f"Literal[{self.const!r}]"
+            if self.const is not None
+            else (self.type.py if self.type else "")
+        )
         return base if self.required else f"{base} | None"
 
     @property
@@ -212,10 +218,14 @@ class _Builder:
                 self.fail(where, f"the options of '{text}' must be distinct JSON kinds")
             py = " | ".join(o.py for o in options)
             expected = " or ".join(o.expected for o in options)
-            return TypeRef("either", options=tuple(options), py=py, expected=expected), Constraints()
+            return TypeRef(
+                "either", options=tuple(options), py=py, expected=expected
+            ), Constraints()
         if text.startswith("list[") and text.endswith("]"):
             item, _ = self.parse_type(text[5:-1], where)
-            return TypeRef("list", item=item, py=f"tuple[{item.py}, ...]", expected="an array"), Constraints()
+            return TypeRef(
+                "list", item=item, py=f"tuple[{item.py}, ...]", expected="an array"
+            ), Constraints()
         if text in SCALARS:
             return TypeRef(text, py=SCALARS[text], expected=JSON_KINDS[text]), Constraints()
         if text == "json":
@@ -265,7 +275,10 @@ class _Builder:
             required = not key.endswith("?")
             py = fs.get("py") or snake(wire)
             if py == "extra":
-                self.fail(where, "the Python name 'extra' is reserved for the unknown members of open objects")
+                self.fail(
+                    where,
+                    "the Python name 'extra' is reserved for the unknown members of open objects",
+                )
             cons = _constraints(fs)
             ftype: TypeRef | None = None
             tag_py = tag_annotation = None
@@ -274,7 +287,9 @@ class _Builder:
                     self.fail(where, "a discriminator field must be required")
                 if tag is None:
                     if self.defs[user]["kind"] != "mixin":
-                        self.fail([user], f"composes the discriminator '{wire}' but declares no `tag`")
+                        self.fail(
+                            [user], f"composes the discriminator '{wire}' but declares no `tag`"
+                        )
                     continue_tag = None
                 else:
                     continue_tag = tag
@@ -283,7 +298,9 @@ class _Builder:
                     if enum:
                         values = self.defs.get(enum, {}).get("values", {})
                         if self.defs.get(enum, {}).get("kind") != "enum":
-                            self.fail(where, f"the type of a discriminator must be an enum, not '{enum}'")
+                            self.fail(
+                                where, f"the type of a discriminator must be an enum, not '{enum}'"
+                            )
                         elif continue_tag not in values:
                             self.fail([user, "tag"], f"'{continue_tag}' is not a value of {enum}")
                         tag_py = f"{enum}.{member_name(continue_tag)}"
@@ -291,7 +308,13 @@ class _Builder:
                         tag_py = repr(continue_tag)
                     tag_annotation = f"ClassVar[Literal[{tag_py}]]"
                 yield Field(
-                    wire, py, fs["doc"], True, None, tag=continue_tag, tag_py=tag_py,
+                    wire,
+                    py,
+                    fs["doc"],
+                    True,
+                    None,
+                    tag=continue_tag,
+                    tag_py=tag_py,
                     tag_annotation=tag_annotation,
                 )
                 continue
@@ -307,7 +330,10 @@ class _Builder:
             )
             nullable = bool(fs.get("nullable"))
             if nullable and (not required or ftype.kind != "json"):
-                self.fail(where, "only a required `json` field may be nullable; absent and null must stay distinguishable")
+                self.fail(
+                    where,
+                    "only a required `json` field may be nullable; absent and null must stay distinguishable",
+                )
             if (merged.min is not None or merged.max is not None) and ftype.kind != "int":
                 self.fail(where, "min/max apply to int fields only")
             if merged.pattern is not None:
@@ -323,7 +349,13 @@ class _Builder:
             if not re.fullmatch(r"[a-z][A-Za-z0-9]*", wire):
                 self.fail(where, "wire names are camelCase")
             yield Field(
-                wire, py, fs["doc"], required, ftype, nullable=nullable, default=fs.get("default"),
+                wire,
+                py,
+                fs["doc"],
+                required,
+                ftype,
+                nullable=nullable,
+                default=fs.get("default"),
                 constraints=merged,
             )
 
@@ -362,7 +394,9 @@ class _Builder:
                 for u in unions:
                     if disc is not None and self.defs[u]["discriminator"] != disc:
                         self.fail([name], f"its discriminator '{disc}' differs from union {u}'s")
-                items[name] = Object(name, spec["doc"], tuple(fields), tag, disc, bool(spec.get("open")), unions)
+                items[name] = Object(
+                    name, spec["doc"], tuple(fields), tag, disc, bool(spec.get("open")), unions
+                )
             elif kind == "union":
                 items[name] = self.union(name, spec)
         order = self.order(items)
@@ -390,8 +424,13 @@ class _Builder:
             elif sorted(declared) != sorted(values):
                 missing = sorted(set(declared) - set(values))
                 extra = sorted(set(values) - set(declared))
-                self.fail([name, "tags"], f"members' tags differ from {enum}: missing {missing}, not in enum {extra}")
-        return Union(name, spec["doc"], spec["discriminator"], tuple(spec["members"]), tuple(tags), enum)
+                self.fail(
+                    [name, "tags"],
+                    f"members' tags differ from {enum}: missing {missing}, not in enum {extra}",
+                )
+        return Union(
+            name, spec["doc"], spec["discriminator"], tuple(spec["members"]), tuple(tags), enum
+        )
 
     def order(self, items: dict[str, Object | Union]) -> tuple[Object | Union, ...]:
         """Spec order, except that a definition is moved after everything it refers to."""

@@ -73,6 +73,35 @@ class Ctx:
         self.warnings.append(Problem(pointer(at), kind, message))
 
 
+class Restart(Exception):
+    """Raised by the shared first-pass context at the first problem or warning."""
+
+
+class FirstPass(Ctx):
+    """A shared, never-modified context for the first attempt at a document.
+
+    Most documents are valid, so a decode first runs with this context (no allocation); the first
+    problem or warning aborts that attempt and the document is decoded again with a fresh Ctx
+    that collects everything. Sharing is safe across threads because nothing is ever stored."""
+
+    __slots__ = ()
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.problems = []
+        self.warnings = []
+        self.dropped = 0
+
+    def error(self, at: At, kind: str, message: str) -> None:
+        raise Restart
+
+    def warn(self, at: At, kind: str, message: str) -> None:
+        raise Restart
+
+
+FIRST_PASS: Final = {True: FirstPass(True), False: FirstPass(False)}
+
+
 def describe(value: Any) -> str:
     """A short, bounded rendering of a value for a message (never echoes a huge input)."""
     if value is None:

@@ -104,6 +104,8 @@ from .models import (
 )
 
 _new = object.__new__
+_FIRST_PASS = _rt.FIRST_PASS
+_NO_WARNINGS: Final[list[Problem]] = []  # shared and never appended to
 _MISSING = _rt.MISSING
 _DROP = _rt.DROP
 _EV_EventType: Final[dict[str, EventType]] = {
@@ -167,8 +169,8 @@ _P0 = _rt.compiled("^(/([^/~]|~[01])*)*$")
 
 # ── TextPart ──
 
-_K_TextPart: Final = frozenset(["type", "id", "text", "metadata"])
-_O_TextPart: Final = frozenset(["id", "metadata"])
+_K_TextPart: Final[frozenset[str]] = frozenset(["type", "id", "text", "metadata"])
+_O_TextPart: Final[frozenset[str]] = frozenset(["id", "metadata"])
 _S_TextPart_id = TextPart.__dict__["id"].__set__
 _S_TextPart_text = TextPart.__dict__["text"].__set__
 _S_TextPart_metadata = TextPart.__dict__["metadata"].__set__
@@ -206,20 +208,20 @@ def _d_TextPart(d: dict[str, Any], at: At, cx: Ctx) -> TextPart:
 def _e_TextPart(o: TextPart) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "text"
-    v = o.id
-    if v is not None:
-        d["id"] = v
+    v_id = o.id
+    if v_id is not None:
+        d["id"] = v_id
     d["text"] = o.text
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── DataSource ──
 
-_K_DataSource: Final = frozenset(["type", "value", "mimeType"])
-_O_DataSource: Final = frozenset([])
+_K_DataSource: Final[frozenset[str]] = frozenset(["type", "value", "mimeType"])
+_O_DataSource: Final[frozenset[str]] = frozenset([])
 _S_DataSource_value = DataSource.__dict__["value"].__set__
 _S_DataSource_mime_type = DataSource.__dict__["mime_type"].__set__
 
@@ -252,8 +254,8 @@ def _e_DataSource(o: DataSource) -> dict[str, Any]:
 
 # ── UrlSource ──
 
-_K_UrlSource: Final = frozenset(["type", "value", "mimeType"])
-_O_UrlSource: Final = frozenset(["mimeType"])
+_K_UrlSource: Final[frozenset[str]] = frozenset(["type", "value", "mimeType"])
+_O_UrlSource: Final[frozenset[str]] = frozenset(["mimeType"])
 _S_UrlSource_value = UrlSource.__dict__["value"].__set__
 _S_UrlSource_mime_type = UrlSource.__dict__["mime_type"].__set__
 
@@ -285,16 +287,16 @@ def _e_UrlSource(o: UrlSource) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "url"
     d["value"] = o.value
-    v = o.mime_type
-    if v is not None:
-        d["mimeType"] = v
+    v_mime_type = o.mime_type
+    if v_mime_type is not None:
+        d["mimeType"] = v_mime_type
     return d
 
 
 # ── FileSource ──
 
-_K_FileSource: Final = frozenset(["type", "value", "provider", "mimeType"])
-_O_FileSource: Final = frozenset(["provider", "mimeType"])
+_K_FileSource: Final[frozenset[str]] = frozenset(["type", "value", "provider", "mimeType"])
+_O_FileSource: Final[frozenset[str]] = frozenset(["provider", "mimeType"])
 _S_FileSource_value = FileSource.__dict__["value"].__set__
 _S_FileSource_provider = FileSource.__dict__["provider"].__set__
 _S_FileSource_mime_type = FileSource.__dict__["mime_type"].__set__
@@ -335,12 +337,12 @@ def _e_FileSource(o: FileSource) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "file"
     d["value"] = o.value
-    v = o.provider
-    if v is not None:
-        d["provider"] = v
-    v = o.mime_type
-    if v is not None:
-        d["mimeType"] = v
+    v_provider = o.provider
+    if v_provider is not None:
+        d["provider"] = v_provider
+    v_mime_type = o.mime_type
+    if v_mime_type is not None:
+        d["mimeType"] = v_mime_type
     return d
 
 
@@ -364,8 +366,8 @@ def _u_PartSource(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
 
 # ── ImagePart ──
 
-_K_ImagePart: Final = frozenset(["type", "id", "source", "metadata"])
-_O_ImagePart: Final = frozenset(["id", "metadata"])
+_K_ImagePart: Final[frozenset[str]] = frozenset(["type", "id", "source", "metadata"])
+_O_ImagePart: Final[frozenset[str]] = frozenset(["id", "metadata"])
 _S_ImagePart_id = ImagePart.__dict__["id"].__set__
 _S_ImagePart_source = ImagePart.__dict__["source"].__set__
 _S_ImagePart_metadata = ImagePart.__dict__["metadata"].__set__
@@ -405,20 +407,20 @@ def _d_ImagePart(d: dict[str, Any], at: At, cx: Ctx) -> ImagePart:
 def _e_ImagePart(o: ImagePart) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "image"
-    v = o.id
-    if v is not None:
-        d["id"] = v
+    v_id = o.id
+    if v_id is not None:
+        d["id"] = v_id
     d["source"] = _ENC[type(o.source)](o.source)
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── AudioPart ──
 
-_K_AudioPart: Final = frozenset(["type", "id", "source", "metadata"])
-_O_AudioPart: Final = frozenset(["id", "metadata"])
+_K_AudioPart: Final[frozenset[str]] = frozenset(["type", "id", "source", "metadata"])
+_O_AudioPart: Final[frozenset[str]] = frozenset(["id", "metadata"])
 _S_AudioPart_id = AudioPart.__dict__["id"].__set__
 _S_AudioPart_source = AudioPart.__dict__["source"].__set__
 _S_AudioPart_metadata = AudioPart.__dict__["metadata"].__set__
@@ -458,20 +460,20 @@ def _d_AudioPart(d: dict[str, Any], at: At, cx: Ctx) -> AudioPart:
 def _e_AudioPart(o: AudioPart) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "audio"
-    v = o.id
-    if v is not None:
-        d["id"] = v
+    v_id = o.id
+    if v_id is not None:
+        d["id"] = v_id
     d["source"] = _ENC[type(o.source)](o.source)
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── VideoPart ──
 
-_K_VideoPart: Final = frozenset(["type", "id", "source", "metadata"])
-_O_VideoPart: Final = frozenset(["id", "metadata"])
+_K_VideoPart: Final[frozenset[str]] = frozenset(["type", "id", "source", "metadata"])
+_O_VideoPart: Final[frozenset[str]] = frozenset(["id", "metadata"])
 _S_VideoPart_id = VideoPart.__dict__["id"].__set__
 _S_VideoPart_source = VideoPart.__dict__["source"].__set__
 _S_VideoPart_metadata = VideoPart.__dict__["metadata"].__set__
@@ -511,20 +513,20 @@ def _d_VideoPart(d: dict[str, Any], at: At, cx: Ctx) -> VideoPart:
 def _e_VideoPart(o: VideoPart) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "video"
-    v = o.id
-    if v is not None:
-        d["id"] = v
+    v_id = o.id
+    if v_id is not None:
+        d["id"] = v_id
     d["source"] = _ENC[type(o.source)](o.source)
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── DocumentPart ──
 
-_K_DocumentPart: Final = frozenset(["type", "id", "source", "metadata"])
-_O_DocumentPart: Final = frozenset(["id", "metadata"])
+_K_DocumentPart: Final[frozenset[str]] = frozenset(["type", "id", "source", "metadata"])
+_O_DocumentPart: Final[frozenset[str]] = frozenset(["id", "metadata"])
 _S_DocumentPart_id = DocumentPart.__dict__["id"].__set__
 _S_DocumentPart_source = DocumentPart.__dict__["source"].__set__
 _S_DocumentPart_metadata = DocumentPart.__dict__["metadata"].__set__
@@ -564,13 +566,13 @@ def _d_DocumentPart(d: dict[str, Any], at: At, cx: Ctx) -> DocumentPart:
 def _e_DocumentPart(o: DocumentPart) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "document"
-    v = o.id
-    if v is not None:
-        d["id"] = v
+    v_id = o.id
+    if v_id is not None:
+        d["id"] = v_id
     d["source"] = _ENC[type(o.source)](o.source)
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
@@ -596,8 +598,8 @@ def _u_ContentPart(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
 
 # ── FunctionCall ──
 
-_K_FunctionCall: Final = frozenset(["name", "arguments"])
-_O_FunctionCall: Final = frozenset([])
+_K_FunctionCall: Final[frozenset[str]] = frozenset(["name", "arguments"])
+_O_FunctionCall: Final[frozenset[str]] = frozenset([])
 _S_FunctionCall_name = FunctionCall.__dict__["name"].__set__
 _S_FunctionCall_arguments = FunctionCall.__dict__["arguments"].__set__
 
@@ -629,8 +631,10 @@ def _e_FunctionCall(o: FunctionCall) -> dict[str, Any]:
 
 # ── ToolCall ──
 
-_K_ToolCall: Final = frozenset(["id", "type", "function", "encryptedValue", "metadata"])
-_O_ToolCall: Final = frozenset(["encryptedValue", "metadata"])
+_K_ToolCall: Final[frozenset[str]] = frozenset(
+    ["id", "type", "function", "encryptedValue", "metadata"]
+)
+_O_ToolCall: Final[frozenset[str]] = frozenset(["encryptedValue", "metadata"])
 _S_ToolCall_id = ToolCall.__dict__["id"].__set__
 _S_ToolCall_function = ToolCall.__dict__["function"].__set__
 _S_ToolCall_encrypted_value = ToolCall.__dict__["encrypted_value"].__set__
@@ -682,21 +686,23 @@ def _e_ToolCall(o: ToolCall) -> dict[str, Any]:
     d["id"] = o.id
     d["type"] = "function"
     d["function"] = _e_FunctionCall(o.function)
-    v = o.encrypted_value
-    if v is not None:
-        d["encryptedValue"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_encrypted_value = o.encrypted_value
+    if v_encrypted_value is not None:
+        d["encryptedValue"] = v_encrypted_value
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── DeveloperMessage ──
 
-_K_DeveloperMessage: Final = frozenset(
+_K_DeveloperMessage: Final[frozenset[str]] = frozenset(
     ["subagentRunId", "id", "role", "name", "encryptedValue", "metadata", "content"]
 )
-_O_DeveloperMessage: Final = frozenset(["subagentRunId", "name", "encryptedValue", "metadata"])
+_O_DeveloperMessage: Final[frozenset[str]] = frozenset(
+    ["subagentRunId", "name", "encryptedValue", "metadata"]
+)
 _S_DeveloperMessage_subagent_run_id = DeveloperMessage.__dict__["subagent_run_id"].__set__
 _S_DeveloperMessage_id = DeveloperMessage.__dict__["id"].__set__
 _S_DeveloperMessage_name = DeveloperMessage.__dict__["name"].__set__
@@ -759,30 +765,32 @@ def _d_DeveloperMessage(d: dict[str, Any], at: At, cx: Ctx) -> DeveloperMessage:
 
 def _e_DeveloperMessage(o: DeveloperMessage) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["id"] = o.id
     d["role"] = "developer"
-    v = o.name
-    if v is not None:
-        d["name"] = v
-    v = o.encrypted_value
-    if v is not None:
-        d["encryptedValue"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_name = o.name
+    if v_name is not None:
+        d["name"] = v_name
+    v_encrypted_value = o.encrypted_value
+    if v_encrypted_value is not None:
+        d["encryptedValue"] = v_encrypted_value
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     d["content"] = o.content
     return d
 
 
 # ── SystemMessage ──
 
-_K_SystemMessage: Final = frozenset(
+_K_SystemMessage: Final[frozenset[str]] = frozenset(
     ["subagentRunId", "id", "role", "name", "encryptedValue", "metadata", "content"]
 )
-_O_SystemMessage: Final = frozenset(["subagentRunId", "name", "encryptedValue", "metadata"])
+_O_SystemMessage: Final[frozenset[str]] = frozenset(
+    ["subagentRunId", "name", "encryptedValue", "metadata"]
+)
 _S_SystemMessage_subagent_run_id = SystemMessage.__dict__["subagent_run_id"].__set__
 _S_SystemMessage_id = SystemMessage.__dict__["id"].__set__
 _S_SystemMessage_name = SystemMessage.__dict__["name"].__set__
@@ -845,30 +853,30 @@ def _d_SystemMessage(d: dict[str, Any], at: At, cx: Ctx) -> SystemMessage:
 
 def _e_SystemMessage(o: SystemMessage) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["id"] = o.id
     d["role"] = "system"
-    v = o.name
-    if v is not None:
-        d["name"] = v
-    v = o.encrypted_value
-    if v is not None:
-        d["encryptedValue"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_name = o.name
+    if v_name is not None:
+        d["name"] = v_name
+    v_encrypted_value = o.encrypted_value
+    if v_encrypted_value is not None:
+        d["encryptedValue"] = v_encrypted_value
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     d["content"] = o.content
     return d
 
 
 # ── AssistantMessage ──
 
-_K_AssistantMessage: Final = frozenset(
+_K_AssistantMessage: Final[frozenset[str]] = frozenset(
     ["subagentRunId", "id", "role", "name", "encryptedValue", "metadata", "content", "toolCalls"]
 )
-_O_AssistantMessage: Final = frozenset(
+_O_AssistantMessage: Final[frozenset[str]] = frozenset(
     ["subagentRunId", "name", "encryptedValue", "metadata", "content", "toolCalls"]
 )
 _S_AssistantMessage_subagent_run_id = AssistantMessage.__dict__["subagent_run_id"].__set__
@@ -954,35 +962,37 @@ def _d_AssistantMessage(d: dict[str, Any], at: At, cx: Ctx) -> AssistantMessage:
 
 def _e_AssistantMessage(o: AssistantMessage) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["id"] = o.id
     d["role"] = "assistant"
-    v = o.name
-    if v is not None:
-        d["name"] = v
-    v = o.encrypted_value
-    if v is not None:
-        d["encryptedValue"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.content
-    if v is not None:
-        d["content"] = v
-    v = o.tool_calls
-    if v is not None:
-        d["toolCalls"] = [_e_ToolCall(x) for x in v]
+    v_name = o.name
+    if v_name is not None:
+        d["name"] = v_name
+    v_encrypted_value = o.encrypted_value
+    if v_encrypted_value is not None:
+        d["encryptedValue"] = v_encrypted_value
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_content = o.content
+    if v_content is not None:
+        d["content"] = v_content
+    v_tool_calls = o.tool_calls
+    if v_tool_calls is not None:
+        d["toolCalls"] = [_e_ToolCall(x) for x in v_tool_calls]
     return d
 
 
 # ── UserMessage ──
 
-_K_UserMessage: Final = frozenset(
+_K_UserMessage: Final[frozenset[str]] = frozenset(
     ["subagentRunId", "id", "role", "name", "encryptedValue", "metadata", "content"]
 )
-_O_UserMessage: Final = frozenset(["subagentRunId", "name", "encryptedValue", "metadata"])
+_O_UserMessage: Final[frozenset[str]] = frozenset(
+    ["subagentRunId", "name", "encryptedValue", "metadata"]
+)
 _S_UserMessage_subagent_run_id = UserMessage.__dict__["subagent_run_id"].__set__
 _S_UserMessage_id = UserMessage.__dict__["id"].__set__
 _S_UserMessage_name = UserMessage.__dict__["name"].__set__
@@ -1049,31 +1059,33 @@ def _d_UserMessage(d: dict[str, Any], at: At, cx: Ctx) -> UserMessage:
 
 def _e_UserMessage(o: UserMessage) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["id"] = o.id
     d["role"] = "user"
-    v = o.name
-    if v is not None:
-        d["name"] = v
-    v = o.encrypted_value
-    if v is not None:
-        d["encryptedValue"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.content
-    d["content"] = v if type(v) is str else [_ENC[type(x)](x) for x in v]
+    v_name = o.name
+    if v_name is not None:
+        d["name"] = v_name
+    v_encrypted_value = o.encrypted_value
+    if v_encrypted_value is not None:
+        d["encryptedValue"] = v_encrypted_value
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_content = o.content
+    d["content"] = v_content if type(v_content) is str else [_ENC[type(x)](x) for x in v_content]
     return d
 
 
 # ── ToolMessage ──
 
-_K_ToolMessage: Final = frozenset(
+_K_ToolMessage: Final[frozenset[str]] = frozenset(
     ["subagentRunId", "id", "role", "content", "toolCallId", "error", "encryptedValue", "metadata"]
 )
-_O_ToolMessage: Final = frozenset(["subagentRunId", "error", "encryptedValue", "metadata"])
+_O_ToolMessage: Final[frozenset[str]] = frozenset(
+    ["subagentRunId", "error", "encryptedValue", "metadata"]
+)
 _S_ToolMessage_subagent_run_id = ToolMessage.__dict__["subagent_run_id"].__set__
 _S_ToolMessage_id = ToolMessage.__dict__["id"].__set__
 _S_ToolMessage_content = ToolMessage.__dict__["content"].__set__
@@ -1146,32 +1158,32 @@ def _d_ToolMessage(d: dict[str, Any], at: At, cx: Ctx) -> ToolMessage:
 
 def _e_ToolMessage(o: ToolMessage) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["id"] = o.id
     d["role"] = "tool"
-    v = o.content
-    d["content"] = v if type(v) is str else [_ENC[type(x)](x) for x in v]
+    v_content = o.content
+    d["content"] = v_content if type(v_content) is str else [_ENC[type(x)](x) for x in v_content]
     d["toolCallId"] = o.tool_call_id
-    v = o.error
-    if v is not None:
-        d["error"] = v
-    v = o.encrypted_value
-    if v is not None:
-        d["encryptedValue"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_error = o.error
+    if v_error is not None:
+        d["error"] = v_error
+    v_encrypted_value = o.encrypted_value
+    if v_encrypted_value is not None:
+        d["encryptedValue"] = v_encrypted_value
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── ActivityMessage ──
 
-_K_ActivityMessage: Final = frozenset(
+_K_ActivityMessage: Final[frozenset[str]] = frozenset(
     ["subagentRunId", "id", "role", "activityType", "content", "metadata"]
 )
-_O_ActivityMessage: Final = frozenset(["subagentRunId", "metadata"])
+_O_ActivityMessage: Final[frozenset[str]] = frozenset(["subagentRunId", "metadata"])
 _S_ActivityMessage_subagent_run_id = ActivityMessage.__dict__["subagent_run_id"].__set__
 _S_ActivityMessage_id = ActivityMessage.__dict__["id"].__set__
 _S_ActivityMessage_activity_type = ActivityMessage.__dict__["activity_type"].__set__
@@ -1222,25 +1234,27 @@ def _d_ActivityMessage(d: dict[str, Any], at: At, cx: Ctx) -> ActivityMessage:
 
 def _e_ActivityMessage(o: ActivityMessage) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["id"] = o.id
     d["role"] = "activity"
     d["activityType"] = o.activity_type
     d["content"] = o.content
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── ReasoningMessage ──
 
-_K_ReasoningMessage: Final = frozenset(
+_K_ReasoningMessage: Final[frozenset[str]] = frozenset(
     ["subagentRunId", "id", "role", "content", "encryptedValue", "metadata"]
 )
-_O_ReasoningMessage: Final = frozenset(["subagentRunId", "encryptedValue", "metadata"])
+_O_ReasoningMessage: Final[frozenset[str]] = frozenset(
+    ["subagentRunId", "encryptedValue", "metadata"]
+)
 _S_ReasoningMessage_subagent_run_id = ReasoningMessage.__dict__["subagent_run_id"].__set__
 _S_ReasoningMessage_id = ReasoningMessage.__dict__["id"].__set__
 _S_ReasoningMessage_content = ReasoningMessage.__dict__["content"].__set__
@@ -1294,18 +1308,18 @@ def _d_ReasoningMessage(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningMessage:
 
 def _e_ReasoningMessage(o: ReasoningMessage) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["id"] = o.id
     d["role"] = "reasoning"
     d["content"] = o.content
-    v = o.encrypted_value
-    if v is not None:
-        d["encryptedValue"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_encrypted_value = o.encrypted_value
+    if v_encrypted_value is not None:
+        d["encryptedValue"] = v_encrypted_value
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
@@ -1333,8 +1347,8 @@ def _u_Message(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
 
 # ── AddOperation ──
 
-_K_AddOperation: Final = frozenset(["op", "path", "value"])
-_O_AddOperation: Final = frozenset([])
+_K_AddOperation: Final[frozenset[str]] = frozenset(["op", "path", "value"])
+_O_AddOperation: Final[frozenset[str]] = frozenset([])
 _S_AddOperation_path = AddOperation.__dict__["path"].__set__
 _S_AddOperation_value = AddOperation.__dict__["value"].__set__
 _S_AddOperation_extra = AddOperation.__dict__["extra"].__set__
@@ -1377,8 +1391,8 @@ def _e_AddOperation(o: AddOperation) -> dict[str, Any]:
 
 # ── RemoveOperation ──
 
-_K_RemoveOperation: Final = frozenset(["op", "path"])
-_O_RemoveOperation: Final = frozenset([])
+_K_RemoveOperation: Final[frozenset[str]] = frozenset(["op", "path"])
+_O_RemoveOperation: Final[frozenset[str]] = frozenset([])
 _S_RemoveOperation_path = RemoveOperation.__dict__["path"].__set__
 _S_RemoveOperation_extra = RemoveOperation.__dict__["extra"].__set__
 
@@ -1414,8 +1428,8 @@ def _e_RemoveOperation(o: RemoveOperation) -> dict[str, Any]:
 
 # ── ReplaceOperation ──
 
-_K_ReplaceOperation: Final = frozenset(["op", "path", "value"])
-_O_ReplaceOperation: Final = frozenset([])
+_K_ReplaceOperation: Final[frozenset[str]] = frozenset(["op", "path", "value"])
+_O_ReplaceOperation: Final[frozenset[str]] = frozenset([])
 _S_ReplaceOperation_path = ReplaceOperation.__dict__["path"].__set__
 _S_ReplaceOperation_value = ReplaceOperation.__dict__["value"].__set__
 _S_ReplaceOperation_extra = ReplaceOperation.__dict__["extra"].__set__
@@ -1458,8 +1472,8 @@ def _e_ReplaceOperation(o: ReplaceOperation) -> dict[str, Any]:
 
 # ── MoveOperation ──
 
-_K_MoveOperation: Final = frozenset(["op", "from", "path"])
-_O_MoveOperation: Final = frozenset([])
+_K_MoveOperation: Final[frozenset[str]] = frozenset(["op", "from", "path"])
+_O_MoveOperation: Final[frozenset[str]] = frozenset([])
 _S_MoveOperation_from_ = MoveOperation.__dict__["from_"].__set__
 _S_MoveOperation_path = MoveOperation.__dict__["path"].__set__
 _S_MoveOperation_extra = MoveOperation.__dict__["extra"].__set__
@@ -1504,8 +1518,8 @@ def _e_MoveOperation(o: MoveOperation) -> dict[str, Any]:
 
 # ── CopyOperation ──
 
-_K_CopyOperation: Final = frozenset(["op", "from", "path"])
-_O_CopyOperation: Final = frozenset([])
+_K_CopyOperation: Final[frozenset[str]] = frozenset(["op", "from", "path"])
+_O_CopyOperation: Final[frozenset[str]] = frozenset([])
 _S_CopyOperation_from_ = CopyOperation.__dict__["from_"].__set__
 _S_CopyOperation_path = CopyOperation.__dict__["path"].__set__
 _S_CopyOperation_extra = CopyOperation.__dict__["extra"].__set__
@@ -1550,8 +1564,8 @@ def _e_CopyOperation(o: CopyOperation) -> dict[str, Any]:
 
 # ── TestOperation ──
 
-_K_TestOperation: Final = frozenset(["op", "path", "value"])
-_O_TestOperation: Final = frozenset([])
+_K_TestOperation: Final[frozenset[str]] = frozenset(["op", "path", "value"])
+_O_TestOperation: Final[frozenset[str]] = frozenset([])
 _S_TestOperation_path = TestOperation.__dict__["path"].__set__
 _S_TestOperation_value = TestOperation.__dict__["value"].__set__
 _S_TestOperation_extra = TestOperation.__dict__["extra"].__set__
@@ -1615,8 +1629,8 @@ def _u_JsonPatchOperation(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
 
 # ── Tool ──
 
-_K_Tool: Final = frozenset(["name", "description", "parameters", "metadata"])
-_O_Tool: Final = frozenset(["parameters", "metadata"])
+_K_Tool: Final[frozenset[str]] = frozenset(["name", "description", "parameters", "metadata"])
+_O_Tool: Final[frozenset[str]] = frozenset(["parameters", "metadata"])
 _S_Tool_name = Tool.__dict__["name"].__set__
 _S_Tool_description = Tool.__dict__["description"].__set__
 _S_Tool_parameters = Tool.__dict__["parameters"].__set__
@@ -1661,19 +1675,19 @@ def _e_Tool(o: Tool) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["name"] = o.name
     d["description"] = o.description
-    v = o.parameters
-    if v is not None:
-        d["parameters"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_parameters = o.parameters
+    if v_parameters is not None:
+        d["parameters"] = v_parameters
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── Context ──
 
-_K_Context: Final = frozenset(["description", "value"])
-_O_Context: Final = frozenset([])
+_K_Context: Final[frozenset[str]] = frozenset(["description", "value"])
+_O_Context: Final[frozenset[str]] = frozenset([])
 _S_Context_description = Context.__dict__["description"].__set__
 _S_Context_value = Context.__dict__["value"].__set__
 
@@ -1705,8 +1719,8 @@ def _e_Context(o: Context) -> dict[str, Any]:
 
 # ── ResumeEntry ──
 
-_K_ResumeEntry: Final = frozenset(["interruptId", "status", "payload", "metadata"])
-_O_ResumeEntry: Final = frozenset(["payload", "metadata"])
+_K_ResumeEntry: Final[frozenset[str]] = frozenset(["interruptId", "status", "payload", "metadata"])
+_O_ResumeEntry: Final[frozenset[str]] = frozenset(["payload", "metadata"])
 _S_ResumeEntry_interrupt_id = ResumeEntry.__dict__["interrupt_id"].__set__
 _S_ResumeEntry_status = ResumeEntry.__dict__["status"].__set__
 _S_ResumeEntry_payload = ResumeEntry.__dict__["payload"].__set__
@@ -1752,18 +1766,18 @@ def _e_ResumeEntry(o: ResumeEntry) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["interruptId"] = o.interrupt_id
     d["status"] = o.status
-    v = o.payload
-    if v is not None:
-        d["payload"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_payload = o.payload
+    if v_payload is not None:
+        d["payload"] = v_payload
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── RunAgentInput ──
 
-_K_RunAgentInput: Final = frozenset(
+_K_RunAgentInput: Final[frozenset[str]] = frozenset(
     [
         "threadId",
         "runId",
@@ -1777,7 +1791,7 @@ _K_RunAgentInput: Final = frozenset(
         "resume",
     ]
 )
-_O_RunAgentInput: Final = frozenset(
+_O_RunAgentInput: Final[frozenset[str]] = frozenset(
     ["protocolVersion", "parentRunId", "state", "tools", "context", "forwardedProps", "resume"]
 )
 _S_RunAgentInput_thread_id = RunAgentInput.__dict__["thread_id"].__set__
@@ -1902,34 +1916,34 @@ def _e_RunAgentInput(o: RunAgentInput) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["threadId"] = o.thread_id
     d["runId"] = o.run_id
-    v = o.protocol_version
-    if v is not None:
-        d["protocolVersion"] = v
-    v = o.parent_run_id
-    if v is not None:
-        d["parentRunId"] = v
-    v = o.state
-    if v is not None:
-        d["state"] = v
+    v_protocol_version = o.protocol_version
+    if v_protocol_version is not None:
+        d["protocolVersion"] = v_protocol_version
+    v_parent_run_id = o.parent_run_id
+    if v_parent_run_id is not None:
+        d["parentRunId"] = v_parent_run_id
+    v_state = o.state
+    if v_state is not None:
+        d["state"] = v_state
     d["messages"] = [_ENC[type(x)](x) for x in o.messages]
-    v = o.tools
-    if v is not None:
-        d["tools"] = [_e_Tool(x) for x in v]
-    v = o.context
-    if v is not None:
-        d["context"] = [_e_Context(x) for x in v]
-    v = o.forwarded_props
-    if v is not None:
-        d["forwardedProps"] = v
-    v = o.resume
-    if v is not None:
-        d["resume"] = [_e_ResumeEntry(x) for x in v]
+    v_tools = o.tools
+    if v_tools is not None:
+        d["tools"] = [_e_Tool(x) for x in v_tools]
+    v_context = o.context
+    if v_context is not None:
+        d["context"] = [_e_Context(x) for x in v_context]
+    v_forwarded_props = o.forwarded_props
+    if v_forwarded_props is not None:
+        d["forwardedProps"] = v_forwarded_props
+    v_resume = o.resume
+    if v_resume is not None:
+        d["resume"] = [_e_ResumeEntry(x) for x in v_resume]
     return d
 
 
 # ── Interrupt ──
 
-_K_Interrupt: Final = frozenset(
+_K_Interrupt: Final[frozenset[str]] = frozenset(
     [
         "subagentRunId",
         "id",
@@ -1941,7 +1955,7 @@ _K_Interrupt: Final = frozenset(
         "metadata",
     ]
 )
-_O_Interrupt: Final = frozenset(
+_O_Interrupt: Final[frozenset[str]] = frozenset(
     ["subagentRunId", "message", "toolCallId", "responseSchema", "expiresAt", "metadata"]
 )
 _S_Interrupt_subagent_run_id = Interrupt.__dict__["subagent_run_id"].__set__
@@ -2024,33 +2038,33 @@ def _d_Interrupt(d: dict[str, Any], at: At, cx: Ctx) -> Interrupt:
 
 def _e_Interrupt(o: Interrupt) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["id"] = o.id
     d["reason"] = o.reason
-    v = o.message
-    if v is not None:
-        d["message"] = v
-    v = o.tool_call_id
-    if v is not None:
-        d["toolCallId"] = v
-    v = o.response_schema
-    if v is not None:
-        d["responseSchema"] = v
-    v = o.expires_at
-    if v is not None:
-        d["expiresAt"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_message = o.message
+    if v_message is not None:
+        d["message"] = v_message
+    v_tool_call_id = o.tool_call_id
+    if v_tool_call_id is not None:
+        d["toolCallId"] = v_tool_call_id
+    v_response_schema = o.response_schema
+    if v_response_schema is not None:
+        d["responseSchema"] = v_response_schema
+    v_expires_at = o.expires_at
+    if v_expires_at is not None:
+        d["expiresAt"] = v_expires_at
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── RunFinishedSuccessOutcome ──
 
-_K_RunFinishedSuccessOutcome: Final = frozenset(["type", "pendingToolCallIds"])
-_O_RunFinishedSuccessOutcome: Final = frozenset(["pendingToolCallIds"])
+_K_RunFinishedSuccessOutcome: Final[frozenset[str]] = frozenset(["type", "pendingToolCallIds"])
+_O_RunFinishedSuccessOutcome: Final[frozenset[str]] = frozenset(["pendingToolCallIds"])
 _S_RunFinishedSuccessOutcome_pending_tool_call_ids = RunFinishedSuccessOutcome.__dict__[
     "pending_tool_call_ids"
 ].__set__
@@ -2081,16 +2095,16 @@ def _d_RunFinishedSuccessOutcome(d: dict[str, Any], at: At, cx: Ctx) -> RunFinis
 def _e_RunFinishedSuccessOutcome(o: RunFinishedSuccessOutcome) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "success"
-    v = o.pending_tool_call_ids
-    if v is not None:
-        d["pendingToolCallIds"] = list(v)
+    v_pending_tool_call_ids = o.pending_tool_call_ids
+    if v_pending_tool_call_ids is not None:
+        d["pendingToolCallIds"] = list(v_pending_tool_call_ids)
     return d
 
 
 # ── RunFinishedInterruptOutcome ──
 
-_K_RunFinishedInterruptOutcome: Final = frozenset(["type", "interrupts"])
-_O_RunFinishedInterruptOutcome: Final = frozenset([])
+_K_RunFinishedInterruptOutcome: Final[frozenset[str]] = frozenset(["type", "interrupts"])
+_O_RunFinishedInterruptOutcome: Final[frozenset[str]] = frozenset([])
 _S_RunFinishedInterruptOutcome_interrupts = RunFinishedInterruptOutcome.__dict__[
     "interrupts"
 ].__set__
@@ -2131,8 +2145,8 @@ def _e_RunFinishedInterruptOutcome(o: RunFinishedInterruptOutcome) -> dict[str, 
 
 # ── RunFinishedCancelledOutcome ──
 
-_K_RunFinishedCancelledOutcome: Final = frozenset(["type"])
-_O_RunFinishedCancelledOutcome: Final = frozenset([])
+_K_RunFinishedCancelledOutcome: Final[frozenset[str]] = frozenset(["type"])
+_O_RunFinishedCancelledOutcome: Final[frozenset[str]] = frozenset([])
 
 
 def _d_RunFinishedCancelledOutcome(
@@ -2171,8 +2185,8 @@ def _u_RunFinishedOutcome(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
 
 # ── SubagentFinishedSuccessOutcome ──
 
-_K_SubagentFinishedSuccessOutcome: Final = frozenset(["type"])
-_O_SubagentFinishedSuccessOutcome: Final = frozenset([])
+_K_SubagentFinishedSuccessOutcome: Final[frozenset[str]] = frozenset(["type"])
+_O_SubagentFinishedSuccessOutcome: Final[frozenset[str]] = frozenset([])
 
 
 def _d_SubagentFinishedSuccessOutcome(
@@ -2195,8 +2209,8 @@ def _e_SubagentFinishedSuccessOutcome(o: SubagentFinishedSuccessOutcome) -> dict
 
 # ── SubagentFinishedSuspendedOutcome ──
 
-_K_SubagentFinishedSuspendedOutcome: Final = frozenset(["type", "interruptIds"])
-_O_SubagentFinishedSuspendedOutcome: Final = frozenset(["interruptIds"])
+_K_SubagentFinishedSuspendedOutcome: Final[frozenset[str]] = frozenset(["type", "interruptIds"])
+_O_SubagentFinishedSuspendedOutcome: Final[frozenset[str]] = frozenset(["interruptIds"])
 _S_SubagentFinishedSuspendedOutcome_interrupt_ids = SubagentFinishedSuspendedOutcome.__dict__[
     "interrupt_ids"
 ].__set__
@@ -2234,9 +2248,9 @@ def _d_SubagentFinishedSuspendedOutcome(
 def _e_SubagentFinishedSuspendedOutcome(o: SubagentFinishedSuspendedOutcome) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "suspended"
-    v = o.interrupt_ids
-    if v is not None:
-        d["interruptIds"] = list(v)
+    v_interrupt_ids = o.interrupt_ids
+    if v_interrupt_ids is not None:
+        d["interruptIds"] = list(v_interrupt_ids)
     return d
 
 
@@ -2261,7 +2275,7 @@ def _u_SubagentFinishedOutcome(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
 
 # ── TokenUsage ──
 
-_K_TokenUsage: Final = frozenset(
+_K_TokenUsage: Final[frozenset[str]] = frozenset(
     [
         "provider",
         "model",
@@ -2273,7 +2287,7 @@ _K_TokenUsage: Final = frozenset(
         "cacheWriteInputTokens",
     ]
 )
-_O_TokenUsage: Final = frozenset(
+_O_TokenUsage: Final[frozenset[str]] = frozenset(
     [
         "provider",
         "model",
@@ -2384,39 +2398,39 @@ def _d_TokenUsage(d: dict[str, Any], at: At, cx: Ctx) -> TokenUsage:
 
 def _e_TokenUsage(o: TokenUsage) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.provider
-    if v is not None:
-        d["provider"] = v
-    v = o.model
-    if v is not None:
-        d["model"] = v
-    v = o.input_tokens
-    if v is not None:
-        d["inputTokens"] = v
-    v = o.output_tokens
-    if v is not None:
-        d["outputTokens"] = v
-    v = o.total_tokens
-    if v is not None:
-        d["totalTokens"] = v
-    v = o.reasoning_tokens
-    if v is not None:
-        d["reasoningTokens"] = v
-    v = o.cached_input_tokens
-    if v is not None:
-        d["cachedInputTokens"] = v
-    v = o.cache_write_input_tokens
-    if v is not None:
-        d["cacheWriteInputTokens"] = v
+    v_provider = o.provider
+    if v_provider is not None:
+        d["provider"] = v_provider
+    v_model = o.model
+    if v_model is not None:
+        d["model"] = v_model
+    v_input_tokens = o.input_tokens
+    if v_input_tokens is not None:
+        d["inputTokens"] = v_input_tokens
+    v_output_tokens = o.output_tokens
+    if v_output_tokens is not None:
+        d["outputTokens"] = v_output_tokens
+    v_total_tokens = o.total_tokens
+    if v_total_tokens is not None:
+        d["totalTokens"] = v_total_tokens
+    v_reasoning_tokens = o.reasoning_tokens
+    if v_reasoning_tokens is not None:
+        d["reasoningTokens"] = v_reasoning_tokens
+    v_cached_input_tokens = o.cached_input_tokens
+    if v_cached_input_tokens is not None:
+        d["cachedInputTokens"] = v_cached_input_tokens
+    v_cache_write_input_tokens = o.cache_write_input_tokens
+    if v_cache_write_input_tokens is not None:
+        d["cacheWriteInputTokens"] = v_cache_write_input_tokens
     return d
 
 
 # ── TextMessageStartEvent ──
 
-_K_TextMessageStartEvent: Final = frozenset(
+_K_TextMessageStartEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "messageId", "role", "name"]
 )
-_O_TextMessageStartEvent: Final = frozenset(
+_O_TextMessageStartEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId", "role", "name"]
 )
 _S_TextMessageStartEvent_timestamp = TextMessageStartEvent.__dict__["timestamp"].__set__
@@ -2496,34 +2510,34 @@ def _d_TextMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageS
 def _e_TextMessageStartEvent(o: TextMessageStartEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "TEXT_MESSAGE_START"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
-    v = o.role
-    if v is not None:
-        d["role"] = v
-    v = o.name
-    if v is not None:
-        d["name"] = v
+    v_role = o.role
+    if v_role is not None:
+        d["role"] = v_role
+    v_name = o.name
+    if v_name is not None:
+        d["name"] = v_name
     return d
 
 
 # ── TextMessageContentEvent ──
 
-_K_TextMessageContentEvent: Final = frozenset(
+_K_TextMessageContentEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "messageId", "delta"]
 )
-_O_TextMessageContentEvent: Final = frozenset(
+_O_TextMessageContentEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId"]
 )
 _S_TextMessageContentEvent_timestamp = TextMessageContentEvent.__dict__["timestamp"].__set__
@@ -2592,18 +2606,18 @@ def _d_TextMessageContentEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessag
 def _e_TextMessageContentEvent(o: TextMessageContentEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "TEXT_MESSAGE_CONTENT"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     d["delta"] = o.delta
     return d
@@ -2611,10 +2625,12 @@ def _e_TextMessageContentEvent(o: TextMessageContentEvent) -> dict[str, Any]:
 
 # ── TextMessageEndEvent ──
 
-_K_TextMessageEndEvent: Final = frozenset(
+_K_TextMessageEndEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "messageId"]
 )
-_O_TextMessageEndEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_TextMessageEndEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_TextMessageEndEvent_timestamp = TextMessageEndEvent.__dict__["timestamp"].__set__
 _S_TextMessageEndEvent_raw_event = TextMessageEndEvent.__dict__["raw_event"].__set__
 _S_TextMessageEndEvent_metadata = TextMessageEndEvent.__dict__["metadata"].__set__
@@ -2673,25 +2689,25 @@ def _d_TextMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageEnd
 def _e_TextMessageEndEvent(o: TextMessageEndEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "TEXT_MESSAGE_END"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     return d
 
 
 # ── TextMessageChunkEvent ──
 
-_K_TextMessageChunkEvent: Final = frozenset(
+_K_TextMessageChunkEvent: Final[frozenset[str]] = frozenset(
     [
         "type",
         "timestamp",
@@ -2704,7 +2720,7 @@ _K_TextMessageChunkEvent: Final = frozenset(
         "name",
     ]
 )
-_O_TextMessageChunkEvent: Final = frozenset(
+_O_TextMessageChunkEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId", "messageId", "role", "delta", "name"]
 )
 _S_TextMessageChunkEvent_timestamp = TextMessageChunkEvent.__dict__["timestamp"].__set__
@@ -2796,36 +2812,36 @@ def _d_TextMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageC
 def _e_TextMessageChunkEvent(o: TextMessageChunkEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "TEXT_MESSAGE_CHUNK"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
-    v = o.message_id
-    if v is not None:
-        d["messageId"] = v
-    v = o.role
-    if v is not None:
-        d["role"] = v
-    v = o.delta
-    if v is not None:
-        d["delta"] = v
-    v = o.name
-    if v is not None:
-        d["name"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
+    v_message_id = o.message_id
+    if v_message_id is not None:
+        d["messageId"] = v_message_id
+    v_role = o.role
+    if v_role is not None:
+        d["role"] = v_role
+    v_delta = o.delta
+    if v_delta is not None:
+        d["delta"] = v_delta
+    v_name = o.name
+    if v_name is not None:
+        d["name"] = v_name
     return d
 
 
 # ── ToolCallStartEvent ──
 
-_K_ToolCallStartEvent: Final = frozenset(
+_K_ToolCallStartEvent: Final[frozenset[str]] = frozenset(
     [
         "type",
         "timestamp",
@@ -2837,7 +2853,7 @@ _K_ToolCallStartEvent: Final = frozenset(
         "parentMessageId",
     ]
 )
-_O_ToolCallStartEvent: Final = frozenset(
+_O_ToolCallStartEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId", "parentMessageId"]
 )
 _S_ToolCallStartEvent_timestamp = ToolCallStartEvent.__dict__["timestamp"].__set__
@@ -2913,32 +2929,34 @@ def _d_ToolCallStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallStartEv
 def _e_ToolCallStartEvent(o: ToolCallStartEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "TOOL_CALL_START"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["toolCallId"] = o.tool_call_id
     d["toolCallName"] = o.tool_call_name
-    v = o.parent_message_id
-    if v is not None:
-        d["parentMessageId"] = v
+    v_parent_message_id = o.parent_message_id
+    if v_parent_message_id is not None:
+        d["parentMessageId"] = v_parent_message_id
     return d
 
 
 # ── ToolCallArgsEvent ──
 
-_K_ToolCallArgsEvent: Final = frozenset(
+_K_ToolCallArgsEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "toolCallId", "delta"]
 )
-_O_ToolCallArgsEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_ToolCallArgsEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_ToolCallArgsEvent_timestamp = ToolCallArgsEvent.__dict__["timestamp"].__set__
 _S_ToolCallArgsEvent_raw_event = ToolCallArgsEvent.__dict__["raw_event"].__set__
 _S_ToolCallArgsEvent_metadata = ToolCallArgsEvent.__dict__["metadata"].__set__
@@ -3003,18 +3021,18 @@ def _d_ToolCallArgsEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallArgsEven
 def _e_ToolCallArgsEvent(o: ToolCallArgsEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "TOOL_CALL_ARGS"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["toolCallId"] = o.tool_call_id
     d["delta"] = o.delta
     return d
@@ -3022,10 +3040,12 @@ def _e_ToolCallArgsEvent(o: ToolCallArgsEvent) -> dict[str, Any]:
 
 # ── ToolCallEndEvent ──
 
-_K_ToolCallEndEvent: Final = frozenset(
+_K_ToolCallEndEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "toolCallId"]
 )
-_O_ToolCallEndEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_ToolCallEndEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_ToolCallEndEvent_timestamp = ToolCallEndEvent.__dict__["timestamp"].__set__
 _S_ToolCallEndEvent_raw_event = ToolCallEndEvent.__dict__["raw_event"].__set__
 _S_ToolCallEndEvent_metadata = ToolCallEndEvent.__dict__["metadata"].__set__
@@ -3084,25 +3104,25 @@ def _d_ToolCallEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallEndEvent:
 def _e_ToolCallEndEvent(o: ToolCallEndEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "TOOL_CALL_END"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["toolCallId"] = o.tool_call_id
     return d
 
 
 # ── ToolCallChunkEvent ──
 
-_K_ToolCallChunkEvent: Final = frozenset(
+_K_ToolCallChunkEvent: Final[frozenset[str]] = frozenset(
     [
         "type",
         "timestamp",
@@ -3115,7 +3135,7 @@ _K_ToolCallChunkEvent: Final = frozenset(
         "delta",
     ]
 )
-_O_ToolCallChunkEvent: Final = frozenset(
+_O_ToolCallChunkEvent: Final[frozenset[str]] = frozenset(
     [
         "timestamp",
         "rawEvent",
@@ -3215,36 +3235,36 @@ def _d_ToolCallChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallChunkEv
 def _e_ToolCallChunkEvent(o: ToolCallChunkEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "TOOL_CALL_CHUNK"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
-    v = o.tool_call_id
-    if v is not None:
-        d["toolCallId"] = v
-    v = o.tool_call_name
-    if v is not None:
-        d["toolCallName"] = v
-    v = o.parent_message_id
-    if v is not None:
-        d["parentMessageId"] = v
-    v = o.delta
-    if v is not None:
-        d["delta"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
+    v_tool_call_id = o.tool_call_id
+    if v_tool_call_id is not None:
+        d["toolCallId"] = v_tool_call_id
+    v_tool_call_name = o.tool_call_name
+    if v_tool_call_name is not None:
+        d["toolCallName"] = v_tool_call_name
+    v_parent_message_id = o.parent_message_id
+    if v_parent_message_id is not None:
+        d["parentMessageId"] = v_parent_message_id
+    v_delta = o.delta
+    if v_delta is not None:
+        d["delta"] = v_delta
     return d
 
 
 # ── ToolCallResultEvent ──
 
-_K_ToolCallResultEvent: Final = frozenset(
+_K_ToolCallResultEvent: Final[frozenset[str]] = frozenset(
     [
         "type",
         "timestamp",
@@ -3257,7 +3277,7 @@ _K_ToolCallResultEvent: Final = frozenset(
         "role",
     ]
 )
-_O_ToolCallResultEvent: Final = frozenset(
+_O_ToolCallResultEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId", "role"]
 )
 _S_ToolCallResultEvent_timestamp = ToolCallResultEvent.__dict__["timestamp"].__set__
@@ -3342,34 +3362,36 @@ def _d_ToolCallResultEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallResult
 def _e_ToolCallResultEvent(o: ToolCallResultEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "TOOL_CALL_RESULT"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     d["toolCallId"] = o.tool_call_id
-    v = o.content
-    d["content"] = v if type(v) is str else [_ENC[type(x)](x) for x in v]
-    v = o.role
-    if v is not None:
-        d["role"] = v
+    v_content = o.content
+    d["content"] = v_content if type(v_content) is str else [_ENC[type(x)](x) for x in v_content]
+    v_role = o.role
+    if v_role is not None:
+        d["role"] = v_role
     return d
 
 
 # ── StateSnapshotEvent ──
 
-_K_StateSnapshotEvent: Final = frozenset(
+_K_StateSnapshotEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "snapshot"]
 )
-_O_StateSnapshotEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_StateSnapshotEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_StateSnapshotEvent_timestamp = StateSnapshotEvent.__dict__["timestamp"].__set__
 _S_StateSnapshotEvent_raw_event = StateSnapshotEvent.__dict__["raw_event"].__set__
 _S_StateSnapshotEvent_metadata = StateSnapshotEvent.__dict__["metadata"].__set__
@@ -3428,28 +3450,30 @@ def _d_StateSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateSnapshotEv
 def _e_StateSnapshotEvent(o: StateSnapshotEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "STATE_SNAPSHOT"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["snapshot"] = o.snapshot
     return d
 
 
 # ── StateDeltaEvent ──
 
-_K_StateDeltaEvent: Final = frozenset(
+_K_StateDeltaEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "delta"]
 )
-_O_StateDeltaEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_StateDeltaEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_StateDeltaEvent_timestamp = StateDeltaEvent.__dict__["timestamp"].__set__
 _S_StateDeltaEvent_raw_event = StateDeltaEvent.__dict__["raw_event"].__set__
 _S_StateDeltaEvent_metadata = StateDeltaEvent.__dict__["metadata"].__set__
@@ -3510,28 +3534,28 @@ def _d_StateDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateDeltaEvent:
 def _e_StateDeltaEvent(o: StateDeltaEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "STATE_DELTA"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["delta"] = [_ENC[type(x)](x) for x in o.delta]
     return d
 
 
 # ── MessagesSnapshotEvent ──
 
-_K_MessagesSnapshotEvent: Final = frozenset(
+_K_MessagesSnapshotEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "messages"]
 )
-_O_MessagesSnapshotEvent: Final = frozenset(["timestamp", "rawEvent", "metadata"])
+_O_MessagesSnapshotEvent: Final[frozenset[str]] = frozenset(["timestamp", "rawEvent", "metadata"])
 _S_MessagesSnapshotEvent_timestamp = MessagesSnapshotEvent.__dict__["timestamp"].__set__
 _S_MessagesSnapshotEvent_raw_event = MessagesSnapshotEvent.__dict__["raw_event"].__set__
 _S_MessagesSnapshotEvent_metadata = MessagesSnapshotEvent.__dict__["metadata"].__set__
@@ -3583,22 +3607,22 @@ def _d_MessagesSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> MessagesSnap
 def _e_MessagesSnapshotEvent(o: MessagesSnapshotEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "MESSAGES_SNAPSHOT"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     d["messages"] = [_ENC[type(x)](x) for x in o.messages]
     return d
 
 
 # ── ActivitySnapshotEvent ──
 
-_K_ActivitySnapshotEvent: Final = frozenset(
+_K_ActivitySnapshotEvent: Final[frozenset[str]] = frozenset(
     [
         "type",
         "timestamp",
@@ -3611,7 +3635,7 @@ _K_ActivitySnapshotEvent: Final = frozenset(
         "replace",
     ]
 )
-_O_ActivitySnapshotEvent: Final = frozenset(
+_O_ActivitySnapshotEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId", "replace"]
 )
 _S_ActivitySnapshotEvent_timestamp = ActivitySnapshotEvent.__dict__["timestamp"].__set__
@@ -3693,30 +3717,30 @@ def _d_ActivitySnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivitySnap
 def _e_ActivitySnapshotEvent(o: ActivitySnapshotEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "ACTIVITY_SNAPSHOT"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     d["activityType"] = o.activity_type
     d["content"] = o.content
-    v = o.replace
-    if v is not None:
-        d["replace"] = v
+    v_replace = o.replace
+    if v_replace is not None:
+        d["replace"] = v_replace
     return d
 
 
 # ── ActivityDeltaEvent ──
 
-_K_ActivityDeltaEvent: Final = frozenset(
+_K_ActivityDeltaEvent: Final[frozenset[str]] = frozenset(
     [
         "type",
         "timestamp",
@@ -3728,7 +3752,9 @@ _K_ActivityDeltaEvent: Final = frozenset(
         "patch",
     ]
 )
-_O_ActivityDeltaEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_ActivityDeltaEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_ActivityDeltaEvent_timestamp = ActivityDeltaEvent.__dict__["timestamp"].__set__
 _S_ActivityDeltaEvent_raw_event = ActivityDeltaEvent.__dict__["raw_event"].__set__
 _S_ActivityDeltaEvent_metadata = ActivityDeltaEvent.__dict__["metadata"].__set__
@@ -3801,18 +3827,18 @@ def _d_ActivityDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivityDeltaEv
 def _e_ActivityDeltaEvent(o: ActivityDeltaEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "ACTIVITY_DELTA"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     d["activityType"] = o.activity_type
     d["patch"] = [_ENC[type(x)](x) for x in o.patch]
@@ -3821,10 +3847,12 @@ def _e_ActivityDeltaEvent(o: ActivityDeltaEvent) -> dict[str, Any]:
 
 # ── RawEvent ──
 
-_K_RawEvent: Final = frozenset(
+_K_RawEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "event", "source"]
 )
-_O_RawEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId", "source"])
+_O_RawEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId", "source"]
+)
 _S_RawEvent_timestamp = RawEvent.__dict__["timestamp"].__set__
 _S_RawEvent_raw_event = RawEvent.__dict__["raw_event"].__set__
 _S_RawEvent_metadata = RawEvent.__dict__["metadata"].__set__
@@ -3892,31 +3920,33 @@ def _d_RawEvent(d: dict[str, Any], at: At, cx: Ctx) -> RawEvent:
 def _e_RawEvent(o: RawEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "RAW"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["event"] = o.event
-    v = o.source
-    if v is not None:
-        d["source"] = v
+    v_source = o.source
+    if v_source is not None:
+        d["source"] = v_source
     return d
 
 
 # ── CustomEvent ──
 
-_K_CustomEvent: Final = frozenset(
+_K_CustomEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "name", "value"]
 )
-_O_CustomEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_CustomEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_CustomEvent_timestamp = CustomEvent.__dict__["timestamp"].__set__
 _S_CustomEvent_raw_event = CustomEvent.__dict__["raw_event"].__set__
 _S_CustomEvent_metadata = CustomEvent.__dict__["metadata"].__set__
@@ -3981,18 +4011,18 @@ def _d_CustomEvent(d: dict[str, Any], at: At, cx: Ctx) -> CustomEvent:
 def _e_CustomEvent(o: CustomEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "CUSTOM"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["name"] = o.name
     d["value"] = o.value
     return d
@@ -4000,7 +4030,7 @@ def _e_CustomEvent(o: CustomEvent) -> dict[str, Any]:
 
 # ── RunStartedEvent ──
 
-_K_RunStartedEvent: Final = frozenset(
+_K_RunStartedEvent: Final[frozenset[str]] = frozenset(
     [
         "type",
         "timestamp",
@@ -4013,7 +4043,7 @@ _K_RunStartedEvent: Final = frozenset(
         "input",
     ]
 )
-_O_RunStartedEvent: Final = frozenset(
+_O_RunStartedEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "protocolVersion", "parentRunId", "input"]
 )
 _S_RunStartedEvent_timestamp = RunStartedEvent.__dict__["timestamp"].__set__
@@ -4100,35 +4130,35 @@ def _d_RunStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunStartedEvent:
 def _e_RunStartedEvent(o: RunStartedEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "RUN_STARTED"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     d["threadId"] = o.thread_id
     d["runId"] = o.run_id
-    v = o.protocol_version
-    if v is not None:
-        d["protocolVersion"] = v
-    v = o.parent_run_id
-    if v is not None:
-        d["parentRunId"] = v
-    v = o.input
-    if v is not None:
-        d["input"] = _e_RunAgentInput(v)
+    v_protocol_version = o.protocol_version
+    if v_protocol_version is not None:
+        d["protocolVersion"] = v_protocol_version
+    v_parent_run_id = o.parent_run_id
+    if v_parent_run_id is not None:
+        d["parentRunId"] = v_parent_run_id
+    v_input = o.input
+    if v_input is not None:
+        d["input"] = _e_RunAgentInput(v_input)
     return d
 
 
 # ── RunFinishedEvent ──
 
-_K_RunFinishedEvent: Final = frozenset(
+_K_RunFinishedEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "threadId", "runId", "result", "outcome", "usage"]
 )
-_O_RunFinishedEvent: Final = frozenset(
+_O_RunFinishedEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "result", "outcome", "usage"]
 )
 _S_RunFinishedEvent_timestamp = RunFinishedEvent.__dict__["timestamp"].__set__
@@ -4224,35 +4254,37 @@ def _d_RunFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunFinishedEvent:
 def _e_RunFinishedEvent(o: RunFinishedEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "RUN_FINISHED"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     d["threadId"] = o.thread_id
     d["runId"] = o.run_id
-    v = o.result
-    if v is not None:
-        d["result"] = v
-    v = o.outcome
-    if v is not None:
-        d["outcome"] = _ENC[type(v)](v)
-    v = o.usage
-    if v is not None:
-        d["usage"] = [_e_TokenUsage(x) for x in v]
+    v_result = o.result
+    if v_result is not None:
+        d["result"] = v_result
+    v_outcome = o.outcome
+    if v_outcome is not None:
+        d["outcome"] = _ENC[type(v_outcome)](v_outcome)
+    v_usage = o.usage
+    if v_usage is not None:
+        d["usage"] = [_e_TokenUsage(x) for x in v_usage]
     return d
 
 
 # ── RunErrorEvent ──
 
-_K_RunErrorEvent: Final = frozenset(
+_K_RunErrorEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "message", "code", "usage"]
 )
-_O_RunErrorEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "code", "usage"])
+_O_RunErrorEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "code", "usage"]
+)
 _S_RunErrorEvent_timestamp = RunErrorEvent.__dict__["timestamp"].__set__
 _S_RunErrorEvent_raw_event = RunErrorEvent.__dict__["raw_event"].__set__
 _S_RunErrorEvent_metadata = RunErrorEvent.__dict__["metadata"].__set__
@@ -4329,31 +4361,33 @@ def _d_RunErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunErrorEvent:
 def _e_RunErrorEvent(o: RunErrorEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "RUN_ERROR"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     d["message"] = o.message
-    v = o.code
-    if v is not None:
-        d["code"] = v
-    v = o.usage
-    if v is not None:
-        d["usage"] = [_e_TokenUsage(x) for x in v]
+    v_code = o.code
+    if v_code is not None:
+        d["code"] = v_code
+    v_usage = o.usage
+    if v_usage is not None:
+        d["usage"] = [_e_TokenUsage(x) for x in v_usage]
     return d
 
 
 # ── StepStartedEvent ──
 
-_K_StepStartedEvent: Final = frozenset(
+_K_StepStartedEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "stepName"]
 )
-_O_StepStartedEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_StepStartedEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_StepStartedEvent_timestamp = StepStartedEvent.__dict__["timestamp"].__set__
 _S_StepStartedEvent_raw_event = StepStartedEvent.__dict__["raw_event"].__set__
 _S_StepStartedEvent_metadata = StepStartedEvent.__dict__["metadata"].__set__
@@ -4412,28 +4446,30 @@ def _d_StepStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepStartedEvent:
 def _e_StepStartedEvent(o: StepStartedEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "STEP_STARTED"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["stepName"] = o.step_name
     return d
 
 
 # ── StepFinishedEvent ──
 
-_K_StepFinishedEvent: Final = frozenset(
+_K_StepFinishedEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "stepName"]
 )
-_O_StepFinishedEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_StepFinishedEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_StepFinishedEvent_timestamp = StepFinishedEvent.__dict__["timestamp"].__set__
 _S_StepFinishedEvent_raw_event = StepFinishedEvent.__dict__["raw_event"].__set__
 _S_StepFinishedEvent_metadata = StepFinishedEvent.__dict__["metadata"].__set__
@@ -4492,28 +4528,30 @@ def _d_StepFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepFinishedEven
 def _e_StepFinishedEvent(o: StepFinishedEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "STEP_FINISHED"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["stepName"] = o.step_name
     return d
 
 
 # ── ReasoningStartEvent ──
 
-_K_ReasoningStartEvent: Final = frozenset(
+_K_ReasoningStartEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "messageId"]
 )
-_O_ReasoningStartEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_ReasoningStartEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_ReasoningStartEvent_timestamp = ReasoningStartEvent.__dict__["timestamp"].__set__
 _S_ReasoningStartEvent_raw_event = ReasoningStartEvent.__dict__["raw_event"].__set__
 _S_ReasoningStartEvent_metadata = ReasoningStartEvent.__dict__["metadata"].__set__
@@ -4572,28 +4610,28 @@ def _d_ReasoningStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningStart
 def _e_ReasoningStartEvent(o: ReasoningStartEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "REASONING_START"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     return d
 
 
 # ── ReasoningMessageStartEvent ──
 
-_K_ReasoningMessageStartEvent: Final = frozenset(
+_K_ReasoningMessageStartEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "messageId", "role"]
 )
-_O_ReasoningMessageStartEvent: Final = frozenset(
+_O_ReasoningMessageStartEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId"]
 )
 _S_ReasoningMessageStartEvent_timestamp = ReasoningMessageStartEvent.__dict__["timestamp"].__set__
@@ -4658,18 +4696,18 @@ def _d_ReasoningMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoni
 def _e_ReasoningMessageStartEvent(o: ReasoningMessageStartEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "REASONING_MESSAGE_START"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     d["role"] = "reasoning"
     return d
@@ -4677,10 +4715,10 @@ def _e_ReasoningMessageStartEvent(o: ReasoningMessageStartEvent) -> dict[str, An
 
 # ── ReasoningMessageContentEvent ──
 
-_K_ReasoningMessageContentEvent: Final = frozenset(
+_K_ReasoningMessageContentEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "messageId", "delta"]
 )
-_O_ReasoningMessageContentEvent: Final = frozenset(
+_O_ReasoningMessageContentEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId"]
 )
 _S_ReasoningMessageContentEvent_timestamp = ReasoningMessageContentEvent.__dict__[
@@ -4759,18 +4797,18 @@ def _d_ReasoningMessageContentEvent(
 def _e_ReasoningMessageContentEvent(o: ReasoningMessageContentEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "REASONING_MESSAGE_CONTENT"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     d["delta"] = o.delta
     return d
@@ -4778,10 +4816,10 @@ def _e_ReasoningMessageContentEvent(o: ReasoningMessageContentEvent) -> dict[str
 
 # ── ReasoningMessageEndEvent ──
 
-_K_ReasoningMessageEndEvent: Final = frozenset(
+_K_ReasoningMessageEndEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "messageId"]
 )
-_O_ReasoningMessageEndEvent: Final = frozenset(
+_O_ReasoningMessageEndEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId"]
 )
 _S_ReasoningMessageEndEvent_timestamp = ReasoningMessageEndEvent.__dict__["timestamp"].__set__
@@ -4844,28 +4882,28 @@ def _d_ReasoningMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoning
 def _e_ReasoningMessageEndEvent(o: ReasoningMessageEndEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "REASONING_MESSAGE_END"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     return d
 
 
 # ── ReasoningMessageChunkEvent ──
 
-_K_ReasoningMessageChunkEvent: Final = frozenset(
+_K_ReasoningMessageChunkEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "messageId", "delta"]
 )
-_O_ReasoningMessageChunkEvent: Final = frozenset(
+_O_ReasoningMessageChunkEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId", "messageId", "delta"]
 )
 _S_ReasoningMessageChunkEvent_timestamp = ReasoningMessageChunkEvent.__dict__["timestamp"].__set__
@@ -4940,33 +4978,35 @@ def _d_ReasoningMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoni
 def _e_ReasoningMessageChunkEvent(o: ReasoningMessageChunkEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "REASONING_MESSAGE_CHUNK"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
-    v = o.message_id
-    if v is not None:
-        d["messageId"] = v
-    v = o.delta
-    if v is not None:
-        d["delta"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
+    v_message_id = o.message_id
+    if v_message_id is not None:
+        d["messageId"] = v_message_id
+    v_delta = o.delta
+    if v_delta is not None:
+        d["delta"] = v_delta
     return d
 
 
 # ── ReasoningEndEvent ──
 
-_K_ReasoningEndEvent: Final = frozenset(
+_K_ReasoningEndEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "messageId"]
 )
-_O_ReasoningEndEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "subagentRunId"])
+_O_ReasoningEndEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "subagentRunId"]
+)
 _S_ReasoningEndEvent_timestamp = ReasoningEndEvent.__dict__["timestamp"].__set__
 _S_ReasoningEndEvent_raw_event = ReasoningEndEvent.__dict__["raw_event"].__set__
 _S_ReasoningEndEvent_metadata = ReasoningEndEvent.__dict__["metadata"].__set__
@@ -5025,25 +5065,25 @@ def _d_ReasoningEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningEndEven
 def _e_ReasoningEndEvent(o: ReasoningEndEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "REASONING_END"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["messageId"] = o.message_id
     return d
 
 
 # ── ReasoningEncryptedValueEvent ──
 
-_K_ReasoningEncryptedValueEvent: Final = frozenset(
+_K_ReasoningEncryptedValueEvent: Final[frozenset[str]] = frozenset(
     [
         "type",
         "timestamp",
@@ -5055,7 +5095,7 @@ _K_ReasoningEncryptedValueEvent: Final = frozenset(
         "encryptedValue",
     ]
 )
-_O_ReasoningEncryptedValueEvent: Final = frozenset(
+_O_ReasoningEncryptedValueEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "subagentRunId"]
 )
 _S_ReasoningEncryptedValueEvent_timestamp = ReasoningEncryptedValueEvent.__dict__[
@@ -5145,18 +5185,18 @@ def _d_ReasoningEncryptedValueEvent(
 def _e_ReasoningEncryptedValueEvent(o: ReasoningEncryptedValueEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "REASONING_ENCRYPTED_VALUE"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
-    v = o.subagent_run_id
-    if v is not None:
-        d["subagentRunId"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
+    v_subagent_run_id = o.subagent_run_id
+    if v_subagent_run_id is not None:
+        d["subagentRunId"] = v_subagent_run_id
     d["subtype"] = o.subtype
     d["entityId"] = o.entity_id
     d["encryptedValue"] = o.encrypted_value
@@ -5165,7 +5205,7 @@ def _e_ReasoningEncryptedValueEvent(o: ReasoningEncryptedValueEvent) -> dict[str
 
 # ── SubagentStartedEvent ──
 
-_K_SubagentStartedEvent: Final = frozenset(
+_K_SubagentStartedEvent: Final[frozenset[str]] = frozenset(
     [
         "type",
         "timestamp",
@@ -5179,7 +5219,7 @@ _K_SubagentStartedEvent: Final = frozenset(
         "parentMessageId",
     ]
 )
-_O_SubagentStartedEvent: Final = frozenset(
+_O_SubagentStartedEvent: Final[frozenset[str]] = frozenset(
     [
         "timestamp",
         "rawEvent",
@@ -5287,38 +5327,38 @@ def _d_SubagentStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentStart
 def _e_SubagentStartedEvent(o: SubagentStartedEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "SUBAGENT_STARTED"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     d["subagentRunId"] = o.subagent_run_id
     d["name"] = o.name
-    v = o.description
-    if v is not None:
-        d["description"] = v
-    v = o.parent_subagent_run_id
-    if v is not None:
-        d["parentSubagentRunId"] = v
-    v = o.parent_tool_call_id
-    if v is not None:
-        d["parentToolCallId"] = v
-    v = o.parent_message_id
-    if v is not None:
-        d["parentMessageId"] = v
+    v_description = o.description
+    if v_description is not None:
+        d["description"] = v_description
+    v_parent_subagent_run_id = o.parent_subagent_run_id
+    if v_parent_subagent_run_id is not None:
+        d["parentSubagentRunId"] = v_parent_subagent_run_id
+    v_parent_tool_call_id = o.parent_tool_call_id
+    if v_parent_tool_call_id is not None:
+        d["parentToolCallId"] = v_parent_tool_call_id
+    v_parent_message_id = o.parent_message_id
+    if v_parent_message_id is not None:
+        d["parentMessageId"] = v_parent_message_id
     return d
 
 
 # ── SubagentFinishedEvent ──
 
-_K_SubagentFinishedEvent: Final = frozenset(
+_K_SubagentFinishedEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "result", "outcome"]
 )
-_O_SubagentFinishedEvent: Final = frozenset(
+_O_SubagentFinishedEvent: Final[frozenset[str]] = frozenset(
     ["timestamp", "rawEvent", "metadata", "result", "outcome"]
 )
 _S_SubagentFinishedEvent_timestamp = SubagentFinishedEvent.__dict__["timestamp"].__set__
@@ -5390,31 +5430,33 @@ def _d_SubagentFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentFini
 def _e_SubagentFinishedEvent(o: SubagentFinishedEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "SUBAGENT_FINISHED"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     d["subagentRunId"] = o.subagent_run_id
-    v = o.result
-    if v is not None:
-        d["result"] = v
-    v = o.outcome
-    if v is not None:
-        d["outcome"] = _ENC[type(v)](v)
+    v_result = o.result
+    if v_result is not None:
+        d["result"] = v_result
+    v_outcome = o.outcome
+    if v_outcome is not None:
+        d["outcome"] = _ENC[type(v_outcome)](v_outcome)
     return d
 
 
 # ── SubagentErrorEvent ──
 
-_K_SubagentErrorEvent: Final = frozenset(
+_K_SubagentErrorEvent: Final[frozenset[str]] = frozenset(
     ["type", "timestamp", "rawEvent", "metadata", "subagentRunId", "message", "code"]
 )
-_O_SubagentErrorEvent: Final = frozenset(["timestamp", "rawEvent", "metadata", "code"])
+_O_SubagentErrorEvent: Final[frozenset[str]] = frozenset(
+    ["timestamp", "rawEvent", "metadata", "code"]
+)
 _S_SubagentErrorEvent_timestamp = SubagentErrorEvent.__dict__["timestamp"].__set__
 _S_SubagentErrorEvent_raw_event = SubagentErrorEvent.__dict__["raw_event"].__set__
 _S_SubagentErrorEvent_metadata = SubagentErrorEvent.__dict__["metadata"].__set__
@@ -5479,20 +5521,20 @@ def _d_SubagentErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentErrorEv
 def _e_SubagentErrorEvent(o: SubagentErrorEvent) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "SUBAGENT_ERROR"
-    v = o.timestamp
-    if v is not None:
-        d["timestamp"] = v
-    v = o.raw_event
-    if v is not None:
-        d["rawEvent"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_timestamp = o.timestamp
+    if v_timestamp is not None:
+        d["timestamp"] = v_timestamp
+    v_raw_event = o.raw_event
+    if v_raw_event is not None:
+        d["rawEvent"] = v_raw_event
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     d["subagentRunId"] = o.subagent_run_id
     d["message"] = o.message
-    v = o.code
-    if v is not None:
-        d["code"] = v
+    v_code = o.code
+    if v_code is not None:
+        d["code"] = v_code
     return d
 
 
@@ -5544,8 +5586,8 @@ def _u_Event(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
 
 # ── SubagentInfo ──
 
-_K_SubagentInfo: Final = frozenset(["name", "description"])
-_O_SubagentInfo: Final = frozenset(["description"])
+_K_SubagentInfo: Final[frozenset[str]] = frozenset(["name", "description"])
+_O_SubagentInfo: Final[frozenset[str]] = frozenset(["description"])
 _S_SubagentInfo_name = SubagentInfo.__dict__["name"].__set__
 _S_SubagentInfo_description = SubagentInfo.__dict__["description"].__set__
 
@@ -5576,18 +5618,18 @@ def _d_SubagentInfo(d: dict[str, Any], at: At, cx: Ctx) -> SubagentInfo:
 def _e_SubagentInfo(o: SubagentInfo) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["name"] = o.name
-    v = o.description
-    if v is not None:
-        d["description"] = v
+    v_description = o.description
+    if v_description is not None:
+        d["description"] = v_description
     return d
 
 
 # ── IdentityCapabilities ──
 
-_K_IdentityCapabilities: Final = frozenset(
+_K_IdentityCapabilities: Final[frozenset[str]] = frozenset(
     ["name", "type", "description", "version", "provider", "documentationUrl", "metadata"]
 )
-_O_IdentityCapabilities: Final = frozenset(
+_O_IdentityCapabilities: Final[frozenset[str]] = frozenset(
     ["name", "type", "description", "version", "provider", "documentationUrl", "metadata"]
 )
 _S_IdentityCapabilities_name = IdentityCapabilities.__dict__["name"].__set__
@@ -5669,36 +5711,36 @@ def _d_IdentityCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> IdentityCapab
 
 def _e_IdentityCapabilities(o: IdentityCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.name
-    if v is not None:
-        d["name"] = v
-    v = o.type
-    if v is not None:
-        d["type"] = v
-    v = o.description
-    if v is not None:
-        d["description"] = v
-    v = o.version
-    if v is not None:
-        d["version"] = v
-    v = o.provider
-    if v is not None:
-        d["provider"] = v
-    v = o.documentation_url
-    if v is not None:
-        d["documentationUrl"] = v
-    v = o.metadata
-    if v is not None:
-        d["metadata"] = v
+    v_name = o.name
+    if v_name is not None:
+        d["name"] = v_name
+    v_type = o.type
+    if v_type is not None:
+        d["type"] = v_type
+    v_description = o.description
+    if v_description is not None:
+        d["description"] = v_description
+    v_version = o.version
+    if v_version is not None:
+        d["version"] = v_version
+    v_provider = o.provider
+    if v_provider is not None:
+        d["provider"] = v_provider
+    v_documentation_url = o.documentation_url
+    if v_documentation_url is not None:
+        d["documentationUrl"] = v_documentation_url
+    v_metadata = o.metadata
+    if v_metadata is not None:
+        d["metadata"] = v_metadata
     return d
 
 
 # ── TransportCapabilities ──
 
-_K_TransportCapabilities: Final = frozenset(
+_K_TransportCapabilities: Final[frozenset[str]] = frozenset(
     ["streaming", "websocket", "httpBinary", "pushNotifications", "resumable"]
 )
-_O_TransportCapabilities: Final = frozenset(
+_O_TransportCapabilities: Final[frozenset[str]] = frozenset(
     ["streaming", "websocket", "httpBinary", "pushNotifications", "resumable"]
 )
 _S_TransportCapabilities_streaming = TransportCapabilities.__dict__["streaming"].__set__
@@ -5762,28 +5804,32 @@ def _d_TransportCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> TransportCap
 
 def _e_TransportCapabilities(o: TransportCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.streaming
-    if v is not None:
-        d["streaming"] = v
-    v = o.websocket
-    if v is not None:
-        d["websocket"] = v
-    v = o.http_binary
-    if v is not None:
-        d["httpBinary"] = v
-    v = o.push_notifications
-    if v is not None:
-        d["pushNotifications"] = v
-    v = o.resumable
-    if v is not None:
-        d["resumable"] = v
+    v_streaming = o.streaming
+    if v_streaming is not None:
+        d["streaming"] = v_streaming
+    v_websocket = o.websocket
+    if v_websocket is not None:
+        d["websocket"] = v_websocket
+    v_http_binary = o.http_binary
+    if v_http_binary is not None:
+        d["httpBinary"] = v_http_binary
+    v_push_notifications = o.push_notifications
+    if v_push_notifications is not None:
+        d["pushNotifications"] = v_push_notifications
+    v_resumable = o.resumable
+    if v_resumable is not None:
+        d["resumable"] = v_resumable
     return d
 
 
 # ── ToolsCapabilities ──
 
-_K_ToolsCapabilities: Final = frozenset(["supported", "items", "parallelCalls", "clientProvided"])
-_O_ToolsCapabilities: Final = frozenset(["supported", "items", "parallelCalls", "clientProvided"])
+_K_ToolsCapabilities: Final[frozenset[str]] = frozenset(
+    ["supported", "items", "parallelCalls", "clientProvided"]
+)
+_O_ToolsCapabilities: Final[frozenset[str]] = frozenset(
+    ["supported", "items", "parallelCalls", "clientProvided"]
+)
 _S_ToolsCapabilities_supported = ToolsCapabilities.__dict__["supported"].__set__
 _S_ToolsCapabilities_items = ToolsCapabilities.__dict__["items"].__set__
 _S_ToolsCapabilities_parallel_calls = ToolsCapabilities.__dict__["parallel_calls"].__set__
@@ -5843,25 +5889,25 @@ def _d_ToolsCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ToolsCapabilitie
 
 def _e_ToolsCapabilities(o: ToolsCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.supported
-    if v is not None:
-        d["supported"] = v
-    v = o.items
-    if v is not None:
-        d["items"] = [_e_Tool(x) for x in v]
-    v = o.parallel_calls
-    if v is not None:
-        d["parallelCalls"] = v
-    v = o.client_provided
-    if v is not None:
-        d["clientProvided"] = v
+    v_supported = o.supported
+    if v_supported is not None:
+        d["supported"] = v_supported
+    v_items = o.items
+    if v_items is not None:
+        d["items"] = [_e_Tool(x) for x in v_items]
+    v_parallel_calls = o.parallel_calls
+    if v_parallel_calls is not None:
+        d["parallelCalls"] = v_parallel_calls
+    v_client_provided = o.client_provided
+    if v_client_provided is not None:
+        d["clientProvided"] = v_client_provided
     return d
 
 
 # ── OutputCapabilities ──
 
-_K_OutputCapabilities: Final = frozenset(["structuredOutput", "supportedMimeTypes"])
-_O_OutputCapabilities: Final = frozenset(["structuredOutput", "supportedMimeTypes"])
+_K_OutputCapabilities: Final[frozenset[str]] = frozenset(["structuredOutput", "supportedMimeTypes"])
+_O_OutputCapabilities: Final[frozenset[str]] = frozenset(["structuredOutput", "supportedMimeTypes"])
 _S_OutputCapabilities_structured_output = OutputCapabilities.__dict__["structured_output"].__set__
 _S_OutputCapabilities_supported_mime_types = OutputCapabilities.__dict__[
     "supported_mime_types"
@@ -5900,19 +5946,23 @@ def _d_OutputCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> OutputCapabilit
 
 def _e_OutputCapabilities(o: OutputCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.structured_output
-    if v is not None:
-        d["structuredOutput"] = v
-    v = o.supported_mime_types
-    if v is not None:
-        d["supportedMimeTypes"] = list(v)
+    v_structured_output = o.structured_output
+    if v_structured_output is not None:
+        d["structuredOutput"] = v_structured_output
+    v_supported_mime_types = o.supported_mime_types
+    if v_supported_mime_types is not None:
+        d["supportedMimeTypes"] = list(v_supported_mime_types)
     return d
 
 
 # ── StateCapabilities ──
 
-_K_StateCapabilities: Final = frozenset(["snapshots", "deltas", "memory", "persistentState"])
-_O_StateCapabilities: Final = frozenset(["snapshots", "deltas", "memory", "persistentState"])
+_K_StateCapabilities: Final[frozenset[str]] = frozenset(
+    ["snapshots", "deltas", "memory", "persistentState"]
+)
+_O_StateCapabilities: Final[frozenset[str]] = frozenset(
+    ["snapshots", "deltas", "memory", "persistentState"]
+)
 _S_StateCapabilities_snapshots = StateCapabilities.__dict__["snapshots"].__set__
 _S_StateCapabilities_deltas = StateCapabilities.__dict__["deltas"].__set__
 _S_StateCapabilities_memory = StateCapabilities.__dict__["memory"].__set__
@@ -5963,25 +6013,29 @@ def _d_StateCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> StateCapabilitie
 
 def _e_StateCapabilities(o: StateCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.snapshots
-    if v is not None:
-        d["snapshots"] = v
-    v = o.deltas
-    if v is not None:
-        d["deltas"] = v
-    v = o.memory
-    if v is not None:
-        d["memory"] = v
-    v = o.persistent_state
-    if v is not None:
-        d["persistentState"] = v
+    v_snapshots = o.snapshots
+    if v_snapshots is not None:
+        d["snapshots"] = v_snapshots
+    v_deltas = o.deltas
+    if v_deltas is not None:
+        d["deltas"] = v_deltas
+    v_memory = o.memory
+    if v_memory is not None:
+        d["memory"] = v_memory
+    v_persistent_state = o.persistent_state
+    if v_persistent_state is not None:
+        d["persistentState"] = v_persistent_state
     return d
 
 
 # ── MultiAgentCapabilities ──
 
-_K_MultiAgentCapabilities: Final = frozenset(["supported", "delegation", "handoffs", "subagents"])
-_O_MultiAgentCapabilities: Final = frozenset(["supported", "delegation", "handoffs", "subagents"])
+_K_MultiAgentCapabilities: Final[frozenset[str]] = frozenset(
+    ["supported", "delegation", "handoffs", "subagents"]
+)
+_O_MultiAgentCapabilities: Final[frozenset[str]] = frozenset(
+    ["supported", "delegation", "handoffs", "subagents"]
+)
 _S_MultiAgentCapabilities_supported = MultiAgentCapabilities.__dict__["supported"].__set__
 _S_MultiAgentCapabilities_delegation = MultiAgentCapabilities.__dict__["delegation"].__set__
 _S_MultiAgentCapabilities_handoffs = MultiAgentCapabilities.__dict__["handoffs"].__set__
@@ -6041,25 +6095,25 @@ def _d_MultiAgentCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> MultiAgentC
 
 def _e_MultiAgentCapabilities(o: MultiAgentCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.supported
-    if v is not None:
-        d["supported"] = v
-    v = o.delegation
-    if v is not None:
-        d["delegation"] = v
-    v = o.handoffs
-    if v is not None:
-        d["handoffs"] = v
-    v = o.subagents
-    if v is not None:
-        d["subagents"] = [_e_SubagentInfo(x) for x in v]
+    v_supported = o.supported
+    if v_supported is not None:
+        d["supported"] = v_supported
+    v_delegation = o.delegation
+    if v_delegation is not None:
+        d["delegation"] = v_delegation
+    v_handoffs = o.handoffs
+    if v_handoffs is not None:
+        d["handoffs"] = v_handoffs
+    v_subagents = o.subagents
+    if v_subagents is not None:
+        d["subagents"] = [_e_SubagentInfo(x) for x in v_subagents]
     return d
 
 
 # ── ReasoningCapabilities ──
 
-_K_ReasoningCapabilities: Final = frozenset(["supported", "streaming", "encrypted"])
-_O_ReasoningCapabilities: Final = frozenset(["supported", "streaming", "encrypted"])
+_K_ReasoningCapabilities: Final[frozenset[str]] = frozenset(["supported", "streaming", "encrypted"])
+_O_ReasoningCapabilities: Final[frozenset[str]] = frozenset(["supported", "streaming", "encrypted"])
 _S_ReasoningCapabilities_supported = ReasoningCapabilities.__dict__["supported"].__set__
 _S_ReasoningCapabilities_streaming = ReasoningCapabilities.__dict__["streaming"].__set__
 _S_ReasoningCapabilities_encrypted = ReasoningCapabilities.__dict__["encrypted"].__set__
@@ -6101,22 +6155,26 @@ def _d_ReasoningCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningCap
 
 def _e_ReasoningCapabilities(o: ReasoningCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.supported
-    if v is not None:
-        d["supported"] = v
-    v = o.streaming
-    if v is not None:
-        d["streaming"] = v
-    v = o.encrypted
-    if v is not None:
-        d["encrypted"] = v
+    v_supported = o.supported
+    if v_supported is not None:
+        d["supported"] = v_supported
+    v_streaming = o.streaming
+    if v_streaming is not None:
+        d["streaming"] = v_streaming
+    v_encrypted = o.encrypted
+    if v_encrypted is not None:
+        d["encrypted"] = v_encrypted
     return d
 
 
 # ── MultimodalInputCapabilities ──
 
-_K_MultimodalInputCapabilities: Final = frozenset(["image", "audio", "video", "pdf", "file"])
-_O_MultimodalInputCapabilities: Final = frozenset(["image", "audio", "video", "pdf", "file"])
+_K_MultimodalInputCapabilities: Final[frozenset[str]] = frozenset(
+    ["image", "audio", "video", "pdf", "file"]
+)
+_O_MultimodalInputCapabilities: Final[frozenset[str]] = frozenset(
+    ["image", "audio", "video", "pdf", "file"]
+)
 _S_MultimodalInputCapabilities_image = MultimodalInputCapabilities.__dict__["image"].__set__
 _S_MultimodalInputCapabilities_audio = MultimodalInputCapabilities.__dict__["audio"].__set__
 _S_MultimodalInputCapabilities_video = MultimodalInputCapabilities.__dict__["video"].__set__
@@ -6178,28 +6236,28 @@ def _d_MultimodalInputCapabilities(
 
 def _e_MultimodalInputCapabilities(o: MultimodalInputCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.image
-    if v is not None:
-        d["image"] = v
-    v = o.audio
-    if v is not None:
-        d["audio"] = v
-    v = o.video
-    if v is not None:
-        d["video"] = v
-    v = o.pdf
-    if v is not None:
-        d["pdf"] = v
-    v = o.file
-    if v is not None:
-        d["file"] = v
+    v_image = o.image
+    if v_image is not None:
+        d["image"] = v_image
+    v_audio = o.audio
+    if v_audio is not None:
+        d["audio"] = v_audio
+    v_video = o.video
+    if v_video is not None:
+        d["video"] = v_video
+    v_pdf = o.pdf
+    if v_pdf is not None:
+        d["pdf"] = v_pdf
+    v_file = o.file
+    if v_file is not None:
+        d["file"] = v_file
     return d
 
 
 # ── MultimodalOutputCapabilities ──
 
-_K_MultimodalOutputCapabilities: Final = frozenset(["image", "audio"])
-_O_MultimodalOutputCapabilities: Final = frozenset(["image", "audio"])
+_K_MultimodalOutputCapabilities: Final[frozenset[str]] = frozenset(["image", "audio"])
+_O_MultimodalOutputCapabilities: Final[frozenset[str]] = frozenset(["image", "audio"])
 _S_MultimodalOutputCapabilities_image = MultimodalOutputCapabilities.__dict__["image"].__set__
 _S_MultimodalOutputCapabilities_audio = MultimodalOutputCapabilities.__dict__["audio"].__set__
 
@@ -6236,19 +6294,19 @@ def _d_MultimodalOutputCapabilities(
 
 def _e_MultimodalOutputCapabilities(o: MultimodalOutputCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.image
-    if v is not None:
-        d["image"] = v
-    v = o.audio
-    if v is not None:
-        d["audio"] = v
+    v_image = o.image
+    if v_image is not None:
+        d["image"] = v_image
+    v_audio = o.audio
+    if v_audio is not None:
+        d["audio"] = v_audio
     return d
 
 
 # ── MultimodalCapabilities ──
 
-_K_MultimodalCapabilities: Final = frozenset(["input", "output"])
-_O_MultimodalCapabilities: Final = frozenset(["input", "output"])
+_K_MultimodalCapabilities: Final[frozenset[str]] = frozenset(["input", "output"])
+_O_MultimodalCapabilities: Final[frozenset[str]] = frozenset(["input", "output"])
 _S_MultimodalCapabilities_input = MultimodalCapabilities.__dict__["input"].__set__
 _S_MultimodalCapabilities_output = MultimodalCapabilities.__dict__["output"].__set__
 
@@ -6285,21 +6343,21 @@ def _d_MultimodalCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> MultimodalC
 
 def _e_MultimodalCapabilities(o: MultimodalCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.input
-    if v is not None:
-        d["input"] = _e_MultimodalInputCapabilities(v)
-    v = o.output
-    if v is not None:
-        d["output"] = _e_MultimodalOutputCapabilities(v)
+    v_input = o.input
+    if v_input is not None:
+        d["input"] = _e_MultimodalInputCapabilities(v_input)
+    v_output = o.output
+    if v_output is not None:
+        d["output"] = _e_MultimodalOutputCapabilities(v_output)
     return d
 
 
 # ── ExecutionCapabilities ──
 
-_K_ExecutionCapabilities: Final = frozenset(
+_K_ExecutionCapabilities: Final[frozenset[str]] = frozenset(
     ["codeExecution", "sandboxed", "maxIterations", "maxExecutionTime"]
 )
-_O_ExecutionCapabilities: Final = frozenset(
+_O_ExecutionCapabilities: Final[frozenset[str]] = frozenset(
     ["codeExecution", "sandboxed", "maxIterations", "maxExecutionTime"]
 )
 _S_ExecutionCapabilities_code_execution = ExecutionCapabilities.__dict__["code_execution"].__set__
@@ -6357,27 +6415,27 @@ def _d_ExecutionCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ExecutionCap
 
 def _e_ExecutionCapabilities(o: ExecutionCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.code_execution
-    if v is not None:
-        d["codeExecution"] = v
-    v = o.sandboxed
-    if v is not None:
-        d["sandboxed"] = v
-    v = o.max_iterations
-    if v is not None:
-        d["maxIterations"] = v
-    v = o.max_execution_time
-    if v is not None:
-        d["maxExecutionTime"] = v
+    v_code_execution = o.code_execution
+    if v_code_execution is not None:
+        d["codeExecution"] = v_code_execution
+    v_sandboxed = o.sandboxed
+    if v_sandboxed is not None:
+        d["sandboxed"] = v_sandboxed
+    v_max_iterations = o.max_iterations
+    if v_max_iterations is not None:
+        d["maxIterations"] = v_max_iterations
+    v_max_execution_time = o.max_execution_time
+    if v_max_execution_time is not None:
+        d["maxExecutionTime"] = v_max_execution_time
     return d
 
 
 # ── HumanInTheLoopCapabilities ──
 
-_K_HumanInTheLoopCapabilities: Final = frozenset(
+_K_HumanInTheLoopCapabilities: Final[frozenset[str]] = frozenset(
     ["supported", "approvals", "interventions", "feedback", "interrupts", "approveWithEdits"]
 )
-_O_HumanInTheLoopCapabilities: Final = frozenset(
+_O_HumanInTheLoopCapabilities: Final[frozenset[str]] = frozenset(
     ["supported", "approvals", "interventions", "feedback", "interrupts", "approveWithEdits"]
 )
 _S_HumanInTheLoopCapabilities_supported = HumanInTheLoopCapabilities.__dict__["supported"].__set__
@@ -6452,30 +6510,30 @@ def _d_HumanInTheLoopCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> HumanIn
 
 def _e_HumanInTheLoopCapabilities(o: HumanInTheLoopCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.supported
-    if v is not None:
-        d["supported"] = v
-    v = o.approvals
-    if v is not None:
-        d["approvals"] = v
-    v = o.interventions
-    if v is not None:
-        d["interventions"] = v
-    v = o.feedback
-    if v is not None:
-        d["feedback"] = v
-    v = o.interrupts
-    if v is not None:
-        d["interrupts"] = v
-    v = o.approve_with_edits
-    if v is not None:
-        d["approveWithEdits"] = v
+    v_supported = o.supported
+    if v_supported is not None:
+        d["supported"] = v_supported
+    v_approvals = o.approvals
+    if v_approvals is not None:
+        d["approvals"] = v_approvals
+    v_interventions = o.interventions
+    if v_interventions is not None:
+        d["interventions"] = v_interventions
+    v_feedback = o.feedback
+    if v_feedback is not None:
+        d["feedback"] = v_feedback
+    v_interrupts = o.interrupts
+    if v_interrupts is not None:
+        d["interrupts"] = v_interrupts
+    v_approve_with_edits = o.approve_with_edits
+    if v_approve_with_edits is not None:
+        d["approveWithEdits"] = v_approve_with_edits
     return d
 
 
 # ── AgentCapabilities ──
 
-_K_AgentCapabilities: Final = frozenset(
+_K_AgentCapabilities: Final[frozenset[str]] = frozenset(
     [
         "identity",
         "transport",
@@ -6490,7 +6548,7 @@ _K_AgentCapabilities: Final = frozenset(
         "custom",
     ]
 )
-_O_AgentCapabilities: Final = frozenset(
+_O_AgentCapabilities: Final[frozenset[str]] = frozenset(
     [
         "identity",
         "transport",
@@ -6640,39 +6698,39 @@ def _d_AgentCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> AgentCapabilitie
 
 def _e_AgentCapabilities(o: AgentCapabilities) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v = o.identity
-    if v is not None:
-        d["identity"] = _e_IdentityCapabilities(v)
-    v = o.transport
-    if v is not None:
-        d["transport"] = _e_TransportCapabilities(v)
-    v = o.tools
-    if v is not None:
-        d["tools"] = _e_ToolsCapabilities(v)
-    v = o.output
-    if v is not None:
-        d["output"] = _e_OutputCapabilities(v)
-    v = o.state
-    if v is not None:
-        d["state"] = _e_StateCapabilities(v)
-    v = o.multi_agent
-    if v is not None:
-        d["multiAgent"] = _e_MultiAgentCapabilities(v)
-    v = o.reasoning
-    if v is not None:
-        d["reasoning"] = _e_ReasoningCapabilities(v)
-    v = o.multimodal
-    if v is not None:
-        d["multimodal"] = _e_MultimodalCapabilities(v)
-    v = o.execution
-    if v is not None:
-        d["execution"] = _e_ExecutionCapabilities(v)
-    v = o.human_in_the_loop
-    if v is not None:
-        d["humanInTheLoop"] = _e_HumanInTheLoopCapabilities(v)
-    v = o.custom
-    if v is not None:
-        d["custom"] = v
+    v_identity = o.identity
+    if v_identity is not None:
+        d["identity"] = _e_IdentityCapabilities(v_identity)
+    v_transport = o.transport
+    if v_transport is not None:
+        d["transport"] = _e_TransportCapabilities(v_transport)
+    v_tools = o.tools
+    if v_tools is not None:
+        d["tools"] = _e_ToolsCapabilities(v_tools)
+    v_output = o.output
+    if v_output is not None:
+        d["output"] = _e_OutputCapabilities(v_output)
+    v_state = o.state
+    if v_state is not None:
+        d["state"] = _e_StateCapabilities(v_state)
+    v_multi_agent = o.multi_agent
+    if v_multi_agent is not None:
+        d["multiAgent"] = _e_MultiAgentCapabilities(v_multi_agent)
+    v_reasoning = o.reasoning
+    if v_reasoning is not None:
+        d["reasoning"] = _e_ReasoningCapabilities(v_reasoning)
+    v_multimodal = o.multimodal
+    if v_multimodal is not None:
+        d["multimodal"] = _e_MultimodalCapabilities(v_multimodal)
+    v_execution = o.execution
+    if v_execution is not None:
+        d["execution"] = _e_ExecutionCapabilities(v_execution)
+    v_human_in_the_loop = o.human_in_the_loop
+    if v_human_in_the_loop is not None:
+        d["humanInTheLoop"] = _e_HumanInTheLoopCapabilities(v_human_in_the_loop)
+    v_custom = o.custom
+    if v_custom is not None:
+        d["custom"] = v_custom
     return d
 
 
@@ -6758,119 +6816,135 @@ _ENC: Final[dict[type, Callable[[Any], dict[str, Any]]]] = {
     AgentCapabilities: _e_AgentCapabilities,
 }
 
-# definition -> (decoder, discriminator, tag, is_union)
-_ENTRIES: Final[dict[Any, tuple[Callable[..., Any], str | None, str | None, bool]]] = {
-    TextPart: (_d_TextPart, "type", "text", False),
-    DataSource: (_d_DataSource, "type", "data", False),
-    UrlSource: (_d_UrlSource, "type", "url", False),
-    FileSource: (_d_FileSource, "type", "file", False),
-    PartSource: (_u_PartSource, None, None, True),
-    ImagePart: (_d_ImagePart, "type", "image", False),
-    AudioPart: (_d_AudioPart, "type", "audio", False),
-    VideoPart: (_d_VideoPart, "type", "video", False),
-    DocumentPart: (_d_DocumentPart, "type", "document", False),
-    ContentPart: (_u_ContentPart, None, None, True),
-    FunctionCall: (_d_FunctionCall, None, None, False),
-    ToolCall: (_d_ToolCall, None, None, False),
-    DeveloperMessage: (_d_DeveloperMessage, "role", "developer", False),
-    SystemMessage: (_d_SystemMessage, "role", "system", False),
-    AssistantMessage: (_d_AssistantMessage, "role", "assistant", False),
-    UserMessage: (_d_UserMessage, "role", "user", False),
-    ToolMessage: (_d_ToolMessage, "role", "tool", False),
-    ActivityMessage: (_d_ActivityMessage, "role", "activity", False),
-    ReasoningMessage: (_d_ReasoningMessage, "role", "reasoning", False),
-    Message: (_u_Message, None, None, True),
-    AddOperation: (_d_AddOperation, "op", "add", False),
-    RemoveOperation: (_d_RemoveOperation, "op", "remove", False),
-    ReplaceOperation: (_d_ReplaceOperation, "op", "replace", False),
-    MoveOperation: (_d_MoveOperation, "op", "move", False),
-    CopyOperation: (_d_CopyOperation, "op", "copy", False),
-    TestOperation: (_d_TestOperation, "op", "test", False),
-    JsonPatchOperation: (_u_JsonPatchOperation, None, None, True),
-    Tool: (_d_Tool, None, None, False),
-    Context: (_d_Context, None, None, False),
-    ResumeEntry: (_d_ResumeEntry, None, None, False),
-    RunAgentInput: (_d_RunAgentInput, None, None, False),
-    Interrupt: (_d_Interrupt, None, None, False),
-    RunFinishedSuccessOutcome: (_d_RunFinishedSuccessOutcome, "type", "success", False),
-    RunFinishedInterruptOutcome: (_d_RunFinishedInterruptOutcome, "type", "interrupt", False),
-    RunFinishedCancelledOutcome: (_d_RunFinishedCancelledOutcome, "type", "cancelled", False),
-    RunFinishedOutcome: (_u_RunFinishedOutcome, None, None, True),
-    SubagentFinishedSuccessOutcome: (_d_SubagentFinishedSuccessOutcome, "type", "success", False),
-    SubagentFinishedSuspendedOutcome: (
+# id(definition) -> (decoder, discriminator, tag, is_union). Keyed by identity: hashing a union
+# hashes all its members, which would cost more than decoding a small event.
+_ENTRIES: Final[dict[int, tuple[Callable[..., Any], str | None, str | None, bool]]] = {
+    id(TextPart): (_d_TextPart, "type", "text", False),
+    id(DataSource): (_d_DataSource, "type", "data", False),
+    id(UrlSource): (_d_UrlSource, "type", "url", False),
+    id(FileSource): (_d_FileSource, "type", "file", False),
+    id(PartSource): (_u_PartSource, None, None, True),
+    id(ImagePart): (_d_ImagePart, "type", "image", False),
+    id(AudioPart): (_d_AudioPart, "type", "audio", False),
+    id(VideoPart): (_d_VideoPart, "type", "video", False),
+    id(DocumentPart): (_d_DocumentPart, "type", "document", False),
+    id(ContentPart): (_u_ContentPart, None, None, True),
+    id(FunctionCall): (_d_FunctionCall, None, None, False),
+    id(ToolCall): (_d_ToolCall, None, None, False),
+    id(DeveloperMessage): (_d_DeveloperMessage, "role", "developer", False),
+    id(SystemMessage): (_d_SystemMessage, "role", "system", False),
+    id(AssistantMessage): (_d_AssistantMessage, "role", "assistant", False),
+    id(UserMessage): (_d_UserMessage, "role", "user", False),
+    id(ToolMessage): (_d_ToolMessage, "role", "tool", False),
+    id(ActivityMessage): (_d_ActivityMessage, "role", "activity", False),
+    id(ReasoningMessage): (_d_ReasoningMessage, "role", "reasoning", False),
+    id(Message): (_u_Message, None, None, True),
+    id(AddOperation): (_d_AddOperation, "op", "add", False),
+    id(RemoveOperation): (_d_RemoveOperation, "op", "remove", False),
+    id(ReplaceOperation): (_d_ReplaceOperation, "op", "replace", False),
+    id(MoveOperation): (_d_MoveOperation, "op", "move", False),
+    id(CopyOperation): (_d_CopyOperation, "op", "copy", False),
+    id(TestOperation): (_d_TestOperation, "op", "test", False),
+    id(JsonPatchOperation): (_u_JsonPatchOperation, None, None, True),
+    id(Tool): (_d_Tool, None, None, False),
+    id(Context): (_d_Context, None, None, False),
+    id(ResumeEntry): (_d_ResumeEntry, None, None, False),
+    id(RunAgentInput): (_d_RunAgentInput, None, None, False),
+    id(Interrupt): (_d_Interrupt, None, None, False),
+    id(RunFinishedSuccessOutcome): (_d_RunFinishedSuccessOutcome, "type", "success", False),
+    id(RunFinishedInterruptOutcome): (_d_RunFinishedInterruptOutcome, "type", "interrupt", False),
+    id(RunFinishedCancelledOutcome): (_d_RunFinishedCancelledOutcome, "type", "cancelled", False),
+    id(RunFinishedOutcome): (_u_RunFinishedOutcome, None, None, True),
+    id(SubagentFinishedSuccessOutcome): (
+        _d_SubagentFinishedSuccessOutcome,
+        "type",
+        "success",
+        False,
+    ),
+    id(SubagentFinishedSuspendedOutcome): (
         _d_SubagentFinishedSuspendedOutcome,
         "type",
         "suspended",
         False,
     ),
-    SubagentFinishedOutcome: (_u_SubagentFinishedOutcome, None, None, True),
-    TokenUsage: (_d_TokenUsage, None, None, False),
-    TextMessageStartEvent: (_d_TextMessageStartEvent, "type", "TEXT_MESSAGE_START", False),
-    TextMessageContentEvent: (_d_TextMessageContentEvent, "type", "TEXT_MESSAGE_CONTENT", False),
-    TextMessageEndEvent: (_d_TextMessageEndEvent, "type", "TEXT_MESSAGE_END", False),
-    TextMessageChunkEvent: (_d_TextMessageChunkEvent, "type", "TEXT_MESSAGE_CHUNK", False),
-    ToolCallStartEvent: (_d_ToolCallStartEvent, "type", "TOOL_CALL_START", False),
-    ToolCallArgsEvent: (_d_ToolCallArgsEvent, "type", "TOOL_CALL_ARGS", False),
-    ToolCallEndEvent: (_d_ToolCallEndEvent, "type", "TOOL_CALL_END", False),
-    ToolCallChunkEvent: (_d_ToolCallChunkEvent, "type", "TOOL_CALL_CHUNK", False),
-    ToolCallResultEvent: (_d_ToolCallResultEvent, "type", "TOOL_CALL_RESULT", False),
-    StateSnapshotEvent: (_d_StateSnapshotEvent, "type", "STATE_SNAPSHOT", False),
-    StateDeltaEvent: (_d_StateDeltaEvent, "type", "STATE_DELTA", False),
-    MessagesSnapshotEvent: (_d_MessagesSnapshotEvent, "type", "MESSAGES_SNAPSHOT", False),
-    ActivitySnapshotEvent: (_d_ActivitySnapshotEvent, "type", "ACTIVITY_SNAPSHOT", False),
-    ActivityDeltaEvent: (_d_ActivityDeltaEvent, "type", "ACTIVITY_DELTA", False),
-    RawEvent: (_d_RawEvent, "type", "RAW", False),
-    CustomEvent: (_d_CustomEvent, "type", "CUSTOM", False),
-    RunStartedEvent: (_d_RunStartedEvent, "type", "RUN_STARTED", False),
-    RunFinishedEvent: (_d_RunFinishedEvent, "type", "RUN_FINISHED", False),
-    RunErrorEvent: (_d_RunErrorEvent, "type", "RUN_ERROR", False),
-    StepStartedEvent: (_d_StepStartedEvent, "type", "STEP_STARTED", False),
-    StepFinishedEvent: (_d_StepFinishedEvent, "type", "STEP_FINISHED", False),
-    ReasoningStartEvent: (_d_ReasoningStartEvent, "type", "REASONING_START", False),
-    ReasoningMessageStartEvent: (
+    id(SubagentFinishedOutcome): (_u_SubagentFinishedOutcome, None, None, True),
+    id(TokenUsage): (_d_TokenUsage, None, None, False),
+    id(TextMessageStartEvent): (_d_TextMessageStartEvent, "type", "TEXT_MESSAGE_START", False),
+    id(TextMessageContentEvent): (
+        _d_TextMessageContentEvent,
+        "type",
+        "TEXT_MESSAGE_CONTENT",
+        False,
+    ),
+    id(TextMessageEndEvent): (_d_TextMessageEndEvent, "type", "TEXT_MESSAGE_END", False),
+    id(TextMessageChunkEvent): (_d_TextMessageChunkEvent, "type", "TEXT_MESSAGE_CHUNK", False),
+    id(ToolCallStartEvent): (_d_ToolCallStartEvent, "type", "TOOL_CALL_START", False),
+    id(ToolCallArgsEvent): (_d_ToolCallArgsEvent, "type", "TOOL_CALL_ARGS", False),
+    id(ToolCallEndEvent): (_d_ToolCallEndEvent, "type", "TOOL_CALL_END", False),
+    id(ToolCallChunkEvent): (_d_ToolCallChunkEvent, "type", "TOOL_CALL_CHUNK", False),
+    id(ToolCallResultEvent): (_d_ToolCallResultEvent, "type", "TOOL_CALL_RESULT", False),
+    id(StateSnapshotEvent): (_d_StateSnapshotEvent, "type", "STATE_SNAPSHOT", False),
+    id(StateDeltaEvent): (_d_StateDeltaEvent, "type", "STATE_DELTA", False),
+    id(MessagesSnapshotEvent): (_d_MessagesSnapshotEvent, "type", "MESSAGES_SNAPSHOT", False),
+    id(ActivitySnapshotEvent): (_d_ActivitySnapshotEvent, "type", "ACTIVITY_SNAPSHOT", False),
+    id(ActivityDeltaEvent): (_d_ActivityDeltaEvent, "type", "ACTIVITY_DELTA", False),
+    id(RawEvent): (_d_RawEvent, "type", "RAW", False),
+    id(CustomEvent): (_d_CustomEvent, "type", "CUSTOM", False),
+    id(RunStartedEvent): (_d_RunStartedEvent, "type", "RUN_STARTED", False),
+    id(RunFinishedEvent): (_d_RunFinishedEvent, "type", "RUN_FINISHED", False),
+    id(RunErrorEvent): (_d_RunErrorEvent, "type", "RUN_ERROR", False),
+    id(StepStartedEvent): (_d_StepStartedEvent, "type", "STEP_STARTED", False),
+    id(StepFinishedEvent): (_d_StepFinishedEvent, "type", "STEP_FINISHED", False),
+    id(ReasoningStartEvent): (_d_ReasoningStartEvent, "type", "REASONING_START", False),
+    id(ReasoningMessageStartEvent): (
         _d_ReasoningMessageStartEvent,
         "type",
         "REASONING_MESSAGE_START",
         False,
     ),
-    ReasoningMessageContentEvent: (
+    id(ReasoningMessageContentEvent): (
         _d_ReasoningMessageContentEvent,
         "type",
         "REASONING_MESSAGE_CONTENT",
         False,
     ),
-    ReasoningMessageEndEvent: (_d_ReasoningMessageEndEvent, "type", "REASONING_MESSAGE_END", False),
-    ReasoningMessageChunkEvent: (
+    id(ReasoningMessageEndEvent): (
+        _d_ReasoningMessageEndEvent,
+        "type",
+        "REASONING_MESSAGE_END",
+        False,
+    ),
+    id(ReasoningMessageChunkEvent): (
         _d_ReasoningMessageChunkEvent,
         "type",
         "REASONING_MESSAGE_CHUNK",
         False,
     ),
-    ReasoningEndEvent: (_d_ReasoningEndEvent, "type", "REASONING_END", False),
-    ReasoningEncryptedValueEvent: (
+    id(ReasoningEndEvent): (_d_ReasoningEndEvent, "type", "REASONING_END", False),
+    id(ReasoningEncryptedValueEvent): (
         _d_ReasoningEncryptedValueEvent,
         "type",
         "REASONING_ENCRYPTED_VALUE",
         False,
     ),
-    SubagentStartedEvent: (_d_SubagentStartedEvent, "type", "SUBAGENT_STARTED", False),
-    SubagentFinishedEvent: (_d_SubagentFinishedEvent, "type", "SUBAGENT_FINISHED", False),
-    SubagentErrorEvent: (_d_SubagentErrorEvent, "type", "SUBAGENT_ERROR", False),
-    Event: (_u_Event, None, None, True),
-    SubagentInfo: (_d_SubagentInfo, None, None, False),
-    IdentityCapabilities: (_d_IdentityCapabilities, None, None, False),
-    TransportCapabilities: (_d_TransportCapabilities, None, None, False),
-    ToolsCapabilities: (_d_ToolsCapabilities, None, None, False),
-    OutputCapabilities: (_d_OutputCapabilities, None, None, False),
-    StateCapabilities: (_d_StateCapabilities, None, None, False),
-    MultiAgentCapabilities: (_d_MultiAgentCapabilities, None, None, False),
-    ReasoningCapabilities: (_d_ReasoningCapabilities, None, None, False),
-    MultimodalInputCapabilities: (_d_MultimodalInputCapabilities, None, None, False),
-    MultimodalOutputCapabilities: (_d_MultimodalOutputCapabilities, None, None, False),
-    MultimodalCapabilities: (_d_MultimodalCapabilities, None, None, False),
-    ExecutionCapabilities: (_d_ExecutionCapabilities, None, None, False),
-    HumanInTheLoopCapabilities: (_d_HumanInTheLoopCapabilities, None, None, False),
-    AgentCapabilities: (_d_AgentCapabilities, None, None, False),
+    id(SubagentStartedEvent): (_d_SubagentStartedEvent, "type", "SUBAGENT_STARTED", False),
+    id(SubagentFinishedEvent): (_d_SubagentFinishedEvent, "type", "SUBAGENT_FINISHED", False),
+    id(SubagentErrorEvent): (_d_SubagentErrorEvent, "type", "SUBAGENT_ERROR", False),
+    id(Event): (_u_Event, None, None, True),
+    id(SubagentInfo): (_d_SubagentInfo, None, None, False),
+    id(IdentityCapabilities): (_d_IdentityCapabilities, None, None, False),
+    id(TransportCapabilities): (_d_TransportCapabilities, None, None, False),
+    id(ToolsCapabilities): (_d_ToolsCapabilities, None, None, False),
+    id(OutputCapabilities): (_d_OutputCapabilities, None, None, False),
+    id(StateCapabilities): (_d_StateCapabilities, None, None, False),
+    id(MultiAgentCapabilities): (_d_MultiAgentCapabilities, None, None, False),
+    id(ReasoningCapabilities): (_d_ReasoningCapabilities, None, None, False),
+    id(MultimodalInputCapabilities): (_d_MultimodalInputCapabilities, None, None, False),
+    id(MultimodalOutputCapabilities): (_d_MultimodalOutputCapabilities, None, None, False),
+    id(MultimodalCapabilities): (_d_MultimodalCapabilities, None, None, False),
+    id(ExecutionCapabilities): (_d_ExecutionCapabilities, None, None, False),
+    id(HumanInTheLoopCapabilities): (_d_HumanInTheLoopCapabilities, None, None, False),
+    id(AgentCapabilities): (_d_AgentCapabilities, None, None, False),
 }
 
 TAGS: Final[dict[str, dict[str, type]]] = {
@@ -6949,26 +7023,43 @@ TAGS: Final[dict[str, dict[str, type]]] = {
 """Each union's discriminator values and the class each one selects."""
 
 
-def decode_value(value: Any, cls: Any, strict: bool) -> tuple[Any, list[Problem]]:
+def decode_value(
+    value: Any, cls: Any, strict: bool, drop_unknown: bool = False
+) -> tuple[Any, list[Problem]]:
     """Decode parsed JSON as `cls` (a model class or a union); return it with the warnings.
 
-    Raises DecodeError listing every problem; TypeError if `cls` is not a spec definition."""
-    entry = _ENTRIES.get(cls)
+    With `drop_unknown`, a union member with an unknown tag at the root is returned as DROP (with a
+    warning) in tolerant mode instead of failing. Raises DecodeError listing every problem;
+    TypeError if `cls` is not a spec definition."""
+    entry = _ENTRIES.get(id(cls))
     if entry is None:
         raise TypeError(f"{cls!r} is not a definition of the AG-UI spec")
+    try:
+        if entry[3]:  # a union: the common case, kept free of extra calls
+            return entry[0](value, (), _FIRST_PASS[strict], drop_unknown), _NO_WARNINGS
+        return _run(entry, value, _FIRST_PASS[strict], drop_unknown), _NO_WARNINGS
+    except _rt.Restart:
+        cx = Ctx(strict)
+        result = _run(entry, value, cx, drop_unknown)
+        if cx.problems:
+            raise DecodeError(cx.problems) from None
+        return result, cx.warnings
+
+
+def _run(
+    entry: tuple[Callable[..., Any], str | None, str | None, bool],
+    value: Any,
+    cx: Ctx,
+    drop_unknown: bool,
+) -> Any:
     decoder, discriminator, tag, is_union = entry
-    cx = Ctx(strict)
     if is_union:
-        result = decoder(value, (), cx, False)
-    elif type(value) is not dict:
-        result = _rt.bad_value(cx, value, (), "an object")
-    else:
-        if discriminator is not None and tag is not None:
-            _rt.check_tag(cx, value, (), discriminator, tag)
-        result = decoder(value, (), cx)
-    if cx.problems:
-        raise DecodeError(cx.problems)
-    return result, cx.warnings
+        return decoder(value, (), cx, drop_unknown)
+    if type(value) is not dict:
+        return _rt.bad_value(cx, value, (), "an object")
+    if discriminator is not None and tag is not None:
+        _rt.check_tag(cx, value, (), discriminator, tag)
+    return decoder(value, (), cx)
 
 
 def encode_value(obj: Any) -> dict[str, Any]:

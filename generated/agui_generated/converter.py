@@ -201,8 +201,11 @@ def configure_converter(converter: cattrs.Converter, *, strict: bool = True) -> 
     for cls in CLASSES:
         converter.register_structure_hook(cls, structure)
         converter.register_unstructure_hook(cls, encode_value)
-    for union in UNIONS:
-        converter.register_structure_hook_func(lambda t, u=union: t is u, structure)
+
+    def is_union(cls: Any) -> bool:
+        return any(cls is union for union in UNIONS)
+
+    converter.register_structure_hook_func(is_union, structure)
 
 
 def make_converter(*, strict: bool = True) -> cattrs.Converter:
