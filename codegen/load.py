@@ -36,9 +36,9 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[str, Any]:
         key = loader.construct_object(key_node)
         where = f"line {key_node.start_mark.line + 1}"
         if not isinstance(key, str):
-            raise SpecError([f"{SPEC_PATH.name}: {where}: key {key!r} is not a string; quote it"])
+            raise SpecError([f"spec/agui.yaml: {where}: key {key!r} is not a string; quote it"])
         if key in result:
-            raise SpecError([f"{SPEC_PATH.name}: {where}: duplicate key {key!r}"])
+            raise SpecError([f"spec/agui.yaml: {where}: duplicate key {key!r}"])
         result[key] = loader.construct_object(value_node, deep=True)
     return result
 
