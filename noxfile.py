@@ -14,9 +14,10 @@ PYTHON = "3.11"
 
 @nox.session(python=PYTHON)
 def generate(session: nox.Session) -> None:
-    """Regenerate generated/ from spec/agui.yaml."""
-    session.install("-e", ".[codegen]")
+    """Regenerate generated/ from spec/agui.yaml, then verify every golden fixture round-trips."""
+    session.install("-e", ".[codegen]", "pytest")
     session.run("python", "-m", "codegen")
+    session.run("pytest", "-q", "tests/test_fixtures.py")
 
 
 @nox.session(python=PYTHON)
