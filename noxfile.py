@@ -21,6 +21,13 @@ def generate(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """The end-to-end demo: the demo agent on a loopback port, the client talking to it."""
+    session.install("-e", ".[server]")
+    session.run("agui", "demo")
+
+
+@nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """pytest, ruff, mypy --strict and the generated-code freshness check."""
     session.install("-e", ".[dev]")

@@ -4,6 +4,12 @@ agui validate [--as DEFINITION] [--strict] [FILE ...]
     Validate JSON documents against a definition of the spec (default: Event) and print one JSON
     line per document: {"ok", "errors", "warnings", "wire"}. Without FILE, read JSON Lines from
     standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
+agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent]
+    Serve an agent (default: the built-in demo agent) under uvicorn.
+agui run URL [--message TEXT] [--input FILE] [--json]
+    Post a run and print the assistant's text as it streams, or every event as a JSON line.
+agui demo
+    Start the demo agent on a free loopback port, run a conversation against it, print it.
 """
 
 from __future__ import annotations
@@ -108,6 +114,61 @@ def validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+    except ImportError:
+        print("agui serve needs uvicorn: pip install 'agui[server]'", file=sys.stderr)
+        return 2
+    from agui.server import AgentApp
+
+    try:
+        agent = _load_agent(args.agent)
+    except (ImportError, AttributeError, ValueError) as exc:
+        print(f"agui serve: cannot load {args.agent!r}: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"serving {args.agent or 'the demo agent'} at http://{args.host}:{args.port}{args.path}",
+        file=sys.stderr,
+    )
+    uvicorn.run(
+        AgentApp(agent, path=args.path), host=args.host, port=args.port, log_level="warning"
+    )
+    return 0
+
+
+def _load_agent(spec: str | None) -> Any:
+    if not spec:
+        from agui.demo import DemoAgent
+
+        return DemoAgent()
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not attr:
+        raise ValueError("expected MODULE:ATTR")
+    import importlib
+
+    target: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from agui.runner import run_command
+
+    return asyncio.run(run_command(args))
+
+
+def demo(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from agui.runner import demo_command
+
+    return asyncio.run(demo_command(args))
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="agui", description="The AG-UI protocol for Python.")
     commands = top.add_subparsers(dest="command", required=True)
@@ -126,6 +187,26 @@ def parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="exactly the contract: no unknown members or types"
     )
     v.set_defaults(run=validate)
+    s = commands.add_parser("serve", help="serve an agent under uvicorn")
+    s.add_argument(
+        "agent",
+        nargs="?",
+        metavar="MODULE:ATTR",
+        help="the agent to serve (default: the demo agent)",
+    )
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--path", default="/agent")
+    s.set_defaults(run=serve)
+    r = commands.add_parser("run", help="post a run to an agent and print what streams back")
+    r.add_argument("url")
+    r.add_argument("--message", help="the user message (default: read --input, or say hello)")
+    r.add_argument("--input", metavar="FILE", help="a RunAgentInput JSON file to post")
+    r.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    r.set_defaults(run=run)
+    d = commands.add_parser("demo", help="run the demo agent end to end on a loopback port")
+    d.add_argument("--message", default="Hello from the agui demo")
+    d.set_defaults(run=demo)
     return top
 
 

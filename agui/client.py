@@ -1,0 +1,185 @@
+"""HttpAgent: a remote AG-UI agent over httpx, itself an Agent.
+
+`async for event in HttpAgent(url).run(input)` POSTs the input and yields typed events as their
+frames arrive; `run_sync` does the same without asyncio. Closing the iterator early closes the
+response (and so the connection), which tells the server to stop the run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+import httpx
+from agui_generated import DecodeError, Problem, RunAgentInput
+
+from agui.codec import decode, encode
+from agui.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder, SSEError, SSEMessage
+
+__all__ = ["HttpAgent", "HttpError", "StreamError"]
+
+log = logging.getLogger("agui.client")
+
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+_MAX_ERROR_BODY = 64 * 1024
+
+
+class HttpError(Exception):
+    """The server answered with a non-2xx status. `message` is the server's text (or JSON)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message
+        super().__init__(f"HTTP {status}: {message}")
+
+
+class StreamError(Exception):
+    """The event stream broke the protocol: a frame is not a valid event, or too large."""
+
+    def __init__(
+        self, message: str, *, frame: int | None = None, problems: tuple[Problem, ...] = ()
+    ) -> None:
+        self.frame = frame
+        self.problems = problems
+        super().__init__(message)
+
+
+class HttpAgent:
+    """A remote agent at `url`.
+
+    headers: sent with every request. timeout: an httpx timeout (default 10 s to connect, 60 s
+    between reads; keep-alive comments keep a quiet run alive). client / sync_client: httpx clients
+    to use instead of a new one per run (their connection pools are reused). strict: decode events
+    strictly instead of tolerantly (tolerant warnings go to the "agui.client" logger).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
+        client: httpx.AsyncClient | None = None,
+        sync_client: httpx.Client | None = None,
+        strict: bool = False,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self.timeout = timeout
+        self.client = client
+        self.sync_client = sync_client
+        self.strict = strict
+        self.max_frame_bytes = max_frame_bytes
+
+    def __call__(self, input: RunAgentInput, /) -> AsyncIterator[Any]:
+        return self.run(input)
+
+    def _request_headers(self) -> dict[str, str]:
+        return {"content-type": "application/json", "accept": "text/event-stream", **self.headers}
+
+    async def run(self, input: RunAgentInput) -> AsyncIterator[Any]:
+        """POST the input; yield each event as it arrives."""
+        body = encode(input)
+        own = self.client is None
+        client = self.client or httpx.AsyncClient(timeout=self.timeout)
+        try:
+            async with client.stream(
+                "POST",
+                self.url,
+                content=body,
+                headers=self._request_headers(),
+                timeout=self.timeout,
+            ) as response:
+                if not response.is_success:
+                    raise HttpError(response.status_code, await _error_text_async(response))
+                frames = _Frames(self)
+                async for chunk in response.aiter_bytes():
+                    for event in frames.feed(chunk):
+                        yield event
+                for event in frames.close():
+                    yield event
+        finally:
+            if own:
+                await client.aclose()
+
+    def run_sync(self, input: RunAgentInput) -> Iterator[Any]:
+        """The same as `run`, for code without an event loop."""
+        body = encode(input)
+        own = self.sync_client is None
+        client = self.sync_client or httpx.Client(timeout=self.timeout)
+        try:
+            with client.stream(
+                "POST",
+                self.url,
+                content=body,
+                headers=self._request_headers(),
+                timeout=self.timeout,
+            ) as response:
+                if not response.is_success:
+                    raise HttpError(response.status_code, _error_text(response))
+                frames = _Frames(self)
+                for chunk in response.iter_bytes():
+                    yield from frames.feed(chunk)
+                yield from frames.close()
+        finally:
+            if own:
+                client.close()
+
+
+class _Frames:
+    """SSE bytes -> events, numbering frames so an error can name the one that broke."""
+
+    def __init__(self, agent: HttpAgent) -> None:
+        self.sse = SSEDecoder(agent.max_frame_bytes)
+        self.strict = agent.strict
+        self.count = 0
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        try:
+            messages = self.sse.feed(chunk)
+        except SSEError as exc:
+            raise StreamError(f"frame {self.count + 1}: {exc}", frame=self.count + 1) from None
+        return [self._event(m) for m in messages]
+
+    def close(self) -> list[Any]:
+        return [self._event(m) for m in self.sse.close()]
+
+    def _event(self, message: SSEMessage) -> Any:
+        self.count += 1
+        warnings: list[Problem] = []
+        try:
+            event = decode(message.data, strict=self.strict, warnings=warnings)
+        except DecodeError as exc:
+            preview = message.data[:80].decode("utf-8", "replace")
+            raise StreamError(
+                f"frame {self.count} is not a valid AG-UI event ({exc.problems[0]}): {preview!r}",
+                frame=self.count,
+                problems=exc.problems,
+            ) from None
+        for warning in warnings:
+            log.warning("frame %d: %s", self.count, warning)
+        return event
+
+
+async def _error_text_async(response: httpx.Response) -> str:
+    data = b""
+    async for chunk in response.aiter_bytes():
+        data += chunk
+        if len(data) > _MAX_ERROR_BODY:
+            break
+    return _text(data[:_MAX_ERROR_BODY])
+
+
+def _error_text(response: httpx.Response) -> str:
+    data = b""
+    for chunk in response.iter_bytes():
+        data += chunk
+        if len(data) > _MAX_ERROR_BODY:
+            break
+    return _text(data[:_MAX_ERROR_BODY])
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace").strip() or "(no body)"

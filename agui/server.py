@@ -1,0 +1,319 @@
+"""The ASGI server: one Agent at one path, streamed as Server-Sent Events.
+
+`AgentApp(agent)` runs on its own under uvicorn or mounts into Starlette / FastAPI
+(`app.mount("/agent", AgentApp(agent))`). It validates the request before any event is sent and
+wraps every run in a correct lifecycle: RUN_STARTED first, exactly one RUN_FINISHED or RUN_ERROR
+last, whatever the agent does.
+
+Three tasks serve a run: the producer drives the agent and queues frames, the sender writes them
+(coalescing what is already queued into one write, so nothing waits), and a watcher reads the ASGI
+`receive` channel for `http.disconnect` and stops the run when the client leaves (uvicorn does not
+raise on a send after a disconnect). A keep-alive comment goes out after `keepalive` seconds of
+silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+from agui_generated import (
+    PROTOCOL_VERSION,
+    DecodeError,
+    Problem,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+)
+
+from agui.agent import Agent
+from agui.codec import EncodeError, decode
+from agui.sse import KEEPALIVE, sse_frame
+
+__all__ = ["AgentApp"]
+
+log = logging.getLogger("agui.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_TERMINAL = (RunFinishedEvent, RunErrorEvent)
+_STREAM_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_WRITE_BYTES = 64 * 1024  # coalesce queued frames into writes of at most about this size
+_MAX_LISTED_PROBLEMS = 50
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, error: str, problems: tuple[Problem, ...] = ()) -> None:
+        self.status, self.error, self.problems = status, error, problems
+
+
+class AgentApp:
+    """An ASGI application serving `agent` (see the module docstring).
+
+    path: the one path served (None: any path, for mounting). max_body_bytes: the largest request
+    body accepted (413 beyond). keepalive: seconds of silence before a keep-alive comment (None: off).
+    strict_input: decode the body strictly (unknown members rejected) instead of tolerantly.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        path: str | None = None,
+        max_body_bytes: int = 8 * 1024 * 1024,
+        keepalive: float | None = 15.0,
+        strict_input: bool = False,
+        queue_size: int = 1024,
+    ) -> None:
+        self.agent = agent
+        self.path = path
+        self.max_body_bytes = max_body_bytes
+        self.keepalive = keepalive
+        self.strict_input = strict_input
+        self.queue_size = queue_size
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            run_input = await self._request(scope, receive)
+        except _BadRequest as bad:
+            await _json_response(send, bad.status, _error_body(bad), bad.status == 405)
+            return
+        if run_input is None:  # the client left while sending its body
+            return
+        await self._respond(run_input, receive, send)
+
+    # ── the request ──────────────────────────────────────────────────────────
+    async def _request(self, scope: Scope, receive: Receive) -> RunAgentInput | None:
+        if self.path is not None and self.path not in (scope["path"], _relative(scope)):
+            raise _BadRequest(
+                404, f"nothing is served at {scope['path']}; the agent is at {self.path}"
+            )
+        if scope["method"] != "POST":
+            raise _BadRequest(405, "only POST is allowed: send a RunAgentInput as JSON")
+        headers = {k.lower(): v for k, v in scope["headers"]}
+        media = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+        if media != b"application/json" and not media.endswith(b"+json"):
+            raise _BadRequest(415, "the body must be JSON (Content-Type: application/json)")
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise _BadRequest(413, f"the body is larger than {self.max_body_bytes} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _BadRequest(413, f"the body is larger than {self.max_body_bytes} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        warnings: list[Problem] = []
+        try:
+            run_input = decode(
+                b"".join(chunks), RunAgentInput, strict=self.strict_input, warnings=warnings
+            )
+        except DecodeError as exc:
+            raise _BadRequest(400, "the body is not a valid RunAgentInput", exc.problems) from None
+        for warning in warnings:
+            log.warning("request body: %s", warning)
+        assert isinstance(run_input, RunAgentInput)
+        return run_input
+
+    # ── the stream ───────────────────────────────────────────────────────────
+    async def _respond(self, run_input: RunAgentInput, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": _STREAM_HEADERS})
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue(self.queue_size)
+        clock = _Clock()
+        producer = asyncio.create_task(self._produce(run_input, queue))
+        sender = asyncio.create_task(_send_frames(queue, send, clock))
+        watcher = asyncio.create_task(_wait_for_disconnect(receive))
+        tasks = [producer, sender, watcher]
+        if self.keepalive is not None:
+            tasks.append(asyncio.create_task(_keep_alive(queue, clock, self.keepalive)))
+        try:
+            await asyncio.wait((sender, watcher), return_when=asyncio.FIRST_COMPLETED)
+            if watcher.done() and not sender.done():
+                log.info(
+                    "client disconnected from run %s; the agent is cancelled", run_input.run_id
+                )
+        finally:
+            for task in tasks:
+                task.cancel()
+            for result in await asyncio.gather(*tasks, return_exceptions=True):
+                if isinstance(result, Exception):
+                    log.error("streaming run %s failed", run_input.run_id, exc_info=result)
+
+    async def _produce(self, run_input: RunAgentInput, queue: asyncio.Queue[bytes | None]) -> None:
+        """Drive the agent; queue its frames inside a correct run lifecycle; None marks the end."""
+        put = queue.put
+        started = terminal = False
+        stream = self.agent(run_input)
+        try:
+            async for event in stream:
+                if terminal:
+                    log.warning(
+                        "run %s: dropped %s sent after the terminal event",
+                        run_input.run_id,
+                        _name(event),
+                    )
+                    continue
+                if not started:
+                    started = True
+                    if type(event) is RunStartedEvent:
+                        if event.protocol_version is None:
+                            event = _with_version(event)
+                    else:
+                        await put(sse_frame(_run_started(run_input)))
+                try:
+                    frame = sse_frame(event)
+                except EncodeError:
+                    log.exception(
+                        "run %s: the agent sent an event that cannot be encoded", run_input.run_id
+                    )
+                    await put(
+                        sse_frame(
+                            _run_error("The agent produced an invalid event.", "INVALID_EVENT")
+                        )
+                    )
+                    terminal = True
+                    break
+                await put(frame)
+                terminal = isinstance(event, _TERMINAL)
+        except Exception:
+            log.exception("run %s: the agent failed", run_input.run_id)
+            if not started:
+                started = True
+                await put(sse_frame(_run_started(run_input)))
+            if not terminal:
+                await put(sse_frame(_run_error("The agent failed while running.", "AGENT_ERROR")))
+                terminal = True
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if not started:
+            await put(sse_frame(_run_started(run_input)))
+        if not terminal:
+            await put(
+                sse_frame(RunFinishedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id))
+            )
+        await put(None)
+
+
+class _Clock:
+    """When the sender last wrote, for the keep-alive task."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last = asyncio.get_running_loop().time()
+
+
+async def _send_frames(queue: asyncio.Queue[bytes | None], send: Send, clock: _Clock) -> None:
+    loop = asyncio.get_running_loop()
+    done = False
+    while not done:
+        frame = await queue.get()
+        if frame is None:
+            break
+        chunks = [frame]
+        size = len(frame)
+        while size < _WRITE_BYTES and not queue.empty():
+            more = queue.get_nowait()
+            if more is None:
+                done = True
+                break
+            chunks.append(more)
+            size += len(more)
+        await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
+        clock.last = loop.time()
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _keep_alive(queue: asyncio.Queue[bytes | None], clock: _Clock, interval: float) -> None:
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(max(0.0, clock.last + interval - loop.time()))
+        if loop.time() - clock.last >= interval and queue.empty():
+            queue.put_nowait(KEEPALIVE)
+            clock.last = loop.time()
+
+
+async def _wait_for_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _json_response(send: Send, status: int, body: dict[str, Any], allow_post: bool) -> None:
+    headers = [(b"content-type", b"application/json")]
+    if allow_post:
+        headers.append((b"allow", b"POST"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": orjson.dumps(body), "more_body": False})
+
+
+def _error_body(bad: _BadRequest) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": bad.error}
+    if bad.problems:
+        listed = bad.problems[:_MAX_LISTED_PROBLEMS]
+        body["problems"] = [
+            {"pointer": p.pointer, "kind": p.kind, "message": p.message} for p in listed
+        ]
+        if len(bad.problems) > len(listed):
+            body["more"] = len(bad.problems) - len(listed)
+    return body
+
+
+def _relative(scope: Scope) -> str:
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+def _run_started(run_input: RunAgentInput) -> RunStartedEvent:
+    return RunStartedEvent(
+        thread_id=run_input.thread_id, run_id=run_input.run_id, protocol_version=PROTOCOL_VERSION
+    )
+
+
+def _with_version(event: RunStartedEvent) -> RunStartedEvent:
+    import attrs
+
+    return attrs.evolve(event, protocol_version=PROTOCOL_VERSION)
+
+
+def _run_error(message: str, code: str) -> RunErrorEvent:
+    return RunErrorEvent(message=message, code=code)
+
+
+def _name(event: Any) -> str:
+    return str(getattr(event, "type", type(event).__name__))

@@ -1,0 +1,138 @@
+"""Server-Sent Events: the frame encoder and an incremental decoder.
+
+Encoding is the form every AG-UI SDK emits: `data: <compact JSON>\\n\\n`, LF only (the official
+TypeScript client splits frames on "\\n\\n" and cannot parse CRLF). Decoding accepts everything the
+SSE standard allows: CRLF, LF or CR line ends, multi-line data, comments, `event:`/`id:`/`retry:`
+fields, a leading byte-order mark, and frames split anywhere across network chunks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from agui.codec import encode
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "KEEPALIVE",
+    "SSEDecoder",
+    "SSEError",
+    "SSEMessage",
+    "sse_frame",
+]
+
+DEFAULT_MAX_FRAME_BYTES = 10 * 1024 * 1024
+"""The TypeScript client's limit: a frame larger than this is an error, not an allocation."""
+
+KEEPALIVE = b": keep-alive\n\n"
+"""A comment frame: every SSE parser ignores it, proxies see traffic."""
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def sse_frame(event: Any) -> bytes:
+    """One event as an SSE frame: `data: <compact JSON>` and a blank line."""
+    return b"data: " + encode(event) + b"\n\n"
+
+
+class SSEError(ValueError):
+    """The byte stream is not acceptable SSE (a frame over the size limit)."""
+
+
+@attrs.frozen
+class SSEMessage:
+    """One dispatched SSE message."""
+
+    data: bytes
+    """The data lines joined with LF."""
+    event: str | None = None
+    """The `event:` field, when the frame had one."""
+    id: str | None = None
+    """The `id:` field, when the frame had one."""
+    retry: int | None = None
+    """The `retry:` field in milliseconds, when the frame had a valid one."""
+
+
+class SSEDecoder:
+    """Feed it network chunks; it returns the messages each chunk completes.
+
+    A message is dispatched at a blank line; call `close()` at the end of the stream to get a final
+    message that lacks its blank line (as the TypeScript client does). Comment-only frames, such as
+    keep-alives, dispatch nothing; `comments` counts them.
+    """
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self.comments = 0
+        self._pending = b""  # an incomplete line, or a line ending in CR that may precede LF
+        self._start = True  # still at the stream's first bytes (a BOM may be there)
+        self._data: list[bytes] = []
+        self._size = 0
+        self._event: str | None = None
+        self._id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, chunk: bytes) -> list[SSEMessage]:
+        buf = self._pending + chunk if self._pending else chunk
+        if self._start:
+            if len(buf) < 3 and _BOM.startswith(buf):
+                self._pending = buf
+                return []
+            if buf.startswith(_BOM):
+                buf = buf[3:]
+            self._start = False
+        out: list[SSEMessage] = []
+        lines = buf.splitlines(keepends=True)
+        last = lines[-1] if lines else b""
+        if last and (last[-1:] == b"\r" or last[-1:] != b"\n"):
+            # Unfinished: no terminator yet, or a CR whose LF may arrive in the next chunk.
+            self._pending = lines.pop()
+            if len(self._pending) + self._size > self.max_frame_bytes:
+                raise SSEError(f"an SSE frame exceeds {self.max_frame_bytes} bytes")
+        else:
+            self._pending = b""
+        for line in lines:
+            self._line(line.rstrip(b"\r\n"), out)
+        return out
+
+    def close(self) -> list[SSEMessage]:
+        """End of stream: finish a last line and frame that had no terminator."""
+        out: list[SSEMessage] = []
+        if self._pending:
+            pending, self._pending = self._pending, b""
+            if not (self._start and _BOM.startswith(pending)):
+                self._line(pending.rstrip(b"\r\n"), out)
+        self._line(b"", out)
+        return out
+
+    def _line(self, line: bytes, out: list[SSEMessage]) -> None:
+        if not line:
+            if self._data:
+                out.append(SSEMessage(b"\n".join(self._data), self._event, self._id, self._retry))
+            self._data = []
+            self._size = 0
+            self._event = self._id = None
+            self._retry = None
+            return
+        if line[0] == 58:  # ":" starts a comment
+            self.comments += 1
+            return
+        name, sep, value = line.partition(b":")
+        if sep and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._size += len(value) + 1
+            if self._size > self.max_frame_bytes:
+                raise SSEError(f"an SSE frame exceeds {self.max_frame_bytes} bytes")
+            self._data.append(value)
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id":
+            if b"\0" not in value:
+                self._id = value.decode("utf-8", "replace")
+        elif name == b"retry":
+            if value.isdigit():
+                self._retry = int(value)
+        # any other field name is ignored, as the standard says
