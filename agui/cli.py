@@ -100,8 +100,8 @@ def _validate(doc: bytes | Problem, cls: Any, strict: bool) -> dict[str, Any]:
 
 
 def validate(args: argparse.Namespace) -> int:
-    cls = getattr(agui, args.definition, None)
-    if args.definition not in agui.TAGS and not isinstance(cls, type):
+    cls = agui.DEFINITIONS.get(args.definition)
+    if cls is None:
         print(f"agui validate: unknown definition {args.definition!r}", file=sys.stderr)
         return 2
     failed = False

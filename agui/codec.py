@@ -6,6 +6,7 @@ The per-definition work is generated (agui_generated.codec); this module adds th
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, TypeVar, overload
 
@@ -120,7 +121,24 @@ def encode(obj: Any) -> bytes:
     """Compact JSON bytes of a model: wire names, spec order, absent optional members omitted."""
     try:
         return orjson.dumps(encode_value(obj))
-    except (TypeError, AttributeError) as exc:  # orjson.JSONEncodeError is a TypeError
-        if type(obj) is UnknownEvent:
-            return orjson.dumps(obj.raw)
+    except (TypeError, AttributeError):  # orjson.JSONEncodeError is a TypeError
+        return _encode_slowly(obj)
+
+
+def _encode_slowly(obj: Any) -> bytes:
+    """The rare cases: an UnknownEvent, JSON nested deeper than orjson writes (it stops at 255
+    levels; decoding accepts more), or something that is not JSON at all."""
+    try:
+        value = to_json(obj)
+        try:
+            return orjson.dumps(value)
+        except orjson.JSONEncodeError as exc:
+            if "ecursion" not in str(exc):
+                raise
+        return json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+    except EncodeError:
+        raise
+    except (TypeError, ValueError, RecursionError) as exc:
         raise EncodeError(f"cannot encode {type(obj).__name__}: {exc}") from None

@@ -165,7 +165,15 @@ class Spec:
         """What the generated package exports, sorted."""
         names = [e.name for e in self.enums] + [d.name for d in self.definitions]
         names += [a.name for a in self.aliases]
-        names += ["DecodeError", "JsonObject", "JsonValue", "PROTOCOL_VERSION", "Problem", "TAGS"]
+        names += [
+            "DEFINITIONS",
+            "DecodeError",
+            "JsonObject",
+            "JsonValue",
+            "PROTOCOL_VERSION",
+            "Problem",
+            "TAGS",
+        ]
         names += ["configure_converter", "decode_value", "encode_value", "make_converter"]
         return sorted(names)
 

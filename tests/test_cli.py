@@ -211,13 +211,6 @@ def test_unknown_event_type_strict_fails() -> None:
 
 # ── usage errors ─────────────────────────────────────────────────────────────────────────────
 
-NOT_A_DEFINITION_BUG = pytest.mark.xfail(
-    reason="bug: a public name of agui that is a class but no spec definition passes the --as "
-    "check in agui/cli.py and decode_value raises TypeError (traceback, exit 1)",
-    raises=AssertionError,
-    strict=True,
-)
-
 
 @pytest.mark.parametrize(
     "name",
@@ -226,10 +219,10 @@ NOT_A_DEFINITION_BUG = pytest.mark.xfail(
         "event",
         "decode",
         "TAGS",
-        pytest.param("Role", marks=NOT_A_DEFINITION_BUG),
-        pytest.param("Problem", marks=NOT_A_DEFINITION_BUG),
-        pytest.param("JsonPointer", marks=NOT_A_DEFINITION_BUG),
-        pytest.param("UnknownEvent", marks=NOT_A_DEFINITION_BUG),
+        "Role",
+        "Problem",
+        "JsonPointer",
+        "UnknownEvent",
     ],
 )
 def test_unknown_as_definition_exits_2(name: str) -> None:
@@ -342,12 +335,6 @@ def test_deeply_nested_metadata_gives_a_clean_result(depth: int, tmp_path: Path)
         assert result["wire"]["metadata"] == event["metadata"]
 
 
-@pytest.mark.xfail(
-    reason="bug: agui.encode(UnknownEvent) re-raises orjson's 'Recursion limit reached' from its "
-    "except block (agui/codec.py encode); the CLI prints a traceback",
-    raises=AssertionError,
-    strict=True,
-)
 def test_deeply_nested_unknown_event_gives_a_clean_result(tmp_path: Path) -> None:
     """The same for an event of an unknown type, which tolerant mode forwards whole."""
     doc = tmp_path / "deep.json"

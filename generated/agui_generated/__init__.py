@@ -3,7 +3,7 @@
 """The AG-UI models generated from spec/agui.yaml. Import them from `agui`, not from here."""
 
 from ._runtime import DecodeError, Problem
-from .codec import TAGS, decode_value, encode_value
+from .codec import DEFINITIONS, TAGS, decode_value, encode_value
 from .converter import configure_converter, make_converter
 from .enums import (
     EventType,
@@ -121,6 +121,7 @@ __all__ = [
     "Context",
     "CopyOperation",
     "CustomEvent",
+    "DEFINITIONS",
     "DataSource",
     "DecodeError",
     "DeveloperMessage",

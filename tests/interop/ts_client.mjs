@@ -1,0 +1,87 @@
+// Drive a run with the official TypeScript client (@ag-ui/client 1.0.0) and report what it saw.
+//
+//   node ts_client.mjs URL [--message TEXT] [--forwarded JSON] [--thread ID]
+//
+// Prints exactly one JSON object on stdout:
+//   ok, error              whether runAgent() resolved, and the error text if it did not
+//   messages, state        agent.messages / agent.state once the run is over
+//   warnings               everything the client wrote to console.warn / console.error
+//   logs                   anything it wrote to console.log / info / debug (kept off stdout)
+//   events                 the type of every event the client delivered, in order
+//   outcome, result, pendingInterrupts, threadId, runId
+import { parseArgs } from "node:util";
+
+// The client reports protocol problems on the console; keep them, and keep stdout for the report.
+const warnings = [];
+const logs = [];
+const show = (args) =>
+  args
+    .map((a) => (typeof a === "string" ? a : a instanceof Error ? a.stack || a.message : safeJson(a)))
+    .join(" ");
+function safeJson(value) {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+for (const name of ["warn", "error"]) console[name] = (...args) => warnings.push(show(args));
+for (const name of ["log", "info", "debug"]) console[name] = (...args) => logs.push(show(args));
+process.on("warning", (w) => warnings.push(`process warning: ${w.name}: ${w.message}`));
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    message: { type: "string", default: "hello from TypeScript" },
+    forwarded: { type: "string", default: "{}" },
+    thread: { type: "string", default: "thread-ts-interop" },
+  },
+});
+if (positionals.length !== 1) {
+  process.stderr.write("usage: node ts_client.mjs URL [--message TEXT] [--forwarded JSON]\n");
+  process.exit(2);
+}
+
+const { HttpAgent } = await import("@ag-ui/client");
+
+const agent = new HttpAgent({
+  url: positionals[0],
+  threadId: values.thread,
+  initialMessages: [{ id: "user-ts-1", role: "user", content: values.message }],
+});
+
+const events = [];
+let outcome = null;
+const report = { ok: false, error: null };
+try {
+  const run = await agent.runAgent(
+    { forwardedProps: JSON.parse(values.forwarded) },
+    {
+      onEvent: ({ event }) => {
+        events.push(event.type);
+      },
+      onRunStartedEvent: ({ event }) => {
+        report.runId = event.runId;
+      },
+      onRunFinishedEvent: (params) => {
+        outcome = params.outcome;
+      },
+    },
+  );
+  report.ok = true;
+  report.result = run.result ?? null;
+} catch (err) {
+  report.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+Object.assign(report, {
+  messages: agent.messages,
+  state: agent.state,
+  warnings,
+  logs,
+  events,
+  outcome,
+  pendingInterrupts: agent.pendingInterrupts ?? null,
+  threadId: agent.threadId,
+});
+process.stdout.write(JSON.stringify(report) + "\n");
