@@ -1,6 +1,10 @@
-"""Sessions: generate, tests, crosscheck, bench. Each one builds its own environment."""
+"""Sessions: generate, tests, interop, crosscheck, bench. Each one builds its own environment."""
 
 from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
 
 import nox
 
@@ -29,7 +33,17 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """pytest, ruff, mypy --strict and the generated-code freshness check."""
+    """pytest, ruff, mypy --strict and the generated-code freshness check; then `interop`.
+
+    The interop session needs node: without it, it is left out with a warning, or, when
+    AGUI_REQUIRE_INTEROP=1 (as .ci/run sets), this session fails.
+    """
+    if shutil.which("node"):
+        session.notify("interop")
+    elif os.environ.get("AGUI_REQUIRE_INTEROP") == "1":
+        session.error("node is not on PATH, and AGUI_REQUIRE_INTEROP=1 requires the interop tests")
+    else:
+        session.warn("node is not on PATH: the interop session (nox -s interop) is not run")
     session.install("-e", ".[dev]")
     session.run("python", "-m", "codegen", "--check")
     session.run("ruff", "check", ".")
@@ -39,24 +53,40 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def interop(session: nox.Session) -> None:
+    """Over real HTTP: the official TypeScript client against this server, this client against an
+    @ag-ui/encoder server, and ag-ui-validate against this server."""
+    session.install("-e", ".[dev]", "ag-ui-validate[transport]==0.4.0")
+    _npm_ci(session, Path("tests/interop"), Path(".interop"))
+    session.run("pytest", "tests/interop", "-q", *session.posargs, env={"AGUI_INTEROP": "1"})
+
+
+@nox.session(python=PYTHON)
 def crosscheck(session: nox.Session) -> None:
     """Re-serialise every valid fixture with @ag-ui/core 1.0.0 and ag-ui-protocol 1.0.0; list differences."""
     session.install("-e", ".", "ag-ui-protocol==1.0.0")
-    import shutil
-    from pathlib import Path
-
-    work = Path(".crosscheck")
-    work.mkdir(exist_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copy(Path("tests/crosscheck") / name, work / name)
-    session.run(
-        "npm", "ci", "--prefix", str(work), "--no-audit", "--no-fund", external=True, silent=True
-    )
+    _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
     session.run("python", "tests/crosscheck/run.py")
 
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Decode/encode/SSE benchmarks side by side with ag-ui-protocol 1.0.0; prints ratios."""
-    session.install("-e", ".", "ag-ui-protocol==1.0.0")
+    """Decode/encode/SSE benchmarks, then the transport benchmark (a 100,000-event run through
+    uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios.
+
+    Posargs go to the codec benchmarks; `--quick` also shortens the transport run to 20,000 events.
+    """
+    session.install("-e", ".[server]", "ag-ui-protocol==1.0.0", "fastapi")
     session.run("python", "benchmarks/run.py", *session.posargs)
+    quick = ["--quick"] if "--quick" in session.posargs else []
+    session.run("python", "benchmarks/transport.py", *quick)
+
+
+def _npm_ci(session: nox.Session, source: Path, work: Path) -> None:
+    """Install the npm packages pinned by source/package-lock.json into the git-ignored `work`."""
+    work.mkdir(exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(source / name, work / name)
+    session.run(
+        "npm", "ci", "--prefix", str(work), "--no-audit", "--no-fund", external=True, silent=True
+    )

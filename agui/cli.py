@@ -6,8 +6,12 @@ agui validate [--as DEFINITION] [--strict] [FILE ...]
     standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
 agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent]
     Serve an agent (default: the built-in demo agent) under uvicorn.
-agui run URL [--message TEXT] [--input FILE] [--json]
-    Post a run and print the assistant's text as it streams, or every event as a JSON line.
+agui run URL [--message TEXT] [--input FILE] [--json] [--summary]
+    Post a run and print the assistant's text as it streams, or every event as a JSON line; with
+    --summary, process the stream like a client and print one summary JSON object at the end.
+agui replay FILE [--summary]
+    Process a recorded stream (JSON Lines, one event per line, or an SSE capture) without a server;
+    print every delivered event as a JSON line, or with --summary one summary JSON object.
 agui demo
     Start the demo agent on a free loopback port, run a conversation against it, print it.
 """
@@ -156,9 +160,102 @@ def _load_agent(spec: str | None) -> Any:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    if args.summary:
+        return asyncio.run(_run_summary(args))
     from agui.runner import run_command
 
     return asyncio.run(run_command(args))
+
+
+SUMMARY_HELP = (
+    'after the stream ends, print one JSON object {"outcome", "error", "events", "eventTypes", '
+    '"messages", "state", "warnings", "pendingInterrupts"}. outcome is "completed" (exit 0) when '
+    'every run ended with RUN_FINISHED, "failed" (exit 1) when the client rejected the stream, it '
+    "ended inside a run (truncated), or the producer sent RUN_ERROR: that run did not complete"
+)
+
+
+def _dump(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # nested deeper than orjson writes
+        import json
+
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _report(conversation: Any, summary: bool) -> int:
+    """Print the summary (or, for replay without --summary, the delivered events and the error);
+    return the exit code."""
+    result = conversation.summary()
+    out = sys.stdout.buffer
+    if summary:
+        out.write(_dump(result) + b"\n")
+    else:
+        for event in result["events"]:
+            out.write(_dump(event) + b"\n")
+    out.flush()
+    if result["error"] is not None and not summary:
+        print(f"agui: {result['error']}", file=sys.stderr)
+    return 0 if result["outcome"] == "completed" else 1
+
+
+async def _run_summary(args: argparse.Namespace) -> int:
+    from agui.client import HttpAgent
+    from agui.conversation import Conversation
+    from agui.runner import _input
+
+    try:
+        run_input = _input(args)
+    except (OSError, DecodeError) as exc:
+        print(f"agui run: cannot use {args.input}: {exc}", file=sys.stderr)
+        return 2
+    seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
+    conversation = Conversation(run_input.thread_id, messages=run_input.messages, **seed)
+    try:
+        await conversation.run(HttpAgent(args.url), input=run_input)
+    except Exception:  # recorded in conversation.failures; the summary reports it
+        pass
+    return _report(conversation, True)
+
+
+def _recorded(data: bytes) -> Iterator[Any]:
+    """The events of a recording: JSON Lines, a JSON array, or an SSE capture (by content)."""
+    from agui.sse import SSEDecoder
+
+    body = data.removeprefix(b"\xef\xbb\xbf")
+    head = body.lstrip()[:1]
+    if head == b"{":
+        for line in body.splitlines():
+            if line.strip():
+                yield line
+    elif head == b"[":
+        try:
+            items = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise DecodeError([Problem("", "json", f"not valid JSON: {exc}")]) from None
+        yield from items
+    else:
+        decoder = SSEDecoder()
+        for message in [*decoder.feed(body), *decoder.close()]:
+            yield message.data
+
+
+def replay(args: argparse.Namespace) -> int:
+    from agui.conversation import Conversation
+
+    try:
+        with open(args.file, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        print(f"agui replay: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    conversation = Conversation()
+    try:
+        conversation.consume(_recorded(data))
+    except Exception:  # recorded in conversation.failures; the summary reports it
+        pass
+    return _report(conversation, args.summary)
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -203,7 +300,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--message", help="the user message (default: read --input, or say hello)")
     r.add_argument("--input", metavar="FILE", help="a RunAgentInput JSON file to post")
     r.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    r.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
     r.set_defaults(run=run)
+    p = commands.add_parser(
+        "replay", help="process a recorded stream (JSON Lines or SSE capture) without a server"
+    )
+    p.add_argument("file", metavar="FILE", help="the recording: one event per line, or SSE frames")
+    p.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
+    p.set_defaults(run=replay)
     d = commands.add_parser("demo", help="run the demo agent end to end on a loopback port")
     d.add_argument("--message", default="Hello from the agui demo")
     d.set_defaults(run=demo)

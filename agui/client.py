@@ -22,6 +22,13 @@ __all__ = ["HttpAgent", "HttpError", "StreamError"]
 log = logging.getLogger("agui.client")
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+
+class _Unset:
+    """The default of HttpAgent's timeout: distinguishes "not given" from None (no timeout)."""
+
+
+_UNSET = _Unset()
 _MAX_ERROR_BODY = 64 * 1024
 
 
@@ -49,7 +56,8 @@ class HttpAgent:
     """A remote agent at `url`.
 
     headers: sent with every request. timeout: an httpx timeout (default 10 s to connect, 60 s
-    between reads; keep-alive comments keep a quiet run alive). client / sync_client: httpx clients
+    between reads; keep-alive comments keep a quiet run alive; an injected client keeps its own
+    unless one is given; None disables timeouts). client / sync_client: httpx clients
     to use instead of a new one per run (their connection pools are reused). strict: decode events
     strictly instead of tolerantly (tolerant warnings go to the "agui.client" logger).
     """
@@ -59,7 +67,7 @@ class HttpAgent:
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
+        timeout: httpx.Timeout | float | _Unset | None = _UNSET,
         client: httpx.AsyncClient | None = None,
         sync_client: httpx.Client | None = None,
         strict: bool = False,
@@ -67,7 +75,11 @@ class HttpAgent:
     ) -> None:
         self.url = url
         self.headers = dict(headers or {})
-        self.timeout = timeout
+        # An injected client keeps its own timeout unless one is given here.
+        self._timeout_given = not isinstance(timeout, _Unset)
+        self.timeout: httpx.Timeout | float | None = (
+            DEFAULT_TIMEOUT if isinstance(timeout, _Unset) else timeout
+        )
         self.client = client
         self.sync_client = sync_client
         self.strict = strict
@@ -75,6 +87,9 @@ class HttpAgent:
 
     def __call__(self, input: RunAgentInput, /) -> AsyncIterator[Any]:
         return self.run(input)
+
+    def _request_timeout(self, own: bool) -> Any:
+        return self.timeout if own or self._timeout_given else httpx.USE_CLIENT_DEFAULT
 
     def _request_headers(self) -> dict[str, str]:
         return {"content-type": "application/json", "accept": "text/event-stream", **self.headers}
@@ -90,7 +105,7 @@ class HttpAgent:
                 self.url,
                 content=body,
                 headers=self._request_headers(),
-                timeout=self.timeout,
+                timeout=self._request_timeout(own),
             ) as response:
                 if not response.is_success:
                     raise HttpError(response.status_code, await _error_text_async(response))
@@ -115,7 +130,7 @@ class HttpAgent:
                 self.url,
                 content=body,
                 headers=self._request_headers(),
-                timeout=self.timeout,
+                timeout=self._request_timeout(own),
             ) as response:
                 if not response.is_success:
                     raise HttpError(response.status_code, _error_text(response))
@@ -136,15 +151,23 @@ class _Frames:
         self.strict = agent.strict
         self.count = 0
 
-    def feed(self, chunk: bytes) -> list[Any]:
+    # Generators, not lists: each event is handed out before the next frame is decoded, so the
+    # events before a malformed frame reach the caller however the frames were chunked.
+    def feed(self, chunk: bytes) -> Iterator[Any]:
         try:
             messages = self.sse.feed(chunk)
         except SSEError as exc:
             raise StreamError(f"frame {self.count + 1}: {exc}", frame=self.count + 1) from None
-        return [self._event(m) for m in messages]
+        for message in messages:
+            yield self._event(message)
 
-    def close(self) -> list[Any]:
-        return [self._event(m) for m in self.sse.close()]
+    def close(self) -> Iterator[Any]:
+        try:
+            messages = self.sse.close()
+        except SSEError as exc:
+            raise StreamError(f"frame {self.count + 1}: {exc}", frame=self.count + 1) from None
+        for message in messages:
+            yield self._event(message)
 
     def _event(self, message: SSEMessage) -> Any:
         self.count += 1

@@ -6,10 +6,10 @@ wraps every run in a correct lifecycle: RUN_STARTED first, exactly one RUN_FINIS
 last, whatever the agent does.
 
 Three tasks serve a run: the producer drives the agent and queues frames, the sender writes them
-(coalescing what is already queued into one write, so nothing waits), and a watcher reads the ASGI
-`receive` channel for `http.disconnect` and stops the run when the client leaves (uvicorn does not
-raise on a send after a disconnect). A keep-alive comment goes out after `keepalive` seconds of
-silence.
+(taking everything already queued at once and coalescing it into writes, so nothing waits), and a
+watcher reads the ASGI `receive` channel for `http.disconnect` and stops the run when the client
+leaves (uvicorn does not raise on a send after a disconnect). A keep-alive comment goes out after
+`keepalive` seconds of silence.
 """
 
 from __future__ import annotations
@@ -141,14 +141,14 @@ class AgentApp:
     # ── the stream ───────────────────────────────────────────────────────────
     async def _respond(self, run_input: RunAgentInput, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": _STREAM_HEADERS})
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue(self.queue_size)
+        outbox = _Outbox(self.queue_size)
         clock = _Clock()
-        producer = asyncio.create_task(self._produce(run_input, queue))
-        sender = asyncio.create_task(_send_frames(queue, send, clock))
+        producer = asyncio.create_task(self._produce(run_input, outbox))
+        sender = asyncio.create_task(_send_frames(outbox, send, clock))
         watcher = asyncio.create_task(_wait_for_disconnect(receive))
         tasks = [producer, sender, watcher]
         if self.keepalive is not None:
-            tasks.append(asyncio.create_task(_keep_alive(queue, clock, self.keepalive)))
+            tasks.append(asyncio.create_task(_keep_alive(outbox, clock, self.keepalive)))
         try:
             await asyncio.wait((sender, watcher), return_when=asyncio.FIRST_COMPLETED)
             if watcher.done() and not sender.done():
@@ -162,12 +162,15 @@ class AgentApp:
                 if isinstance(result, Exception):
                     log.error("streaming run %s failed", run_input.run_id, exc_info=result)
 
-    async def _produce(self, run_input: RunAgentInput, queue: asyncio.Queue[bytes | None]) -> None:
+    async def _produce(self, run_input: RunAgentInput, outbox: _Outbox) -> None:
         """Drive the agent; queue its frames inside a correct run lifecycle; None marks the end."""
-        put = queue.put
+        put = outbox.put
         started = terminal = False
-        stream = self.agent(run_input)
+        stream: Any = None
         try:
+            # Inside the try: an agent whose call itself raises must end in RUN_ERROR too (outside
+            # it, the producer died without ending the queue and the response never finished).
+            stream = self.agent(run_input)
             async for event in stream:
                 if terminal:
                     log.warning(
@@ -195,9 +198,14 @@ class AgentApp:
                         )
                     )
                     terminal = True
+                    await put(None)
                     break
                 await put(frame)
-                terminal = isinstance(event, _TERMINAL)
+                if isinstance(event, _TERMINAL):
+                    # End the response now: the client is done even if the agent is not. Whatever
+                    # the agent still yields is dropped and logged until the run is torn down.
+                    terminal = True
+                    await put(None)
         except Exception:
             log.exception("run %s: the agent failed", run_input.run_id)
             if not started:
@@ -205,18 +213,64 @@ class AgentApp:
                 await put(sse_frame(_run_started(run_input)))
             if not terminal:
                 await put(sse_frame(_run_error("The agent failed while running.", "AGENT_ERROR")))
+                await put(None)
                 terminal = True
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
-                await aclose()
+                try:
+                    await aclose()
+                except Exception:  # the run still needs its end: never leave the queue open
+                    log.exception("run %s: closing the agent failed", run_input.run_id)
         if not started:
             await put(sse_frame(_run_started(run_input)))
         if not terminal:
             await put(
                 sse_frame(RunFinishedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id))
             )
-        await put(None)
+            await put(None)
+
+
+class _Outbox:
+    """The frames queued for the sender: the producer appends one at a time (waiting while `limit`
+    are queued), the sender takes everything queued at once.
+
+    A list and two events rather than an asyncio.Queue: a queue costs several method calls per
+    frame on each side, about a sixth of the server's time on a fast stream of small events.
+    """
+
+    __slots__ = ("_drained", "_filled", "_frames", "_limit")
+
+    def __init__(self, limit: int) -> None:
+        self._frames: list[bytes | None] = []
+        self._limit = max(1, limit)
+        self._filled = asyncio.Event()  # set when frames may be waiting
+        self._drained = asyncio.Event()  # set when there may be room
+        self._drained.set()
+
+    def empty(self) -> bool:
+        return not self._frames
+
+    def put_nowait(self, frame: bytes | None) -> None:
+        """Queue a frame regardless of the limit (the keep-alive, into an empty outbox)."""
+        self._frames.append(frame)
+        self._filled.set()
+
+    async def put(self, frame: bytes | None) -> None:
+        while len(self._frames) >= self._limit:
+            self._drained.clear()
+            await self._drained.wait()
+        self._frames.append(frame)
+        self._filled.set()
+
+    async def take(self) -> list[bytes | None]:
+        """Everything queued, in order; waits until there is something."""
+        while not self._frames:
+            self._filled.clear()
+            await self._filled.wait()
+        frames, self._frames = self._frames, []
+        self._drained.set()
+        return frames
 
 
 class _Clock:
@@ -228,33 +282,40 @@ class _Clock:
         self.last = asyncio.get_running_loop().time()
 
 
-async def _send_frames(queue: asyncio.Queue[bytes | None], send: Send, clock: _Clock) -> None:
+async def _send_frames(outbox: _Outbox, send: Send, clock: _Clock) -> None:
+    """Write what is queued, joined into writes of about _WRITE_BYTES, until the None frame."""
     loop = asyncio.get_running_loop()
     done = False
     while not done:
-        frame = await queue.get()
-        if frame is None:
-            break
-        chunks = [frame]
-        size = len(frame)
-        while size < _WRITE_BYTES and not queue.empty():
-            more = queue.get_nowait()
-            if more is None:
+        chunks: list[bytes] = []
+        size = 0
+        for frame in await outbox.take():
+            if frame is None:
                 done = True
                 break
-            chunks.append(more)
-            size += len(more)
-        await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
-        clock.last = loop.time()
+            chunks.append(frame)
+            size += len(frame)
+            if size >= _WRITE_BYTES:
+                await _send_body(send, chunks)
+                clock.last = loop.time()
+                chunks, size = [], 0
+        if chunks:
+            await _send_body(send, chunks)
+            clock.last = loop.time()
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def _keep_alive(queue: asyncio.Queue[bytes | None], clock: _Clock, interval: float) -> None:
+async def _send_body(send: Send, chunks: list[bytes]) -> None:
+    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    await send({"type": "http.response.body", "body": body, "more_body": True})
+
+
+async def _keep_alive(outbox: _Outbox, clock: _Clock, interval: float) -> None:
     loop = asyncio.get_running_loop()
     while True:
         await asyncio.sleep(max(0.0, clock.last + interval - loop.time()))
-        if loop.time() - clock.last >= interval and queue.empty():
-            queue.put_nowait(KEEPALIVE)
+        if loop.time() - clock.last >= interval and outbox.empty():
+            outbox.put_nowait(KEEPALIVE)
             clock.last = loop.time()
 
 

@@ -60,7 +60,9 @@ class SSEDecoder:
 
     A message is dispatched at a blank line; call `close()` at the end of the stream to get a final
     message that lacks its blank line (as the TypeScript client does). Comment-only frames, such as
-    keep-alives, dispatch nothing; `comments` counts them.
+    keep-alives, dispatch nothing; `comments` counts them. A frame whose lines (with one byte for
+    each line end) exceed `max_frame_bytes` raises SSEError, however it was chunked; the frames
+    completed before it in the same chunk are returned first.
     """
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
@@ -73,8 +75,11 @@ class SSEDecoder:
         self._event: str | None = None
         self._id: str | None = None
         self._retry: int | None = None
+        self._error: SSEError | None = None  # raised on the next call, after the frames before it
 
     def feed(self, chunk: bytes) -> list[SSEMessage]:
+        if self._error is not None:
+            raise self._error
         buf = self._pending + chunk if self._pending else chunk
         if self._start:
             if len(buf) < 3 and _BOM.startswith(buf):
@@ -89,16 +94,26 @@ class SSEDecoder:
         if last and (last[-1:] == b"\r" or last[-1:] != b"\n"):
             # Unfinished: no terminator yet, or a CR whose LF may arrive in the next chunk.
             self._pending = lines.pop()
-            if len(self._pending) + self._size > self.max_frame_bytes:
-                raise SSEError(f"an SSE frame exceeds {self.max_frame_bytes} bytes")
         else:
             self._pending = b""
-        for line in lines:
-            self._line(line.rstrip(b"\r\n"), out)
+        try:
+            for line in lines:
+                self._line(line.rstrip(b"\r\n"), out)
+            # The unfinished line already counts toward its frame (so memory stays bounded), with
+            # the same rule as when it is complete: the outcome must not depend on the chunking.
+            unfinished = self._pending.rstrip(b"\r")
+            if unfinished and self._size + len(unfinished) + 1 > self.max_frame_bytes:
+                raise SSEError(f"an SSE frame exceeds {self.max_frame_bytes} bytes")
+        except SSEError as exc:
+            if not out:
+                raise
+            self._error = exc  # return the frames completed before it; raise on the next call
         return out
 
     def close(self) -> list[SSEMessage]:
         """End of stream: finish a last line and frame that had no terminator."""
+        if self._error is not None:
+            raise self._error
         out: list[SSEMessage] = []
         if self._pending:
             pending, self._pending = self._pending, b""
@@ -116,6 +131,10 @@ class SSEDecoder:
             self._event = self._id = None
             self._retry = None
             return
+        # Every line of a frame counts, with its line end: a frame is its bytes on the wire.
+        self._size += len(line) + 1
+        if self._size > self.max_frame_bytes:
+            raise SSEError(f"an SSE frame exceeds {self.max_frame_bytes} bytes")
         if line[0] == 58:  # ":" starts a comment
             self.comments += 1
             return
@@ -123,9 +142,6 @@ class SSEDecoder:
         if sep and value[:1] == b" ":
             value = value[1:]
         if name == b"data":
-            self._size += len(value) + 1
-            if self._size > self.max_frame_bytes:
-                raise SSEError(f"an SSE frame exceeds {self.max_frame_bytes} bytes")
             self._data.append(value)
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")

@@ -1,0 +1,343 @@
+"""Chunk expansion: TEXT_MESSAGE_CHUNK, TOOL_CALL_CHUNK and REASONING_MESSAGE_CHUNK become the
+start/content/end events they abbreviate, so every later stage sees only bracketed streams.
+
+Behaviour follows the official TypeScript client (chunks/transform.ts, @ag-ui/client 1.0.0):
+
+* A lane is the subagent a chunk stream is attributed to (None = the parent agent). Each lane
+  assembles at most one stream at a time; several subagents may stream side by side.
+* The first chunk of a stream names its id (and a tool chunk its toolCallName); nothing is
+  invented. A later chunk may omit the id, or repeat it; a different id ends the lane's stream
+  and starts another. Repeating role, name, toolCallName or parentMessageId with another value
+  is fatal, since the synthesized content event could not carry the disagreement.
+* The synthesized start and content both carry the chunk's metadata; its rawEvent rides on the
+  content event only. A continuation with nothing but metadata yields an empty-delta content
+  event so the metadata is not lost.
+* Other events end open streams before they are passed on: the bracket, state, step, custom,
+  TOOL_CALL_RESULT and reasoning-span events end their own lane, the run events and
+  MESSAGES_SNAPSHOT end every lane, SUBAGENT_FINISHED/SUBAGENT_ERROR end the lane they name.
+  RAW, ACTIVITY_*, REASONING_ENCRYPTED_VALUE, SUBAGENT_STARTED and unknown events end nothing.
+* At the end of the stream pending lanes are dropped without an END; a stream that stops mid
+  message is for verification to judge, not for this stage to repair.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+import attrs
+from agui_generated import (
+    ActivityDeltaEvent,
+    ActivitySnapshotEvent,
+    CustomEvent,
+    Event,
+    MessagesSnapshotEvent,
+    RawEvent,
+    ReasoningEncryptedValueEvent,
+    ReasoningEndEvent,
+    ReasoningMessageChunkEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageRole,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from agui.codec import UnknownEvent
+from agui.stream import ProtocolError, StreamWarning
+
+__all__ = ["ChunkExpander"]
+
+Item: TypeAlias = Event | UnknownEvent
+Kind: TypeAlias = Literal["text", "tool", "reasoning"]
+
+_CLOSES_OWN_LANE = (
+    TextMessageStartEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    ToolCallStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    StateSnapshotEvent,
+    StateDeltaEvent,
+    CustomEvent,
+    StepStartedEvent,
+    StepFinishedEvent,
+    ReasoningStartEvent,
+    ReasoningMessageStartEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningEndEvent,
+)
+_CLOSES_ALL_LANES = (RunStartedEvent, RunFinishedEvent, RunErrorEvent, MessagesSnapshotEvent)
+_CLOSES_NAMED_LANE = (SubagentFinishedEvent, SubagentErrorEvent)
+_PASSES_THROUGH = (
+    RawEvent,
+    ActivitySnapshotEvent,
+    ActivityDeltaEvent,
+    ReasoningEncryptedValueEvent,
+    SubagentStartedEvent,
+    UnknownEvent,
+)
+
+_ENTITY = {"text": "text message", "tool": "tool call", "reasoning": "reasoning message"}
+_ID_FIELD = {"text": "messageId", "tool": "toolCallId", "reasoning": "messageId"}
+_CHUNK_TYPE = {
+    "text": "TEXT_MESSAGE_CHUNK",
+    "tool": "TOOL_CALL_CHUNK",
+    "reasoning": "REASONING_MESSAGE_CHUNK",
+}
+
+
+@attrs.define
+class _Pending:
+    """The stream a lane is assembling, with what its opener established."""
+
+    kind: Kind
+    id: str
+    owner: str | None
+    role: str | None = None
+    name: str | None = None
+    tool_call_name: str | None = None
+    parent_message_id: str | None = None
+
+
+def _metadata_only(
+    chunk: TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent, out: list[Item]
+) -> bool:
+    """A continuation that carries metadata and nothing else still becomes a content event."""
+    return not out and chunk.metadata is not None
+
+
+def _show(value: str | None) -> str:
+    return "(absent)" if value is None else f"'{value}'"
+
+
+class ChunkExpander:
+    """Turns chunk events into start/content/end triads (one pipeline stage).
+
+    feed(event) returns the events to pass on, in order, and raises ProtocolError (with the
+    event's index as fed) when a chunk cannot be expanded; finish() ends the stream. Nothing is
+    warned about today, but the stage keeps `warnings` like every other stage."""
+
+    def __init__(self) -> None:
+        self.warnings: list[StreamWarning] = []
+        self._lanes: dict[str | None, _Pending] = {}
+        self._index = -1
+
+    def feed(self, event: Item) -> list[Item]:
+        """Expand one event; returns what to deliver in its place."""
+        self._index += 1
+        if isinstance(event, TextMessageChunkEvent):
+            return self._text(event)
+        if isinstance(event, ToolCallChunkEvent):
+            return self._tool(event)
+        if isinstance(event, ReasoningMessageChunkEvent):
+            return self._reasoning(event)
+        if isinstance(event, _CLOSES_OWN_LANE):
+            return [*self._close(event.subagent_run_id), event]
+        if isinstance(event, _CLOSES_ALL_LANES):
+            return [*self._close_all(), event]
+        if isinstance(event, _CLOSES_NAMED_LANE):
+            return [*self._close(event.subagent_run_id), event]
+        assert isinstance(event, _PASSES_THROUGH), type(event)
+        return [event]
+
+    def finish(self) -> list[Item]:
+        """End of stream: pending lanes are dropped, no END is synthesized."""
+        self._lanes.clear()
+        return []
+
+    # ── lanes ────────────────────────────────────────────────────────────────────────────────
+
+    def _fail(self, message: str) -> ProtocolError:
+        return ProtocolError(message, event=self._index)
+
+    def _close(self, lane: str | None) -> list[Item]:
+        pending = self._lanes.pop(lane, None)
+        if pending is None:
+            return []
+        if pending.kind == "text":
+            return [TextMessageEndEvent(message_id=pending.id, subagent_run_id=pending.owner)]
+        if pending.kind == "tool":
+            return [ToolCallEndEvent(tool_call_id=pending.id, subagent_run_id=pending.owner)]
+        return [ReasoningMessageEndEvent(message_id=pending.id, subagent_run_id=pending.owner)]
+
+    def _close_all(self) -> list[Item]:
+        closed: list[Item] = []
+        for lane in list(self._lanes):  # in the order the lanes opened
+            closed += self._close(lane)
+        return closed
+
+    def _lane_for(self, kind: Kind, entity_id: str | None, tag: str | None) -> str | None:
+        """Which lane a chunk belongs to: the lane already holding its id, else the lane its tag
+        names, else (untagged, id-less) the parent's stream of this kind or the only one."""
+        if entity_id is not None:
+            for lane, pending in self._lanes.items():
+                if pending.kind == kind and pending.id == entity_id:
+                    if tag is not None and tag != lane:
+                        held = "(the parent agent)" if lane is None else lane
+                        raise self._fail(
+                            f"Cannot continue {_ENTITY[kind]} '{entity_id}': chunk subagentRunId "
+                            f"'{tag}' does not match the open stream's subagent '{held}'."
+                        )
+                    return lane
+            return tag
+        if tag is not None:
+            return tag
+        parent = self._lanes.get(None)
+        if parent is not None and parent.kind == kind:
+            return None
+        candidates = [lane for lane, pending in self._lanes.items() if pending.kind == kind]
+        if len(candidates) > 1:
+            raise self._fail(
+                f"Ambiguous {_CHUNK_TYPE[kind]}: it carries neither a {_ID_FIELD[kind]} nor a "
+                f"subagentRunId, but {len(candidates)} lanes have an open {_ENTITY[kind]}. "
+                "Attribute the chunk to the subagent it belongs to."
+            )
+        return candidates[0] if candidates else None
+
+    def _continuing(
+        self, kind: Kind, lane: str | None, entity_id: str | None
+    ) -> tuple[_Pending | None, list[Item]]:
+        """(the lane's stream, []) when the chunk continues it; otherwise (None, the END of
+        whatever the lane held), after checking that the chunk can open a stream."""
+        pending = self._lanes.get(lane)
+        if pending is not None and pending.kind == kind and entity_id in (None, pending.id):
+            return pending, []
+        closed = self._close(lane)
+        if entity_id is None:
+            raise self._fail(f"First {_CHUNK_TYPE[kind]} must have a {_ID_FIELD[kind]}")
+        return None, closed
+
+    def _agree(self, pending: _Pending, field: str, incoming: str | None, held: str | None) -> None:
+        if incoming is not None and incoming != held:
+            raise self._fail(
+                f"Cannot continue {_ENTITY[pending.kind]} '{pending.id}': chunk {field} "
+                f"'{incoming}' does not match the open stream's {field} {_show(held)}."
+            )
+
+    # ── the three chunk kinds ────────────────────────────────────────────────────────────────
+
+    def _text(self, chunk: TextMessageChunkEvent) -> list[Item]:
+        lane = self._lane_for("text", chunk.message_id, chunk.subagent_run_id)
+        pending, out = self._continuing("text", lane, chunk.message_id)
+        role = None if chunk.role is None else chunk.role.value
+        if pending is not None:
+            self._agree(pending, "role", role, pending.role)
+            self._agree(pending, "name", chunk.name, pending.name)
+        else:
+            assert chunk.message_id is not None
+            start_role = TextMessageRole.ASSISTANT if chunk.role is None else chunk.role
+            pending = self._lanes[lane] = _Pending(
+                "text", chunk.message_id, chunk.subagent_run_id, start_role.value, chunk.name
+            )
+            out.append(
+                TextMessageStartEvent(
+                    message_id=chunk.message_id,
+                    role=start_role,
+                    name=chunk.name,
+                    subagent_run_id=chunk.subagent_run_id,
+                    metadata=chunk.metadata,
+                )
+            )
+        owner = pending.owner if chunk.subagent_run_id is None else chunk.subagent_run_id
+        if chunk.delta is not None or chunk.raw_event is not None or _metadata_only(chunk, out):
+            out.append(
+                TextMessageContentEvent(
+                    message_id=pending.id,
+                    delta=chunk.delta or "",
+                    subagent_run_id=owner,
+                    metadata=chunk.metadata,
+                    raw_event=chunk.raw_event,
+                )
+            )
+        return out
+
+    def _tool(self, chunk: ToolCallChunkEvent) -> list[Item]:
+        lane = self._lane_for("tool", chunk.tool_call_id, chunk.subagent_run_id)
+        pending, out = self._continuing("tool", lane, chunk.tool_call_id)
+        if pending is not None:
+            self._agree(pending, "toolCallName", chunk.tool_call_name, pending.tool_call_name)
+            self._agree(
+                pending, "parentMessageId", chunk.parent_message_id, pending.parent_message_id
+            )
+        else:
+            assert chunk.tool_call_id is not None
+            if chunk.tool_call_name is None:
+                raise self._fail("First TOOL_CALL_CHUNK must have a toolCallName")
+            pending = self._lanes[lane] = _Pending(
+                "tool",
+                chunk.tool_call_id,
+                chunk.subagent_run_id,
+                tool_call_name=chunk.tool_call_name,
+                parent_message_id=chunk.parent_message_id,
+            )
+            out.append(
+                ToolCallStartEvent(
+                    tool_call_id=chunk.tool_call_id,
+                    tool_call_name=chunk.tool_call_name,
+                    parent_message_id=chunk.parent_message_id,
+                    subagent_run_id=chunk.subagent_run_id,
+                    metadata=chunk.metadata,
+                )
+            )
+        owner = pending.owner if chunk.subagent_run_id is None else chunk.subagent_run_id
+        if chunk.delta is not None or chunk.raw_event is not None or _metadata_only(chunk, out):
+            out.append(
+                ToolCallArgsEvent(
+                    tool_call_id=pending.id,
+                    delta=chunk.delta or "",
+                    subagent_run_id=owner,
+                    metadata=chunk.metadata,
+                    raw_event=chunk.raw_event,
+                )
+            )
+        return out
+
+    def _reasoning(self, chunk: ReasoningMessageChunkEvent) -> list[Item]:
+        lane = self._lane_for("reasoning", chunk.message_id, chunk.subagent_run_id)
+        pending, out = self._continuing("reasoning", lane, chunk.message_id)
+        if pending is None:
+            assert chunk.message_id is not None
+            pending = self._lanes[lane] = _Pending(
+                "reasoning", chunk.message_id, chunk.subagent_run_id
+            )
+            out.append(
+                ReasoningMessageStartEvent(
+                    message_id=chunk.message_id,
+                    subagent_run_id=chunk.subagent_run_id,
+                    metadata=chunk.metadata,
+                )
+            )
+        owner = pending.owner if chunk.subagent_run_id is None else chunk.subagent_run_id
+        if chunk.delta is not None or chunk.raw_event is not None or _metadata_only(chunk, out):
+            out.append(
+                ReasoningMessageContentEvent(
+                    message_id=pending.id,
+                    delta=chunk.delta or "",
+                    subagent_run_id=owner,
+                    metadata=chunk.metadata,
+                    raw_event=chunk.raw_event,
+                )
+            )
+        return out

@@ -1,0 +1,186 @@
+"""The client-side processing pipeline: decode -> chunk expansion -> verification -> reducer.
+
+Feed it whatever a source yields: JSON text or bytes of one event, an already parsed JSON object,
+or a decoded model. Text and objects are decoded tolerantly (unknown members and union members are
+stripped, each with a warning); an event of an unknown type is dropped with a warning, as the
+TypeScript client does. Every stage's warnings end up in one list, `warnings`, in stream order and
+numbered by the event's index as received.
+
+A rule the stream breaks raises (ProtocolError, or DecodeError for a frame that is not a valid
+event); the run that was open is then recorded as truncated. A producer's RUN_ERROR is an event.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+from agui_generated import DecodeError, Problem
+
+from agui.codec import UnknownEvent, decode, decode_json
+from agui.reducer import TRUNCATED, Reducer
+from agui.stream import ProtocolError, StreamWarning
+
+__all__ = ["NO_EVENTS", "Pipeline", "describe"]
+
+log = logging.getLogger("agui.stream")
+
+NO_EVENTS = "The stream ended without any event: no run was reported."
+
+
+def describe(exc: BaseException) -> str:
+    """The one-line account of a client-side failure that summaries and run results carry."""
+    if isinstance(exc, DecodeError):
+        return f"Not a valid AG-UI event: {'; '.join(str(p) for p in exc.problems[:5])}"
+    return str(exc) or type(exc).__name__
+
+
+def _optional_stage(module: str, name: str) -> Any:
+    """A stage whose module may not exist yet in this tree; None when it does not."""
+    try:
+        return getattr(importlib.import_module(module), name)()
+    except ImportError:
+        return None
+
+
+class Pipeline:
+    """decode -> ChunkExpander -> Verifier -> Reducer, for one stream.
+
+    feed(item) processes one received item and returns the events delivered (after expansion and
+    verification, as applied); finish() ends the stream. A stream carrying several runs is fine.
+    Make a new Pipeline per stream; the reducer (and so the conversation) may be shared.
+    """
+
+    def __init__(
+        self,
+        reducer: Reducer | None = None,
+        *,
+        strict: bool = False,
+        stages: Iterable[Any] | None = None,
+    ) -> None:
+        self.reducer = reducer if reducer is not None else Reducer()
+        self.strict = strict
+        """Decode text and objects strictly: unknown members are errors instead of warnings."""
+        if stages is None:
+            stages = (
+                _optional_stage("agui.chunks", "ChunkExpander"),
+                _optional_stage("agui.verify", "Verifier"),
+            )
+        self.stages: list[Any] = [stage for stage in stages if stage is not None]
+        """The stages between decoding and the reducer (default: a new ChunkExpander and
+        Verifier); each has feed(event) -> list, finish() -> list and may keep `warnings`."""
+        self.received = 0
+        """How many items were fed."""
+        self.delivered: list[Any] = []
+        """Every event delivered so far, as applied (also those before a rejection)."""
+        self._drained = [0] * len(self.stages)
+
+    @property
+    def warnings(self) -> list[StreamWarning]:
+        """Every warning of the stream so far (shared with the reducer)."""
+        return self.reducer.warnings
+
+    def feed(self, item: Any) -> list[Any]:
+        """Process one received item; returns the events delivered for it."""
+        at = self.received
+        self.received += 1
+        try:
+            event = self._decode(item, at)
+        except DecodeError as exc:
+            self.reducer.abort(describe(exc))
+            raise
+        return [] if event is None else self._through([event], at, finishing=False)
+
+    def finish(self) -> list[Any]:
+        """End of stream. Raises ProtocolError when it ends inside a run (the run is recorded as
+        truncated) or carried no event at all."""
+        at = max(self.received - 1, 0)
+        delivered = self._through([], at, finishing=True)
+        if self.reducer.run_open:
+            self.reducer.abort(TRUNCATED)
+            raise ProtocolError(TRUNCATED)
+        self.reducer.finish()
+        if self.received == 0:
+            raise ProtocolError(NO_EVENTS)
+        return delivered
+
+    def abort(self, reason: str) -> None:
+        """The stream stopped for `reason` (a rejection): record the open run as truncated."""
+        self.reducer.abort(reason)
+
+    def run(self, items: Iterable[Any]) -> list[Any]:
+        """Feed every item, then finish; returns every delivered event."""
+        delivered: list[Any] = []
+        for item in items:
+            delivered += self.feed(item)
+        delivered += self.finish()
+        return delivered
+
+    # ── stages ───────────────────────────────────────────────────────────────────────────────
+
+    def _decode(self, item: Any, at: int) -> Any:
+        problems: list[Problem] = []
+        if isinstance(item, bytes | bytearray | memoryview | str):
+            event = decode(item, strict=self.strict, warnings=problems)
+        elif isinstance(item, dict):
+            event = decode_json(item, strict=self.strict, warnings=problems)
+        else:
+            event = item
+        if isinstance(event, UnknownEvent):
+            self._warn(
+                StreamWarning(
+                    "dropped_event",
+                    f"Dropping unrecognised event '{event.type}': the protocol does not describe it.",
+                    "/type",
+                    at,
+                )
+            )
+            return None
+        for problem in problems:
+            self._warn(StreamWarning("stripped", problem.message, problem.pointer, at))
+        return event
+
+    def _through(self, events: list[Any], at: int, *, finishing: bool) -> list[Any]:
+        out: list[Any] = []
+        try:
+            for event in events:
+                self._push(event, 0, at, out)
+            if finishing:
+                for number, stage in enumerate(self.stages):
+                    produced = stage.finish()
+                    self._drain(number, at)
+                    for event in produced:
+                        self._push(event, number + 1, at, out)
+        except ProtocolError as exc:
+            for number in range(len(self.stages)):
+                self._drain(number, at)
+            self.reducer.abort(describe(exc))
+            raise
+        return out
+
+    def _push(self, event: Any, number: int, at: int, out: list[Any]) -> None:
+        """Pass one event through stage `number` and those after it, depth first, so everything
+        a stage emits before a rejected event is applied, as in the TypeScript client."""
+        if number == len(self.stages):
+            self.reducer.feed(event, at=at)
+            self.delivered.append(event)
+            out.append(event)
+            return
+        produced = self.stages[number].feed(event)
+        self._drain(number, at)
+        for item in produced:
+            self._push(item, number + 1, at, out)
+
+    def _drain(self, number: int, at: int) -> None:
+        """Move a stage's new warnings into the stream's list, numbered as received."""
+        found = getattr(self.stages[number], "warnings", None) or []
+        for warning in found[self._drained[number] :]:
+            self.reducer.warnings.append(attrs.evolve(warning, event=at))
+        self._drained[number] = len(found)
+
+    def _warn(self, warning: StreamWarning) -> None:
+        self.reducer.warnings.append(warning)
+        log.warning("event %d: %s", warning.event, warning.message)

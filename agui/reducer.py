@@ -1,0 +1,649 @@
+"""The reducer: the last pipeline stage, which applies events to a conversation's messages and state.
+
+The rules are those of the official TypeScript client (apply/default.ts, @ag-ui/client 1.0.0):
+
+* Text and reasoning messages are assembled by id. START creates the message when it is missing
+  and otherwise continues it (a re-opened message appends); CONTENT appends its delta verbatim.
+* TOOL_CALL_START attaches the call to the assistant message named by parentMessageId, or creates
+  an assistant message (id = parentMessageId, else toolCallId); ARGS append to the arguments text.
+* TOOL_CALL_RESULT mints a tool message, placed right after the assistant message that owns the
+  call (after tool messages already there), or at the end when no message owns it.
+* Event metadata is merged into the entity the event builds (the tool call for TOOL_CALL_*), key by
+  key, last write wins, no recursion, null values kept.
+* STATE_SNAPSHOT replaces the state with any JSON value, null and 0 included. STATE_DELTA is an
+  RFC 6902 patch applied all or nothing: a patch that fails leaves the state as it was and warns.
+* MESSAGES_SNAPSHOT is reconciled by id; ACTIVITY_SNAPSHOT / ACTIVITY_DELTA set and patch activity
+  messages; REASONING_ENCRYPTED_VALUE is stored on its tool call or message.
+* RUN_STARTED adds the messages of its input the conversation does not hold yet; RUN_FINISHED and
+  RUN_ERROR close the run, recorded as a RunResult.
+
+Messages are kept as mutable wire-form dicts (camelCase keys), so appends are cheap and JSON Patch
+applies directly; `messages` gives copies of them and `models()` decodes them into agui models.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal, TypeAlias
+
+import attrs
+import jsonpatch
+import jsonpointer
+from agui_generated import (
+    ActivityDeltaEvent,
+    ActivitySnapshotEvent,
+    Interrupt,
+    Message,
+    MessagesSnapshotEvent,
+    ReasoningEncryptedValueEvent,
+    ReasoningEncryptedValueSubtype,
+    ReasoningMessageChunkEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    TokenUsage,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from agui.codec import decode_json, to_json
+from agui.stream import ProtocolError, StreamWarning
+
+__all__ = ["ACTIVITY_HISTORY_KEY", "TRUNCATED", "Reducer", "RunResult", "merge_metadata"]
+
+log = logging.getLogger("agui.stream")
+
+Wire: TypeAlias = dict[str, Any]
+Outcome: TypeAlias = Literal["success", "interrupt", "cancelled", "error", "truncated"]
+
+ACTIVITY_HISTORY_KEY = "@ag-ui/client"
+"""The MESSAGES_SNAPSHOT metadata key under which a producer declares, as
+`{"authoritativeActivityTypes": [...] | null}`, which activity types its snapshot owns."""
+
+TRUNCATED = (
+    "The stream ended without a terminal event (RUN_FINISHED or RUN_ERROR): the run is truncated."
+)
+"""Why a run that never got its terminal event is recorded as truncated."""
+
+_PATCH_ERRORS = (
+    jsonpatch.JsonPatchException,
+    jsonpointer.JsonPointerException,
+    TypeError,
+    ValueError,
+    LookupError,
+    AttributeError,
+)
+_UNDECLARED = object()
+_DEFAULT_STATE: Any = object()
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """How one run of the conversation ended, and what it left behind."""
+
+    outcome: Outcome
+    """success, interrupt or cancelled (RUN_FINISHED), error (the producer's RUN_ERROR), or
+    truncated (no terminal event arrived: the stream ended or was rejected inside the run)."""
+    thread_id: str | None = None
+    """The thread RUN_STARTED named; None for a RUN_ERROR outside any run."""
+    run_id: str | None = None
+    """The run RUN_STARTED named; None for a RUN_ERROR outside any run."""
+    result: Any = None
+    """RUN_FINISHED.result of a successful run (None when absent)."""
+    pending_tool_call_ids: tuple[str, ...] = ()
+    """Tool calls of a successful run left for the application to answer: the outcome's list,
+    else the calls the run started that got no TOOL_CALL_RESULT, in start order."""
+    usage: tuple[TokenUsage, ...] | None = None
+    """Token usage reported by RUN_FINISHED or RUN_ERROR."""
+    error_message: str | None = None
+    """RUN_ERROR.message, or why the run is truncated."""
+    error_code: str | None = None
+    """RUN_ERROR.code."""
+    interrupts: tuple[Interrupt, ...] = ()
+    """What an interrupted run waits for."""
+    warnings: tuple[StreamWarning, ...] = ()
+    """The warnings reported since the previous run ended, up to this run's end."""
+
+    @property
+    def completed(self) -> bool:
+        """True when the run ended with RUN_FINISHED (success, interrupt or cancelled)."""
+        return self.outcome in ("success", "interrupt", "cancelled")
+
+
+def merge_metadata(existing: Any, incoming: Mapping[str, Any] | None) -> Any:
+    """Shallow, key by key, last write wins; values (null included) are taken as they are."""
+    if incoming is None:
+        return existing
+    merged = dict(existing) if isinstance(existing, Mapping) else {}
+    merged.update(copy.deepcopy(dict(incoming)))
+    return merged
+
+
+def _authority(metadata: Mapping[str, Any] | None) -> Any:
+    """The activity types a MESSAGES_SNAPSHOT owns: _UNDECLARED, None (all of them) or a list
+    (an invalid declaration owns none, so it deletes nothing)."""
+    if not metadata or ACTIVITY_HISTORY_KEY not in metadata:
+        return _UNDECLARED
+    value = metadata[ACTIVITY_HISTORY_KEY]
+    if not isinstance(value, Mapping):
+        return []
+    if "authoritativeActivityTypes" not in value:
+        return _UNDECLARED
+    types = value["authoritativeActivityTypes"]
+    if types is None:
+        return None
+    if isinstance(types, list) and all(isinstance(t, str) for t in types):
+        return types
+    return []
+
+
+class Reducer:
+    """Applies processed events to messages and state (the pipeline's last stage).
+
+    feed(event) applies one event and returns [event]; finish() ends the stream, recording a run
+    left open as truncated. Chunk events must have been expanded before: one that arrives raises
+    ProtocolError. `warnings` collects what could not be applied (a Pipeline also adds its other
+    stages' warnings there, so the list is the stream's, in order).
+    """
+
+    def __init__(
+        self, messages: Iterable[Message | Mapping[str, Any]] = (), state: Any = _DEFAULT_STATE
+    ) -> None:
+        self.warnings: list[StreamWarning] = []
+        self.runs: list[RunResult] = []
+        self.pending_interrupts: tuple[Interrupt, ...] = ()
+        """The interrupts of the last RUN_FINISHED (empty unless its outcome was interrupt)."""
+        self.interrupt_generation = 0
+        """Counts RUN_FINISHED events, so a holder of answers knows when they went stale."""
+        self._state: Any = {} if state is _DEFAULT_STATE else copy.deepcopy(state)
+        self._messages: list[Wire] = []
+        self._by_id: dict[str, Wire] = {}
+        self._calls: dict[str, tuple[Wire, Wire]] = {}  # toolCallId -> (tool call, its message)
+        self._buffers: dict[tuple[int, str], tuple[Wire, str, list[str]]] = {}
+        self._index = -1
+        self._at: int | None = None
+        self._run: tuple[str, str] | None = None
+        self._run_tool_calls: dict[str, None] = {}
+        self._answered: set[str] = set()
+        self._warnings_from = 0
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            TextMessageStartEvent: self._text_start,
+            TextMessageContentEvent: self._text_content,
+            TextMessageEndEvent: self._text_end,
+            ReasoningMessageStartEvent: self._reasoning_start,
+            ReasoningMessageContentEvent: self._text_content,
+            ReasoningMessageEndEvent: self._text_end,
+            ToolCallStartEvent: self._tool_start,
+            ToolCallArgsEvent: self._tool_args,
+            ToolCallEndEvent: self._tool_end,
+            ToolCallResultEvent: self._tool_result,
+            StateSnapshotEvent: self._state_snapshot,
+            StateDeltaEvent: self._state_delta,
+            MessagesSnapshotEvent: self._messages_snapshot,
+            ActivitySnapshotEvent: self._activity_snapshot,
+            ActivityDeltaEvent: self._activity_delta,
+            ReasoningEncryptedValueEvent: self._encrypted_value,
+            RunStartedEvent: self._run_started,
+            RunFinishedEvent: self._run_finished,
+            RunErrorEvent: self._run_error,
+        }
+        self.add_messages(messages)
+
+    # ── what it holds ─────────────────────────────────────────────────────────────────────────
+
+    @property
+    def messages(self) -> list[Wire]:
+        """The conversation's messages as wire JSON objects (copies)."""
+        self._flush()
+        return copy.deepcopy(self._messages)
+
+    def models(self) -> list[Message]:
+        """The conversation's messages as agui Message models."""
+        self._flush()
+        return [decode_json(m, Message, strict=True) for m in self._messages]
+
+    @property
+    def state(self) -> Any:
+        """The state (a copy): any JSON value; {} until the producer says otherwise."""
+        return copy.deepcopy(self._state)
+
+    @property
+    def run_open(self) -> bool:
+        """True between RUN_STARTED and its terminal event."""
+        return self._run is not None
+
+    def add_messages(self, messages: Iterable[Message | Mapping[str, Any]]) -> None:
+        """Append messages (models or wire JSON) whose ids the conversation does not hold yet."""
+        self._flush()
+        for message in messages:
+            wire = copy.deepcopy(
+                dict(message) if isinstance(message, Mapping) else to_json(message)
+            )
+            if wire["id"] not in self._by_id:
+                self._append(wire)
+
+    # ── the stage interface ──────────────────────────────────────────────────────────────────
+
+    def feed(self, event: Any, *, at: int | None = None) -> list[Any]:
+        """Apply one event; returns [event]. `at` is the event's index in the stream as received
+        (a Pipeline passes it), used in warnings; else events are counted as fed."""
+        self._index += 1
+        self._at = self._index if at is None else at
+        if isinstance(
+            event, TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
+        ):
+            raise ProtocolError(
+                f"{event.type.value} must be transformed before being applied", event=self._at
+            )
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            if not isinstance(
+                event, TextMessageContentEvent | ReasoningMessageContentEvent | ToolCallArgsEvent
+            ):
+                self._flush()
+            handler(event)
+        return [event]
+
+    def finish(self) -> list[Any]:
+        """End of stream: a run still open is recorded as truncated."""
+        self.abort(TRUNCATED)
+        return []
+
+    def abort(self, reason: str) -> None:
+        """Record the open run, if any, as truncated for `reason` (the stream stopped inside it)."""
+        self._flush()
+        if self._run is not None:
+            self._close_run(RunResult(outcome="truncated", error_message=reason))
+
+    # ── text and reasoning messages ──────────────────────────────────────────────────────────
+
+    def _text_start(self, event: TextMessageStartEvent) -> None:
+        message = self._by_id.get(event.message_id)
+        if message is not None and message["role"] == "activity":
+            self._warn(
+                "activity",
+                f"TEXT_MESSAGE_START: message '{event.message_id}' is an activity message; "
+                "its text is dropped (message ids must be unique across activity and text "
+                "messages)",
+                "/messageId",
+            )
+            return
+        if message is None:
+            message = {
+                "id": event.message_id,
+                "role": event.role.value if event.role else "assistant",
+                "content": "",
+            }
+            if event.name is not None:
+                message["name"] = event.name
+            if event.subagent_run_id is not None:
+                message["subagentRunId"] = event.subagent_run_id
+            self._append(message)
+        self._merge(message, event.metadata)
+
+    def _reasoning_start(self, event: ReasoningMessageStartEvent) -> None:
+        message = self._by_id.get(event.message_id)
+        if message is not None and message["role"] == "activity":
+            self._warn(
+                "activity",
+                f"REASONING_MESSAGE_START: message '{event.message_id}' is an activity message; "
+                "its reasoning is dropped (message ids must be unique across activity and "
+                "reasoning messages)",
+                "/messageId",
+            )
+            return
+        if message is None:
+            message = {"id": event.message_id, "role": "reasoning", "content": ""}
+            if event.subagent_run_id is not None:
+                message["subagentRunId"] = event.subagent_run_id
+            self._append(message)
+        self._merge(message, event.metadata)
+
+    def _text_content(self, event: TextMessageContentEvent | ReasoningMessageContentEvent) -> None:
+        message = self._target(event.type.value, event.message_id)
+        if message is not None:
+            self._extend(message, "content", event.delta)
+            self._merge(message, event.metadata)
+
+    def _text_end(self, event: TextMessageEndEvent | ReasoningMessageEndEvent) -> None:
+        message = self._target(event.type.value, event.message_id)
+        if message is not None:
+            self._merge(message, event.metadata)
+
+    def _target(self, kind: str, message_id: str) -> Wire | None:
+        message = self._by_id.get(message_id)
+        if message is None:
+            self._warn("missing", f"{kind}: no message found with ID '{message_id}'", "/messageId")
+        elif message["role"] == "activity":
+            self._warn(
+                "activity",
+                f"{kind}: message '{message_id}' is an activity message; the event is dropped",
+                "/messageId",
+            )
+            return None
+        return message
+
+    # ── tool calls ───────────────────────────────────────────────────────────────────────────
+
+    def _tool_start(self, event: ToolCallStartEvent) -> None:
+        call_id = event.tool_call_id
+        self._run_tool_calls.setdefault(call_id, None)
+        held = self._calls.get(call_id)
+        if held is not None:
+            call = held[0]
+            if call["function"]["name"] != event.tool_call_name:
+                self._warn(
+                    "tool_call",
+                    f"TOOL_CALL_START: tool call '{call_id}' already exists with name "
+                    f"'{call['function']['name']}'; renamed to '{event.tool_call_name}'",
+                    "/toolCallName",
+                )
+                call["function"]["name"] = event.tool_call_name
+            self._merge(call, event.metadata)
+            return
+        owner = self._assistant_for(event.parent_message_id, call_id, event.subagent_run_id)
+        call = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": event.tool_call_name, "arguments": ""},
+        }
+        owner.setdefault("toolCalls", []).append(call)
+        self._calls[call_id] = (call, owner)
+        self._merge(call, event.metadata)
+
+    def _assistant_for(self, parent_id: str | None, call_id: str, subagent: str | None) -> Wire:
+        """The assistant message a new tool call joins, created when there is none."""
+        new_id = call_id
+        if parent_id is not None:
+            parent = self._by_id.get(parent_id)
+            if parent is not None and parent["role"] == "assistant":
+                return parent
+            if parent is None:
+                new_id = parent_id
+            else:
+                self._warn(
+                    "tool_call",
+                    f"TOOL_CALL_START: parentMessageId '{parent_id}' names a '{parent['role']}' "
+                    f"message, not an assistant message; the call gets a new message '{call_id}'",
+                    "/parentMessageId",
+                )
+        created: Wire = {"id": new_id, "role": "assistant", "toolCalls": []}
+        if subagent is not None:
+            created["subagentRunId"] = subagent
+        self._append(created)
+        return created
+
+    def _tool_args(self, event: ToolCallArgsEvent) -> None:
+        held = self._calls.get(event.tool_call_id)
+        if held is None:
+            self._warn(
+                "missing",
+                f"TOOL_CALL_ARGS: no tool call found with ID '{event.tool_call_id}'",
+                "/toolCallId",
+            )
+            return
+        self._extend(held[0]["function"], "arguments", event.delta)
+        self._merge(held[0], event.metadata)
+
+    def _tool_end(self, event: ToolCallEndEvent) -> None:
+        held = self._calls.get(event.tool_call_id)
+        if held is None:
+            self._warn(
+                "missing",
+                f"TOOL_CALL_END: no tool call found with ID '{event.tool_call_id}'",
+                "/toolCallId",
+            )
+            return
+        self._merge(held[0], event.metadata)
+
+    def _tool_result(self, event: ToolCallResultEvent) -> None:
+        self._answered.add(event.tool_call_id)
+        message: Wire = {
+            "id": event.message_id,
+            "role": "tool",
+            "content": copy.deepcopy(to_json(event)["content"]),
+            "toolCallId": event.tool_call_id,
+        }
+        if event.subagent_run_id is not None:
+            message["subagentRunId"] = event.subagent_run_id
+        self._merge(message, event.metadata)
+        held = self._calls.get(event.tool_call_id)
+        position = len(self._messages)
+        if held is not None and held[1]["role"] == "assistant":
+            owner = held[1]
+            at = next((i for i, m in enumerate(self._messages) if m is owner), None)
+            if at is not None:
+                position = at + 1
+                while position < len(self._messages) and self._messages[position]["role"] == "tool":
+                    position += 1
+        self._messages.insert(position, message)
+        self._by_id.setdefault(message["id"], message)
+
+    # ── state ────────────────────────────────────────────────────────────────────────────────
+
+    def _state_snapshot(self, event: StateSnapshotEvent) -> None:
+        self._state = copy.deepcopy(event.snapshot)
+
+    def _state_delta(self, event: StateDeltaEvent) -> None:
+        patch = [to_json(op) for op in event.delta]
+        try:
+            self._state = jsonpatch.apply_patch(self._state, patch)
+        except _PATCH_ERRORS as exc:
+            self._warn(
+                "patch_failed",
+                f"Failed to apply state patch; the state is unchanged: {exc}",
+                "/delta",
+            )
+
+    # ── messages snapshot ────────────────────────────────────────────────────────────────────
+
+    def _messages_snapshot(self, event: MessagesSnapshotEvent) -> None:
+        incoming = [copy.deepcopy(to_json(m)) for m in event.messages]
+        by_id = {m["id"]: m for m in incoming}
+        owned = _authority(event.metadata)
+        has_activity = any(m["role"] == "activity" for m in incoming)
+        has_reasoning = any(m["role"] == "reasoning" for m in incoming)
+
+        def kept_client_side(message: Wire) -> bool:
+            if message["role"] == "activity":
+                if isinstance(owned, list):
+                    return message.get("activityType") not in owned
+                return owned is _UNDECLARED and not has_activity
+            return message["role"] == "reasoning" and not has_reasoning
+
+        messages = [
+            by_id.get(m["id"], m) for m in self._messages if m["id"] in by_id or kept_client_side(m)
+        ]
+        held = {m["id"] for m in messages}
+        messages.extend(m for m in incoming if m["id"] not in held)
+        self._reindex(messages)
+
+    # ── activity ─────────────────────────────────────────────────────────────────────────────
+
+    def _activity_snapshot(self, event: ActivitySnapshotEvent) -> None:
+        replace = event.replace is None or event.replace
+        existing = self._by_id.get(event.message_id)
+        fresh: Wire = {
+            "id": event.message_id,
+            "role": "activity",
+            "activityType": event.activity_type,
+            "content": copy.deepcopy(event.content),
+        }
+        if event.subagent_run_id is not None:
+            fresh["subagentRunId"] = event.subagent_run_id
+        if existing is None:
+            self._append(fresh)
+            self._merge(fresh, event.metadata)
+        elif existing["role"] == "activity":
+            if replace:
+                existing["activityType"] = event.activity_type
+                existing["content"] = fresh["content"]
+                existing.pop("subagentRunId", None)
+                if event.subagent_run_id is not None:
+                    existing["subagentRunId"] = event.subagent_run_id
+            self._merge(existing, event.metadata)
+        elif replace:
+            self._reindex([fresh if m is existing else m for m in self._messages])
+            self._merge(fresh, event.metadata)
+
+    def _activity_delta(self, event: ActivityDeltaEvent) -> None:
+        message = self._by_id.get(event.message_id)
+        if message is None:
+            self._warn(
+                "activity",
+                f"ACTIVITY_DELTA: no activity message '{event.message_id}'; the patch is skipped",
+                "/messageId",
+            )
+            return
+        if message["role"] != "activity":
+            self._warn(
+                "activity",
+                f"ACTIVITY_DELTA: message '{event.message_id}' is not an activity message",
+                "/messageId",
+            )
+            return
+        self._merge(message, event.metadata)
+        patch = [to_json(op) for op in event.patch]
+        try:
+            content = jsonpatch.apply_patch(message["content"], patch)
+            if not isinstance(content, dict):
+                raise TypeError("the patched content is not an object")
+        except _PATCH_ERRORS as exc:
+            self._warn(
+                "patch_failed",
+                f"Failed to apply activity patch for '{event.message_id}': {exc}",
+                "/patch",
+            )
+            return
+        message["content"] = content
+        message["activityType"] = event.activity_type
+
+    # ── encrypted values ─────────────────────────────────────────────────────────────────────
+
+    def _encrypted_value(self, event: ReasoningEncryptedValueEvent) -> None:
+        if event.subtype == ReasoningEncryptedValueSubtype.TOOL_CALL:
+            held = self._calls.get(event.entity_id)
+            if held is not None:
+                held[0]["encryptedValue"] = event.encrypted_value
+            return
+        message = self._by_id.get(event.entity_id)
+        if message is not None and message["role"] != "activity":
+            message["encryptedValue"] = event.encrypted_value
+
+    # ── runs ─────────────────────────────────────────────────────────────────────────────────
+
+    def _run_started(self, event: RunStartedEvent) -> None:
+        self.abort("A new RUN_STARTED arrived before this run's terminal event.")
+        self._run = (event.thread_id, event.run_id)
+        self._run_tool_calls = {}
+        self._answered = set()
+        if event.input is not None:
+            self.add_messages(event.input.messages)
+
+    def _run_finished(self, event: RunFinishedEvent) -> None:
+        outcome = event.outcome
+        self.interrupt_generation += 1
+        if isinstance(outcome, RunFinishedInterruptOutcome):
+            self.pending_interrupts = outcome.interrupts
+            result = RunResult(
+                outcome="interrupt", interrupts=outcome.interrupts, usage=event.usage
+            )
+        elif isinstance(outcome, RunFinishedCancelledOutcome):
+            self.pending_interrupts = ()
+            result = RunResult(outcome="cancelled", usage=event.usage)
+        else:
+            self.pending_interrupts = ()
+            named = (
+                outcome.pending_tool_call_ids
+                if isinstance(outcome, RunFinishedSuccessOutcome)
+                else None
+            )
+            pending = named or tuple(c for c in self._run_tool_calls if c not in self._answered)
+            result = RunResult(
+                outcome="success",
+                result=copy.deepcopy(event.result),
+                pending_tool_call_ids=tuple(pending),
+                usage=event.usage,
+            )
+        self._close_run(result, event.thread_id, event.run_id)
+
+    def _run_error(self, event: RunErrorEvent) -> None:
+        self._close_run(
+            RunResult(
+                outcome="error",
+                error_message=event.message,
+                error_code=event.code,
+                usage=event.usage,
+            )
+        )
+
+    def _close_run(
+        self, result: RunResult, thread_id: str | None = None, run_id: str | None = None
+    ) -> None:
+        if self._run is not None:
+            thread_id, run_id = self._run
+        self.runs.append(
+            attrs.evolve(
+                result,
+                thread_id=thread_id,
+                run_id=run_id,
+                warnings=tuple(self.warnings[self._warnings_from :]),
+            )
+        )
+        self._warnings_from = len(self.warnings)
+        self._run = None
+
+    # ── plumbing ─────────────────────────────────────────────────────────────────────────────
+
+    def _append(self, message: Wire) -> None:
+        self._messages.append(message)
+        self._by_id.setdefault(message["id"], message)
+        for call in message.get("toolCalls") or ():
+            if isinstance(call, dict):
+                self._calls.setdefault(call["id"], (call, message))
+
+    def _reindex(self, messages: list[Wire]) -> None:
+        self._messages, self._by_id, self._calls = [], {}, {}
+        for message in messages:
+            self._append(message)
+
+    def _merge(self, target: Wire, metadata: Mapping[str, Any] | None) -> None:
+        if metadata is not None:
+            target["metadata"] = merge_metadata(target.get("metadata"), metadata)
+
+    def _extend(self, target: Wire, key: str, delta: str) -> None:
+        """Append to a string member; pieces are joined lazily, so long streams stay linear."""
+        slot = (id(target), key)
+        buffer = self._buffers.get(slot)
+        if buffer is None:
+            base = target.get(key)
+            self._buffers[slot] = (target, key, [base if isinstance(base, str) else "", delta])
+        else:
+            buffer[2].append(delta)
+
+    def _flush(self) -> None:
+        for target, key, pieces in self._buffers.values():
+            target[key] = "".join(pieces)
+        self._buffers.clear()
+
+    def _warn(self, kind: str, message: str, pointer: str = "") -> None:
+        warning = StreamWarning(kind, message, pointer, self._at)
+        self.warnings.append(warning)
+        log.warning("%s", message)

@@ -1,0 +1,454 @@
+"""Interoperability with the official SDKs, over real HTTP on 127.0.0.1.
+
+- The official TypeScript client (@ag-ui/client 1.0.0, `HttpAgent.runAgent`) against this
+  package's server running the demo agent: the run must complete without a single console warning,
+  and the client's messages and state must be what the demo agent's events describe.
+- This package's `HttpAgent` against a small server built on @ag-ui/encoder 1.0.0
+  (ts_server.mjs): every frame decodes strictly, in the scripted order.
+- `ag-ui-validate` (PyPI) pointed at this package's running server reports no errors.
+
+These tests need node and the npm packages installed under `.interop/` (`nox -s interop` does both,
+and sets AGUI_INTEROP=1). Without AGUI_INTEROP=1 they are skipped; with it, anything missing is a
+failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import uvicorn
+from agui_generated import PROTOCOL_VERSION, RunAgentInput, UserMessage
+
+from agui.client import HttpAgent
+from agui.codec import encode
+from agui.demo import DemoAgent
+from agui.runner import free_port
+from agui.server import AgentApp
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("AGUI_INTEROP") != "1",
+    reason="interop tests run under `nox -s interop` (AGUI_INTEROP=1)",
+)
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+WORK = ROOT / ".interop"
+PINNED = {"@ag-ui/client": "1.0.0", "@ag-ui/core": "1.0.0", "@ag-ui/encoder": "1.0.0"}
+TIMEOUT = 60.0
+
+
+# ── fixtures: node, the npm packages, the servers ────────────────────────────
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    """The node executable, with the pinned packages installed and the scripts beside them."""
+    found = shutil.which("node")
+    if found is None:
+        pytest.fail("node is not on PATH, and AGUI_INTEROP=1 requires it")
+    for name, version in PINNED.items():
+        manifest = WORK / "node_modules" / name / "package.json"
+        if not manifest.is_file():
+            pytest.fail(
+                f"{name} is not installed under {WORK}: copy tests/interop/package*.json there "
+                "and run `npm ci --prefix .interop` (or `nox -s interop`)"
+            )
+        installed = json.loads(manifest.read_text())["version"]
+        if installed != version:
+            pytest.fail(f"{name} {installed} is installed under {WORK}; the pin is {version}")
+    # ESM imports resolve from the script's own folder, so the scripts run from beside node_modules.
+    for script in ("ts_client.mjs", "ts_server.mjs"):
+        shutil.copy(HERE / script, WORK / script)
+    return found
+
+
+class Recorder:
+    """An Agent that runs the demo agent and keeps, per run id, every event it produced."""
+
+    def __init__(self) -> None:
+        self.demo = DemoAgent(delay=0)
+        self.runs: dict[str, list[dict[str, Any]]] = {}
+        self.inputs: dict[str, RunAgentInput] = {}
+
+    async def __call__(self, input: RunAgentInput) -> AsyncIterator[Any]:
+        events = self.runs.setdefault(input.run_id, [])
+        self.inputs[input.run_id] = input
+        async for event in self.demo(input):
+            events.append(orjson.loads(encode(event)))
+            yield event
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Run `app` under uvicorn on a free loopback port, in a thread; yield its URL."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            pytest.fail("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/agent"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def demo_server() -> Iterator[tuple[str, Recorder]]:
+    recorder = Recorder()
+    with serving(AgentApp(recorder, path="/agent")) as url:
+        yield url, recorder
+
+
+@pytest.fixture(scope="module")
+def ts_server(node: str) -> Iterator[str]:
+    proc = subprocess.Popen(
+        [node, str(WORK / "ts_server.mjs")],
+        cwd=WORK,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        stdout = proc.stdout
+        assert stdout is not None
+        ready: list[str] = []
+        reader = threading.Thread(target=lambda: ready.append(stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(20)
+        if not ready or not ready[0].strip():
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            pytest.fail(f"ts_server.mjs did not start: {err.strip()}")
+        port = json.loads(ready[0])["port"]
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        # The server's pipes are never read after startup; close them to free their handles.
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def ts_run(node: str, url: str, message: str, forwarded: dict[str, Any] | None = None) -> Any:
+    """One run with the official client; returns the report ts_client.mjs prints."""
+    command = [node, str(WORK / "ts_client.mjs"), url, "--message", message]
+    if forwarded is not None:
+        command += ["--forwarded", json.dumps(forwarded)]
+    # This variable would silence the client's compatibility warnings, which must all be seen.
+    env = {k: v for k, v in os.environ.items() if k != "SUPPRESS_TRANSFORMATION_WARNINGS"}
+    done = subprocess.run(
+        command, cwd=WORK, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False
+    )
+    assert done.returncode == 0, f"ts_client.mjs exited {done.returncode}: {done.stderr}"
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"ts_client.mjs printed nothing; stderr: {done.stderr}"
+    return json.loads(lines[-1])
+
+
+# ── what the demo's events should leave a client holding ─────────────────────
+
+
+def expected_view(
+    user: dict[str, Any], events: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], Any]:
+    """The messages and state a conforming client builds from `events` (protocol §3.6).
+
+    Written from the protocol's rules, for the event kinds the demo agent sends, so the official
+    client's result is compared with an independent reading of the same stream.
+    """
+    messages: list[dict[str, Any]] = [dict(user)]
+    state: Any = None
+    calls: dict[str, dict[str, Any]] = {}
+
+    def find(message_id: str) -> dict[str, Any]:
+        return next(m for m in messages if m["id"] == message_id)
+
+    for event in events:
+        kind = event["type"]
+        if kind == "TEXT_MESSAGE_START":
+            role = event.get("role", "assistant")
+            messages.append({"id": event["messageId"], "role": role, "content": ""})
+        elif kind == "REASONING_MESSAGE_START":
+            messages.append({"id": event["messageId"], "role": "reasoning", "content": ""})
+        elif kind in ("TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT"):
+            find(event["messageId"])["content"] += event["delta"]
+        elif kind == "TOOL_CALL_START":
+            call = {
+                "id": event["toolCallId"],
+                "type": "function",
+                "function": {"name": event["toolCallName"], "arguments": ""},
+            }
+            calls[call["id"]] = call
+            find(event["parentMessageId"]).setdefault("toolCalls", []).append(call)
+        elif kind == "TOOL_CALL_ARGS":
+            calls[event["toolCallId"]]["function"]["arguments"] += event["delta"]
+        elif kind == "TOOL_CALL_RESULT":
+            owner = next(i for i, m in enumerate(messages) if event["toolCallId"] in _call_ids(m))
+            at = owner + 1
+            while at < len(messages) and messages[at]["role"] == "tool":
+                at += 1
+            result = {
+                "id": event["messageId"],
+                "role": "tool",
+                "toolCallId": event["toolCallId"],
+                "content": event["content"],
+            }
+            messages.insert(at, result)
+        elif kind == "ACTIVITY_SNAPSHOT":
+            messages.append(
+                {
+                    "id": event["messageId"],
+                    "role": "activity",
+                    "activityType": event["activityType"],
+                    "content": event["content"],
+                }
+            )
+        elif kind == "STATE_SNAPSHOT":
+            state = copy.deepcopy(event["snapshot"])
+        elif kind == "STATE_DELTA":
+            for op in event["delta"]:
+                state = _patch(state, op)
+    return messages, state
+
+
+def _call_ids(message: dict[str, Any]) -> list[str]:
+    return [c["id"] for c in message.get("toolCalls", [])]
+
+
+def _patch(doc: Any, op: dict[str, Any]) -> Any:
+    """The add/replace/remove subset of JSON Patch, on object members and array ends."""
+    *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+    target = doc
+    for part in parents:
+        target = target[int(part)] if isinstance(target, list) else target[part]
+    if op["op"] == "remove":
+        del target[int(last) if isinstance(target, list) else last]
+    elif isinstance(target, list):
+        if last == "-":
+            target.append(op["value"])
+        elif op["op"] == "add":
+            target.insert(int(last), op["value"])
+        else:
+            target[int(last)] = op["value"]
+    else:
+        if op["op"] == "replace":
+            assert last in target, f"replace of a missing member {op['path']}"
+        target[last] = op["value"]
+    return doc
+
+
+# ── the official TypeScript client against this package's server ─────────────
+
+
+def _check_ts_run(report: Any, recorder: Recorder, message: str) -> list[dict[str, Any]]:
+    """What every run of the official client against the demo must satisfy; returns the events."""
+    assert report["error"] is None, report["error"]
+    assert report["ok"] is True
+    assert report["warnings"] == [], "the official client warned:\n" + "\n".join(report["warnings"])
+    events = recorder.runs[report["runId"]]
+    assert report["events"] == [e["type"] for e in events]
+    assert events[0]["type"] == "RUN_STARTED"
+    assert events[0]["protocolVersion"] == PROTOCOL_VERSION
+    # The request the official client sent, as this server decoded it.
+    sent = recorder.inputs[report["runId"]]
+    assert sent.thread_id == report["threadId"]
+    user = {"id": "user-ts-1", "role": "user", "content": message}
+    assert [orjson.loads(encode(m)) for m in sent.messages] == [user]
+
+    messages, state = expected_view(user, events)
+    assert report["messages"] == messages
+    assert report["state"] == state
+    return events
+
+
+def test_official_client_runs_the_demo(
+    node: str, demo_server: tuple[str, Recorder], caplog: pytest.LogCaptureFixture
+) -> None:
+    url, recorder = demo_server
+    message = "hello from TypeScript, naïve ☃"
+    with caplog.at_level(logging.WARNING, logger="agui"):
+        report = ts_run(node, url, message)
+    # The server found nothing to complain about in the official client's request either.
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("agui")] == []
+    events = _check_ts_run(report, recorder, message)
+
+    finished = events[-1]
+    assert finished["type"] == "RUN_FINISHED"
+    assert report["outcome"] == "success"
+    assert report["result"] == finished["result"] == {"echoed": message}
+    assert report["pendingInterrupts"] == []
+    # Spot checks of the demo's own story, so the reducer above cannot hide a wrong stream.
+    roles = [m["role"] for m in report["messages"]]
+    assert roles == ["user", "reasoning", "assistant", "tool", "activity"]
+    assistant = report["messages"][2]
+    assert assistant["content"].strip() == f"You said: {message}"
+    (call,) = assistant["toolCalls"]
+    assert json.loads(call["function"]["arguments"]) == {"text": message}
+    assert report["messages"][3]["content"] == str(len(message))
+    assert report["state"] == {"echoes": 1, "last": message, "characters": len(message)}
+
+
+def test_official_client_sees_the_interrupt(node: str, demo_server: tuple[str, Recorder]) -> None:
+    url, recorder = demo_server
+    report = ts_run(node, url, "needs approval", forwarded={"interrupt": True})
+    events = _check_ts_run(report, recorder, "needs approval")
+
+    outcome = events[-1]["outcome"]
+    assert outcome["type"] == "interrupt"
+    assert report["outcome"] == "interrupt"
+    assert report["result"] is None
+    (pending,) = report["pendingInterrupts"]
+    assert pending == outcome["interrupts"][0]
+    assert pending["reason"] == "input_required"
+
+
+# ── this package's client against a server built on the official encoder ───
+
+SCRIPTED = [
+    "RUN_STARTED",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "TOOL_CALL_START",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_END",
+    "TOOL_CALL_RESULT",
+    "STATE_SNAPSHOT",
+    "STATE_DELTA",
+    "RUN_FINISHED",
+]
+
+
+def _input(text: str) -> RunAgentInput:
+    return RunAgentInput(
+        thread_id=f"thread-{uuid.uuid4().hex[:8]}",
+        run_id=f"run-{uuid.uuid4().hex[:8]}",
+        protocol_version=PROTOCOL_VERSION,
+        messages=(UserMessage(id="user-py-1", content=text),),
+    )
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_client_reads_the_official_encoder(
+    ts_server: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    run_input = _input("hello from Python")
+    agent = HttpAgent(ts_server, strict=True)
+
+    async def collect() -> list[Any]:
+        return [event async for event in agent.run(run_input)]
+
+    with caplog.at_level(logging.WARNING, logger="agui"):
+        events = asyncio.run(collect()) if mode == "async" else list(agent.run_sync(run_input))
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("agui")] == []
+
+    wire = [orjson.loads(encode(e)) for e in events]
+    assert [e["type"] for e in wire] == SCRIPTED
+    assert (wire[0]["threadId"], wire[0]["runId"]) == (run_input.thread_id, run_input.run_id)
+    assert (wire[-1]["threadId"], wire[-1]["runId"]) == (run_input.thread_id, run_input.run_id)
+    assert wire[-1]["result"] == {"answer": 42}
+
+    user = {"id": "user-py-1", "role": "user", "content": "hello from Python"}
+    messages, state = expected_view(user, wire)
+    assert state == {"count": 2, "items": ["a", "b"]}
+    assert messages == [
+        user,
+        {
+            "id": "msg-ts-1",
+            "role": "assistant",
+            "content": "Hello from TypeScript, héllo ✓",
+            "toolCalls": [
+                {
+                    "id": "call-ts-1",
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": '{"query":"weather"}'},
+                }
+            ],
+        },
+        {"id": "result-ts-1", "role": "tool", "toolCallId": "call-ts-1", "content": "sunny"},
+    ]
+
+
+# ── ag-ui-validate against this package's server ────────────────────────────
+
+
+def _validator() -> str:
+    beside = Path(sys.executable).with_name("ag-ui-validate")
+    found = str(beside) if beside.is_file() else shutil.which("ag-ui-validate")
+    if found is None:
+        pytest.fail("ag-ui-validate is not installed (pip install 'ag-ui-validate[transport]')")
+    return found
+
+
+def test_ag_ui_validate_cli_finds_nothing(demo_server: tuple[str, Recorder]) -> None:
+    url, _ = demo_server
+    features = "agentic-chat,backend-tool-rendering,shared-state"
+    done = subprocess.run(
+        [_validator(), url, "--json", "--features", features, "--max-warnings", "0"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode in (0, 1), f"ag-ui-validate failed to run: {done.stderr}"
+    report = json.loads(done.stdout)
+    findings = [d for d in report["diagnostics"] if d["severity"] != "info"]
+    assert findings == []
+    assert report["summary"]["errors"] == report["summary"]["warnings"] == 0
+    assert report["internalErrors"] == []
+    assert done.returncode == 0
+    assert report["eventCount"] > 20
+    for feature in features.split(","):
+        assert report["features"][feature] == "exercised"
+
+
+def test_ag_ui_validate_interrupt_run(demo_server: tuple[str, Recorder]) -> None:
+    # The CLI cannot send a custom input, so the interrupt run goes through the library API.
+    try:
+        from ag_ui_validate.pytest_plugin import validate_agui_endpoint
+        from ag_ui_validate.transport import default_run_agent_input
+    except ImportError as exc:
+        pytest.fail(f"ag-ui-validate is not importable: {exc}")
+
+    url, _ = demo_server
+    body = default_run_agent_input()
+    body["forwardedProps"] = {"interrupt": True}
+    report = asyncio.run(
+        validate_agui_endpoint(
+            url, features=["human-in-the-loop", "shared-state"], input=body, timeout_ms=60_000
+        )
+    )
+    findings = [(d.rule, d.message) for d in report.diagnostics if d.severity != "info"]
+    assert findings == []
+    assert report.summary.errors == report.summary.warnings == 0
+    assert report.features["human-in-the-loop"] == "exercised"
