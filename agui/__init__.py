@@ -2,30 +2,46 @@
 
 Every model class, enum and union of the spec is available here (`agui.RunAgentInput`,
 `agui.TextMessageContentEvent`, `agui.Role`, `agui.Event`, `agui.Message`, ...), with `encode`
-and `decode` for the wire form, SSE framing, the `Agent` protocol, the ASGI server `AgentApp` and
-the httpx client `HttpAgent`.
+and `decode` for the wire form, SSE framing, the `Agent` protocol, the ASGI server `AgentApp`, the
+httpx client `HttpAgent`, and the client-side stream processing (`Pipeline`, `Conversation`).
 """
 
 import agui_generated as _generated
 from agui_generated import *  # noqa: F403 - the generated models are the public API
 
 from agui.agent import Agent
+from agui.chunks import ChunkExpander
 from agui.client import HttpAgent, HttpError, StreamError
 from agui.codec import EncodeError, UnknownEvent, decode, decode_json, encode, to_json
+from agui.conversation import Conversation, ExpiredInterruptError, PendingInterruptsError
+from agui.pipeline import Pipeline
+from agui.reducer import Reducer, RunResult
 from agui.server import AgentApp
 from agui.sse import SSEDecoder, SSEError, SSEMessage, sse_frame
+from agui.stream import ProtocolError, StreamWarning
+from agui.verify import Verifier
 
 __all__ = [
     "Agent",
     "AgentApp",
+    "ChunkExpander",
+    "Conversation",
     "EncodeError",
+    "ExpiredInterruptError",
     "HttpAgent",
     "HttpError",
+    "PendingInterruptsError",
+    "Pipeline",
+    "ProtocolError",
+    "Reducer",
+    "RunResult",
     "SSEDecoder",
     "SSEError",
     "SSEMessage",
     "StreamError",
+    "StreamWarning",
     "UnknownEvent",
+    "Verifier",
     "decode",
     "decode_json",
     "encode",

@@ -15,7 +15,7 @@ import httpx
 from agui_generated import DecodeError, Problem, RunAgentInput
 
 from agui.codec import decode, encode
-from agui.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder, SSEError, SSEMessage
+from agui.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder, SSEError
 
 __all__ = ["HttpAgent", "HttpError", "StreamError"]
 
@@ -94,8 +94,9 @@ class HttpAgent:
     def _request_headers(self) -> dict[str, str]:
         return {"content-type": "application/json", "accept": "text/event-stream", **self.headers}
 
-    async def run(self, input: RunAgentInput) -> AsyncIterator[Any]:
-        """POST the input; yield each event as it arrives."""
+    async def frames(self, input: RunAgentInput) -> AsyncIterator[bytes]:
+        """POST the input; yield the data of each SSE frame as it arrives, undecoded (for a
+        pipeline that decodes, and reports what it strips, itself)."""
         body = encode(input)
         own = self.client is None
         client = self.client or httpx.AsyncClient(timeout=self.timeout)
@@ -109,18 +110,18 @@ class HttpAgent:
             ) as response:
                 if not response.is_success:
                     raise HttpError(response.status_code, await _error_text_async(response))
-                frames = _Frames(self)
+                frames = _Frames(self.max_frame_bytes)
                 async for chunk in response.aiter_bytes():
-                    for event in frames.feed(chunk):
-                        yield event
-                for event in frames.close():
-                    yield event
+                    for data in frames.feed(chunk):
+                        yield data
+                for data in frames.close():
+                    yield data
         finally:
             if own:
                 await client.aclose()
 
-    def run_sync(self, input: RunAgentInput) -> Iterator[Any]:
-        """The same as `run`, for code without an event loop."""
+    def frames_sync(self, input: RunAgentInput) -> Iterator[bytes]:
+        """The same as `frames`, for code without an event loop."""
         body = encode(input)
         own = self.sync_client is None
         client = self.sync_client or httpx.Client(timeout=self.timeout)
@@ -134,7 +135,7 @@ class HttpAgent:
             ) as response:
                 if not response.is_success:
                     raise HttpError(response.status_code, _error_text(response))
-                frames = _Frames(self)
+                frames = _Frames(self.max_frame_bytes)
                 for chunk in response.iter_bytes():
                     yield from frames.feed(chunk)
                 yield from frames.close()
@@ -142,48 +143,60 @@ class HttpAgent:
             if own:
                 client.close()
 
+    async def run(self, input: RunAgentInput) -> AsyncIterator[Any]:
+        """POST the input; yield each event as it arrives."""
+        count = 0
+        async for data in self.frames(input):
+            count += 1
+            yield self._event(data, count)
+
+    def run_sync(self, input: RunAgentInput) -> Iterator[Any]:
+        """The same as `run`, for code without an event loop."""
+        for count, data in enumerate(self.frames_sync(input), 1):
+            yield self._event(data, count)
+
+    def _event(self, data: bytes, count: int) -> Any:
+        warnings: list[Problem] = []
+        try:
+            event = decode(data, strict=self.strict, warnings=warnings)
+        except DecodeError as exc:
+            preview = data[:80].decode("utf-8", "replace")
+            raise StreamError(
+                f"frame {count} is not a valid AG-UI event ({exc.problems[0]}): {preview!r}",
+                frame=count,
+                problems=exc.problems,
+            ) from None
+        for warning in warnings:
+            log.warning("frame %d: %s", count, warning)
+        return event
+
 
 class _Frames:
-    """SSE bytes -> events, numbering frames so an error can name the one that broke."""
+    """SSE bytes -> frame data, numbering frames so an error can name the one that broke."""
 
-    def __init__(self, agent: HttpAgent) -> None:
-        self.sse = SSEDecoder(agent.max_frame_bytes)
-        self.strict = agent.strict
+    def __init__(self, max_frame_bytes: int) -> None:
+        self.sse = SSEDecoder(max_frame_bytes)
         self.count = 0
 
-    # Generators, not lists: each event is handed out before the next frame is decoded, so the
-    # events before a malformed frame reach the caller however the frames were chunked.
-    def feed(self, chunk: bytes) -> Iterator[Any]:
+    # Generators, not lists: each frame is handed out before the next is looked at, so the
+    # frames before a broken one reach the caller however the bytes were chunked.
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
         try:
             messages = self.sse.feed(chunk)
         except SSEError as exc:
             raise StreamError(f"frame {self.count + 1}: {exc}", frame=self.count + 1) from None
         for message in messages:
-            yield self._event(message)
+            self.count += 1
+            yield message.data
 
-    def close(self) -> Iterator[Any]:
+    def close(self) -> Iterator[bytes]:
         try:
             messages = self.sse.close()
         except SSEError as exc:
             raise StreamError(f"frame {self.count + 1}: {exc}", frame=self.count + 1) from None
         for message in messages:
-            yield self._event(message)
-
-    def _event(self, message: SSEMessage) -> Any:
-        self.count += 1
-        warnings: list[Problem] = []
-        try:
-            event = decode(message.data, strict=self.strict, warnings=warnings)
-        except DecodeError as exc:
-            preview = message.data[:80].decode("utf-8", "replace")
-            raise StreamError(
-                f"frame {self.count} is not a valid AG-UI event ({exc.problems[0]}): {preview!r}",
-                frame=self.count,
-                problems=exc.problems,
-            ) from None
-        for warning in warnings:
-            log.warning("frame %d: %s", self.count, warning)
-        return event
+            self.count += 1
+            yield message.data
 
 
 async def _error_text_async(response: httpx.Response) -> str:

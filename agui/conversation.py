@@ -18,7 +18,6 @@ interrupt past its `expiresAt` can only be cancelled; the error wording is the T
 from __future__ import annotations
 
 import copy
-import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -31,7 +30,6 @@ from agui_generated import (
     Context,
     Interrupt,
     Message,
-    Problem,
     ResumeEntry,
     ResumeStatus,
     RunAgentInput,
@@ -305,8 +303,11 @@ class Conversation:
                 resume=resume,
             )
         pipeline = self.pipeline()
-        with self._stream(pipeline), _client_warnings(pipeline):
-            stream = agent(input)
+        with self._stream(pipeline):
+            # An HttpAgent can hand over undecoded frames: the pipeline's own tolerant decoding
+            # then reports what it strips, as warnings of this stream.
+            frames = getattr(agent, "frames", None)
+            stream = frames(input) if callable(frames) else agent(input)
             try:
                 async for item in stream:
                     pipeline.feed(item)
@@ -358,45 +359,3 @@ class Conversation:
             "warnings": [warning_json(w) for w in self.warnings],
             "pendingInterrupts": [to_json(i) for i in self.pending_interrupts],
         }
-
-
-class _Capture(logging.Handler):
-    """Turns the tolerant-decoding warnings an HttpAgent logs into the stream's warnings."""
-
-    def __init__(self, pipeline: Pipeline, task: object) -> None:
-        super().__init__(logging.WARNING)
-        self.pipeline = pipeline
-        self.task = task
-
-    def emit(self, record: logging.LogRecord) -> None:
-        import asyncio
-
-        try:
-            current = asyncio.current_task()
-        except RuntimeError:
-            return
-        args = record.args
-        if current is not self.task or not isinstance(args, tuple) or len(args) != 2:
-            return
-        frame, problem = args
-        if not isinstance(frame, int) or not isinstance(problem, Problem):
-            return
-        if problem.kind == "unknown_tag" and problem.pointer == "/type":
-            return  # an unknown event: the pipeline drops it and says so
-        warning = StreamWarning("stripped", problem.message, problem.pointer, frame - 1)
-        self.pipeline.warnings.append(warning)
-
-
-@contextmanager
-def _client_warnings(pipeline: Pipeline) -> Iterator[None]:
-    """While an agent streams in this task, collect what agui.HttpAgent strips (it decodes the
-    frames itself and only logs its warnings)."""
-    import asyncio
-
-    handler = _Capture(pipeline, asyncio.current_task())
-    logger = logging.getLogger("agui.client")
-    logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)

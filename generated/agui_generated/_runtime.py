@@ -134,8 +134,13 @@ def json_kind(value: Any) -> str:
 
 
 def bad(cx: Ctx, d: dict[str, Any], at: At, key: str, expected: str) -> Any:
-    """Report a member that is missing, null or of the wrong JSON type."""
+    """Report a member that is missing, null or of the wrong JSON type.
+
+    A str subclass (a StrEnum member in values built in Python, e.g. by to_json) is a string."""
     where = (at, key)
+    value = d.get(key)
+    if expected == "a string" and isinstance(value, str):
+        return str(value)
     if key not in d:
         cx.error(where, "missing", f"required member '{key}' is missing")
     elif d[key] is None:
@@ -173,7 +178,9 @@ def int_(cx: Ctx, d: dict[str, Any], at: At, key: str, lo: int | None, hi: int |
 
 def enum(cx: Ctx, d: dict[str, Any], at: At, key: str, table: Mapping[str, Any]) -> Any:
     value = d.get(key)
-    if type(value) is not str:
+    if isinstance(value, str) and str(value) in table:  # a StrEnum member built in Python
+        return table[str(value)]
+    if not isinstance(value, str):
         return bad(cx, d, at, key, "a string")
     cx.error((at, key), "enum", f"{describe(value)} is not one of {', '.join(table)}")
     return None
