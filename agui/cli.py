@@ -27,6 +27,7 @@ import orjson
 
 import agui
 from agui import DecodeError, EncodeError, Problem
+from agui.codec import dumps
 
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
 """The largest document validate reads; a bigger one is reported, not parsed."""
@@ -175,25 +176,16 @@ SUMMARY_HELP = (
 )
 
 
-def _dump(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # nested deeper than orjson writes
-        import json
-
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
 def _report(conversation: Any, summary: bool) -> int:
     """Print the summary (or, for replay without --summary, the delivered events and the error);
     return the exit code."""
     result = conversation.summary()
     out = sys.stdout.buffer
     if summary:
-        out.write(_dump(result) + b"\n")
+        out.write(dumps(result) + b"\n")
     else:
         for event in result["events"]:
-            out.write(_dump(event) + b"\n")
+            out.write(dumps(event) + b"\n")
     out.flush()
     if result["error"] is not None and not summary:
         print(f"agui: {result['error']}", file=sys.stderr)

@@ -126,19 +126,22 @@ def encode(obj: Any) -> bytes:
 
 
 def _encode_slowly(obj: Any) -> bytes:
-    """The rare cases: an UnknownEvent, JSON nested deeper than orjson writes (it stops at 255
-    levels; decoding accepts more), or something that is not JSON at all."""
+    """The rare cases: an UnknownEvent, JSON nested deeper than orjson writes, or something that
+    is not JSON at all."""
     try:
-        value = to_json(obj)
-        try:
-            return orjson.dumps(value)
-        except orjson.JSONEncodeError as exc:
-            if "ecursion" not in str(exc):
-                raise
-        return json.dumps(
-            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
+        return dumps(to_json(obj))
     except EncodeError:
         raise
     except (TypeError, ValueError, RecursionError) as exc:
         raise EncodeError(f"cannot encode {type(obj).__name__}: {exc}") from None
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON of plain Python values. orjson stops at 255 levels of nesting while decoding
+    accepts more, so deeper values go through the standard library, written the same way."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        if "ecursion" not in str(exc):
+            raise
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
