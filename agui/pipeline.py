@@ -12,7 +12,6 @@ event); the run that was open is then recorded as truncated. A producer's RUN_ER
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -20,9 +19,11 @@ from typing import Any
 import attrs
 from agui_generated import DecodeError, Problem
 
+from agui.chunks import ChunkExpander
 from agui.codec import UnknownEvent, decode, decode_json
 from agui.reducer import TRUNCATED, Reducer
 from agui.stream import ProtocolError, StreamWarning
+from agui.verify import Verifier
 
 __all__ = ["NO_EVENTS", "Pipeline", "describe"]
 
@@ -36,14 +37,6 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, DecodeError):
         return f"Not a valid AG-UI event: {'; '.join(str(p) for p in exc.problems[:5])}"
     return str(exc) or type(exc).__name__
-
-
-def _optional_stage(module: str, name: str) -> Any:
-    """A stage whose module may not exist yet in this tree; None when it does not."""
-    try:
-        return getattr(importlib.import_module(module), name)()
-    except ImportError:
-        return None
 
 
 class Pipeline:
@@ -65,11 +58,8 @@ class Pipeline:
         self.strict = strict
         """Decode text and objects strictly: unknown members are errors instead of warnings."""
         if stages is None:
-            stages = (
-                _optional_stage("agui.chunks", "ChunkExpander"),
-                _optional_stage("agui.verify", "Verifier"),
-            )
-        self.stages: list[Any] = [stage for stage in stages if stage is not None]
+            stages = (ChunkExpander(), Verifier())
+        self.stages: list[Any] = list(stages)
         """The stages between decoding and the reducer (default: a new ChunkExpander and
         Verifier); each has feed(event) -> list, finish() -> list and may keep `warnings`."""
         self.received = 0
