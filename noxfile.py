@@ -18,10 +18,20 @@ PYTHON = "3.11"
 
 @nox.session(python=PYTHON)
 def generate(session: nox.Session) -> None:
-    """Regenerate generated/ from spec/agui.yaml, then verify every golden fixture round-trips."""
-    session.install("-e", ".[codegen]", "pytest")
+    """Regenerate generated/ from spec/agui.yaml (the attrs binding, the JSON Schema and, from the
+    schema by datamodel-code-generator, the pydantic binding), then verify that every golden
+    fixture round-trips and that the three bindings agree on each one."""
+    session.install("-e", ".[codegen,pydantic]", "pytest")
     session.run("python", "-m", "codegen")
-    session.run("pytest", "-q", "tests/test_fixtures.py")
+    session.run(
+        "pytest",
+        "-q",
+        "tests/test_fixtures.py",
+        "tests/test_jsonschema.py",
+        "tests/test_pydantic_binding.py",
+        "-k",
+        "not readme",  # the FastAPI example needs the dev extra
+    )
 
 
 @nox.session(python=PYTHON)
@@ -63,8 +73,10 @@ def interop(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def crosscheck(session: nox.Session) -> None:
-    """Re-serialise every valid fixture with @ag-ui/core 1.0.0 and ag-ui-protocol 1.0.0; list differences."""
-    session.install("-e", ".", "ag-ui-protocol==1.0.0")
+    """Re-serialise every valid fixture with @ag-ui/core 1.0.0 and ag-ui-protocol 1.0.0; list
+    differences. Validate every fixture against the generated JSON Schema and list, per
+    definition, the documents either peer accepts that the schema rejects or the other way round."""
+    session.install("-e", ".", "ag-ui-protocol==1.0.0", "jsonschema>=4.23")
     _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
     session.run("python", "tests/crosscheck/run.py")
 

@@ -3,7 +3,8 @@
 Every model class, enum and union of the spec is available here (`agui.RunAgentInput`,
 `agui.TextMessageContentEvent`, `agui.Role`, `agui.Event`, `agui.Message`, ...), with `encode`
 and `decode` for the wire form, SSE framing, the `Agent` protocol, the ASGI server `AgentApp`, the
-httpx client `HttpAgent`, and the client-side stream processing (`Pipeline`, `Conversation`).
+httpx client `HttpAgent`, the client-side stream processing (`Pipeline`, `Conversation`), and
+`to_pydantic`/`from_pydantic` for the generated pydantic binding (`agui_pydantic`).
 """
 
 import agui_generated as _generated
@@ -15,6 +16,7 @@ from agui.client import HttpAgent, HttpError, StreamError
 from agui.codec import EncodeError, UnknownEvent, decode, decode_json, encode, to_json
 from agui.conversation import Conversation, ExpiredInterruptError, PendingInterruptsError
 from agui.pipeline import Pipeline
+from agui.pydantic import from_pydantic, to_pydantic
 from agui.reducer import Reducer, RunResult
 from agui.server import AgentApp
 from agui.sse import SSEDecoder, SSEError, SSEMessage, sse_frame
@@ -45,7 +47,9 @@ __all__ = [
     "decode",
     "decode_json",
     "encode",
+    "from_pydantic",
     "sse_frame",
     "to_json",
+    "to_pydantic",
 ]
 __all__ += _generated.__all__

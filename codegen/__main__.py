@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # a tool of the pipeline is missing, the wrong version, or failed
+        print(f"python -m codegen: {exc}", file=sys.stderr)
+        return 2
     problems = differences(files)
     if args.check:
         for problem in problems:

@@ -30,6 +30,7 @@ class TypeRef:
     options: tuple[TypeRef, ...] = ()  # either: one option per JSON kind
     py: str = ""  # the Python annotation
     expected: str = ""  # how an error message names the expected JSON shape
+    alias: str = ""  # the alias definition this type was written as (JsonPointer), if any
 
 
 @attrs.frozen
@@ -178,6 +179,11 @@ class Spec:
         return sorted(names)
 
     @property
+    def alias_constraints(self) -> dict[str, Constraints]:
+        """Alias name -> the constraints it declares (a field written as the alias inherits them)."""
+        return {a.name: a.constraints for a in self.aliases}
+
+    @property
     def pattern_ids(self) -> dict[str, int]:
         """Every distinct pattern, numbered in order of first use (one compiled regex each)."""
         ids: dict[str, int] = {}
@@ -249,7 +255,7 @@ class _Builder:
             return TypeRef("enum", name=text, py=text, expected="a string"), Constraints()
         if kind == "alias":
             inner, _ = self.parse_type(target["type"], [text, "type"])
-            return inner, _constraints(target)
+            return attrs.evolve(inner, alias=text), _constraints(target)
         if kind == "object":
             return TypeRef("ref", name=text, py=text, expected="an object"), Constraints()
         if kind == "union":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import subprocess
 import sys
 
@@ -62,8 +63,8 @@ def test_check_names_a_stale_file_and_exits_non_zero(tmp_path: object) -> None:
 
 
 def test_editing_one_field_changes_that_class_and_nothing_else(files: dict[str, str]) -> None:
-    """Adding an optional member to TEXT_MESSAGE_END touches its class, its decoder/encoder and
-    nothing else."""
+    """Adding an optional member to TEXT_MESSAGE_END touches its class, its decoder/encoder, its
+    JSON Schema definition and its pydantic model, and nothing else."""
     anchor = "  TextMessageEndEvent:\n"
     assert anchor in SPEC_TEXT
     head, tail = SPEC_TEXT.split(anchor, 1)
@@ -77,10 +78,21 @@ def test_editing_one_field_changes_that_class_and_nothing_else(files: dict[str, 
     )
     changed = render(build(read_spec(edited)))
     touched = {path for path in files if changed[path] != files[path]}
-    assert touched == {"agui_generated/models.py", "agui_generated/codec.py"}
+    assert touched == {
+        "agui_generated/models.py",
+        "agui_generated/codec.py",
+        "jsonschema/agui.schema.json",
+        "agui_pydantic/models.py",
+    }
+    old_defs = json.loads(files["jsonschema/agui.schema.json"])["$defs"]
+    new_defs = json.loads(changed["jsonschema/agui.schema.json"])["$defs"]
+    assert [name for name in new_defs if new_defs[name] != old_defs.get(name)] == [
+        "TextMessageEndEvent"
+    ]
     for path, header in (
         ("agui_generated/models.py", "class "),
         ("agui_generated/codec.py", "# ── "),
+        ("agui_pydantic/models.py", "class "),
     ):
         old, new = files[path].splitlines(), changed[path].splitlines()
         opcodes = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
@@ -163,3 +175,19 @@ def test_spec_counts() -> None:
         "activity",
         "reasoning",
     ]
+
+
+def test_check_covers_the_schema_and_the_pydantic_binding(files: dict[str, str]) -> None:
+    for path in ("jsonschema/agui.schema.json", "agui_pydantic/models.py"):
+        assert path in files
+        stale = differences({**files, path: files[path] + "\n"})
+        assert stale == [f"generated/{path} is stale"]
+        orphan = differences({p: t for p, t in files.items() if p != path})
+        assert orphan == [f"generated/{path} is an orphan (no template produces it)"]
+
+
+def test_the_pinned_generator_is_the_one_in_pyproject() -> None:
+    from codegen.pydantic_binding import DMCG_VERSION
+
+    pyproject = (ROOT / "pyproject.toml").read_text("utf-8")
+    assert f'"datamodel-code-generator=={DMCG_VERSION}"' in pyproject

@@ -211,13 +211,15 @@ def strings(cx: Ctx, items: list[Any], at: At) -> tuple[str, ...]:
 
 
 def compiled(regex: str) -> Callable[[str], bool]:
-    """A cached full-match test: the same few pointers recur across a stream's patches, and a
-    cache hit costs far less than running the regex again."""
-    match = re.compile(regex).match
+    """A cached pattern test, as JSON Schema's `pattern` runs it: a search (patterns anchor
+    themselves), with `regex` already in Python's dialect (codegen.regex turns the spec's ECMA-262 `$`
+    into `\\Z`, since Python's `$` also matches before a final newline). The same few pointers
+    recur across a stream's patches, and a cache hit costs far less than running the regex again."""
+    search = re.compile(regex).search
 
     @functools.lru_cache(maxsize=4096)
     def matches(value: str) -> bool:
-        return match(value) is not None
+        return search(value) is not None
 
     return matches
 

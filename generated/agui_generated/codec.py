@@ -164,7 +164,7 @@ _EV_ReasoningEncryptedValueSubtype: Final[dict[str, ReasoningEncryptedValueSubty
     "tool-call": ReasoningEncryptedValueSubtype.TOOL_CALL,
     "message": ReasoningEncryptedValueSubtype.MESSAGE,
 }
-_P0 = _rt.compiled("^(/([^/~]|~[01])*)*$")
+_P0 = _rt.compiled("^(/([^/~]|~[01])*)*\\Z")
 
 
 # ── TextPart ──

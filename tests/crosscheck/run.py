@@ -6,8 +6,15 @@ For each ``tests/fixtures/<Definition>/valid/*.json`` this computes agui's wire 
 document, then lists every fixture where a peer's bytes differ from agui's, and a summary
 of the kinds of difference. The full result goes to ``.crosscheck/report.json``.
 
+It also validates every fixture, valid and invalid, against the generated JSON Schema
+(``generated/jsonschema/agui.schema.json``, with ECMA-262 patterns) and runs the invalid ones
+through both peers too, then lists, per definition, every document a peer accepts that the
+schema rejects or the other way round, with the reason (the fixture's expected problem, or the
+peer's error).
+
 Differences are findings, not failures: the exit status is 0 once everything ran, 1 if agui
-rejects one of its own valid fixtures, 2 if a peer could not run at all.
+rejects one of its own valid fixtures or the schema disagrees with a fixture, 2 if a peer could
+not run at all.
 
 Needs the npm packages installed under ``.crosscheck/`` first (``nox -s crosscheck`` does
 it: ``npm ci --prefix .crosscheck`` with this folder's package.json and lock).
@@ -30,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 WORK = ROOT / ".crosscheck"
+SCHEMA = ROOT / "generated" / "jsonschema" / "agui.schema.json"
 SHOWN = 160  # characters of a wire shown in the table; the report keeps all of it
 
 
@@ -64,6 +72,29 @@ class Row:
     differences: dict[str, list[Difference]] = field(default_factory=dict)
 
 
+@dataclass
+class Invalid:
+    """An invalid fixture, with the problem strict agui decoding reports for it."""
+
+    definition: str
+    name: str
+    text: str
+    pointer: str
+    kind: str
+
+
+@dataclass
+class Divergence:
+    """A document on which a peer's verdict differs from the JSON Schema's."""
+
+    definition: str
+    fixture: str
+    peer: str
+    peer_accepts: bool  # and so the schema rejects it, or the other way round
+    why: str  # the fixture's expected problem, or the peer's error
+    wire: str | None  # what the peer made of a document it accepted
+
+
 class PeerFailure(Exception):
     pass
 
@@ -90,6 +121,66 @@ def collect() -> list[Fixture]:
     return fixtures
 
 
+def collect_invalid() -> list[Invalid]:
+    cases = []
+    for path in sorted(FIXTURES.glob("*/invalid/*.json")):
+        if path.name.endswith(".expect.json"):
+            continue
+        expect = json.loads(
+            path.with_name(path.name.removesuffix(".json") + ".expect.json").read_text("utf-8")
+        )
+        cases.append(
+            Invalid(
+                definition=path.parts[-3],
+                name=path.relative_to(FIXTURES).as_posix(),
+                text=path.read_bytes().decode("utf-8", "surrogateescape"),
+                pointer=expect["pointer"],
+                kind=expect["kind"],
+            )
+        )
+    return cases
+
+
+def schema_check() -> Any:
+    """`check(definition, text) -> error or None` against the generated JSON Schema, each
+    definition addressed by its $anchor. Patterns run in ECMA-262's sense (python-jsonschema
+    would use Python's `re`, whose `$` also matches before a final newline)."""
+    import jsonschema
+    import referencing
+    from referencing.jsonschema import DRAFT202012
+
+    sys.path.insert(0, str(ROOT))
+    from codegen.regex import python_regex
+
+    schema = json.loads(SCHEMA.read_text("utf-8"))
+
+    def ecma_pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Any:
+        if validator.is_type(instance, "string") and not re.search(python_regex(pattern), instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+    cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": ecma_pattern})
+    registry = referencing.Registry().with_resource(
+        schema["$id"], DRAFT202012.create_resource(schema)
+    )
+    validators: dict[str, Any] = {}
+
+    def reject(token: str) -> Any:
+        raise ValueError(f"{token} is not JSON")
+
+    def check(definition: str, text: str) -> str | None:
+        try:
+            value = json.loads(text, parse_constant=reject)
+        except ValueError as err:
+            return f"not JSON: {err}"
+        if definition not in validators:
+            ref = {"$ref": f"{schema['$id']}#{definition}"}
+            validators[definition] = cls(ref, registry=registry)
+        error = jsonschema.exceptions.best_match(validators[definition].iter_errors(value))
+        return None if error is None else f"{error.json_path}: {error.message[:160]}"
+
+    return check
+
+
 def run_agui(fixture: Fixture) -> Outcome:
     import agui
 
@@ -101,7 +192,7 @@ def run_agui(fixture: Fixture) -> Outcome:
         return Outcome(False, None, f"{type(err).__name__}: {err}")
 
 
-def run_peer(argv: list[str], fixtures: list[Fixture]) -> list[Outcome]:
+def run_peer(argv: list[str], fixtures: list[Fixture] | list[Invalid]) -> list[Outcome]:
     items = [{"definition": f.definition, "json": f.text} for f in fixtures]
     try:
         proc = subprocess.run(
@@ -258,6 +349,87 @@ def differences(definition: str, ours: str, theirs: Outcome) -> list[Difference]
     return found
 
 
+# ── acceptance: the peers against the schema ──────────────────────────────────
+
+
+def divergences(
+    definition: str,
+    fixture: str,
+    schema_error: str | None,
+    peers: dict[str, Outcome],
+    expected: str | None,
+) -> list[Divergence]:
+    """Where a peer's verdict differs from the schema's. `expected` is the problem an invalid
+    fixture is about ("null at /name"); None for a valid fixture."""
+    found = []
+    for peer, outcome in peers.items():
+        if outcome.error is not None and outcome.error.startswith("unsupported"):
+            continue  # the peer has no schema for this definition; listed elsewhere
+        if outcome.ok == (schema_error is None):
+            continue
+        if outcome.ok:
+            why = expected or f"the schema says {schema_error}"
+        else:
+            why = outcome.error or "rejected"
+        found.append(Divergence(definition, fixture, peer, outcome.ok, why, outcome.wire))
+    return found
+
+
+def print_divergences(found: list[Divergence]) -> None:
+    print("\n── acceptance: documents a peer judges differently from the JSON Schema")
+    if not found:
+        print("  none")
+    for definition in sorted({d.definition for d in found}):
+        print(f"\n  {definition}")
+        for d in (d for d in found if d.definition == definition):
+            verdict = "accepts" if d.peer_accepts else "rejects"
+            print(f"    {d.peer:<9} {verdict} {d.fixture}: {clip(d.why)}")
+            if d.peer_accepts and d.wire is not None:
+                print(f"    {'':<9}   → {clip(d.wire)}")
+
+
+KINDS = {
+    "null": "null on an optional member",
+    "unknown_property": "a member the definition does not have",
+    "type": "a value of another JSON type",
+    "missing": "a required member left out",
+    "range": "an integer out of bounds",
+    "pattern": "a string that does not match the pattern",
+    "enum": "a value outside the enum",
+    "const": "another value where one is fixed",
+    "unknown_tag": "an unknown discriminator value",
+    "min_items": "too few items",
+    "json": "text that is not JSON",
+}
+
+
+def summarise_divergences(found: list[Divergence]) -> list[dict[str, Any]]:
+    """Per peer and reason (the expected problem's kind, or the peer's error in general terms)."""
+    groups: dict[tuple[str, str], list[Divergence]] = {}
+    for d in found:
+        if d.peer_accepts:
+            kind = d.why.split(" at ")[0]
+            reason = f"accepts what the schema rejects: {kind} ({KINDS.get(kind, kind)})"
+        else:
+            reason = (
+                "rejects what the schema accepts: "
+                + re.sub(r"\.\d+(?=[.:])", ".*", d.why.split("; ")[0])[:100]
+            )
+        groups.setdefault((d.peer, reason), []).append(d)
+    return [
+        {
+            "peer": peer,
+            "reason": reason,
+            "fixtures": len(items),
+            "definitions": sorted({d.definition for d in items}),
+            "examples": [d.fixture for d in items[:3]],
+        }
+        for (peer, reason), items in sorted(
+            groups.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0][1])
+        )
+    ]
+
+
 # ── reporting ─────────────────────────────────────────────────────────────────
 
 
@@ -341,6 +513,46 @@ def main() -> int:
                 row.differences[name] = differences(row.definition, row.agui.wire, outcome)
 
     print_table(rows)
+
+    # the JSON Schema on every fixture, and the peers on the invalid ones
+    try:
+        check = schema_check()
+    except Exception as err:
+        print(f"crosscheck: cannot load the JSON Schema: {err}", file=sys.stderr)
+        return 2
+    invalid = collect_invalid()
+    schema_valid = {f.name: check(f.definition, f.text) for f in fixtures}
+    schema_invalid = {c.name: check(c.definition, c.text) for c in invalid}
+    invalid_peers: dict[str, list[Outcome]] = {}
+    for name in ("zod", "pydantic"):
+        try:
+            invalid_peers[name] = run_peer(commands[name], invalid) if invalid else []
+        except PeerFailure as err:
+            failures[f"{name} (invalid fixtures)"] = str(err)
+    found: list[Divergence] = []
+    for row in rows:
+        peers_of_row = {k: v for k, v in row.peers.items() if k in ("zod", "pydantic")}
+        found += divergences(
+            row.definition, row.fixture, schema_valid[row.fixture], peers_of_row, None
+        )
+    for index, case in enumerate(invalid):
+        outcomes = {name: results[index] for name, results in invalid_peers.items()}
+        expected = f"{case.kind} at {case.pointer or '/'}"
+        found += divergences(
+            case.definition, case.name, schema_invalid[case.name], outcomes, expected
+        )
+    print_divergences(found)
+    accepted_by_schema = [c.name for c in invalid if schema_invalid[c.name] is None]
+    rejected_by_schema = [f"{k}: {v}" for k, v in schema_valid.items() if v is not None]
+    no_schema = sorted(
+        {
+            f"{peer} has no schema for {row.definition}"
+            for row in rows
+            for peer, outcome in row.peers.items()
+            if outcome.error is not None and outcome.error.startswith("unsupported")
+        }
+    )
+
     summary = summarise(rows)
     rejected = [r for r in rows if not r.agui.ok]
     off_golden = [r for r in rows if r.agui.ok and not r.matches_golden]
@@ -351,6 +563,25 @@ def main() -> int:
         print(f"        {'':<24} e.g. {entry['example']}: {clip(entry['detail'])}")
     if not summary:
         print("  none")
+    print("\n── summary: documents a peer judges differently from the JSON Schema")
+    divergence_summary = summarise_divergences(found)
+    for entry in divergence_summary:
+        definitions = entry["definitions"]
+        shown = ", ".join(definitions[:4]) + (", …" if len(definitions) > 4 else "")
+        print(f"  {entry['fixtures']:>4}  {entry['peer']:<9} {entry['reason']}")
+        print(f"        {'':<9} {len(definitions)} definitions: {shown}")
+    if not divergence_summary:
+        print("  none")
+    for note in no_schema:
+        print(f"  NOTE {note}")
+    print(
+        f"\n  JSON Schema: {len(fixtures) - len(rejected_by_schema)}/{len(fixtures)} valid fixtures "
+        f"accepted, {len(invalid) - len(accepted_by_schema)}/{len(invalid)} invalid ones rejected"
+    )
+    for entry in rejected_by_schema:
+        print(f"  FAIL the JSON Schema rejects the valid fixture {entry}")
+    for name in accepted_by_schema:
+        print(f"  FAIL the JSON Schema accepts the invalid fixture {name}")
     same = sum(1 for r in rows if r.peers and not any(r.differences.values()))
     print(f"\n  {same}/{len(rows)} fixtures byte-identical across every peer")
     for row in off_golden:
@@ -366,13 +597,19 @@ def main() -> int:
         "peer_failures": failures,
         "agui_rejects": [r.fixture for r in rejected],
         "agui_off_golden": [r.fixture for r in off_golden],
+        "schema": {
+            "valid_rejected": rejected_by_schema,
+            "invalid_accepted": accepted_by_schema,
+        },
+        "acceptance": [asdict(d) for d in found],
+        "acceptance_summary": divergence_summary,
     }
     out = WORK / "report.json"
     out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\n  report: {out.relative_to(ROOT)}")
     if failures:
         return 2
-    return 1 if rejected else 0
+    return 1 if rejected or rejected_by_schema or accepted_by_schema else 0
 
 
 if __name__ == "__main__":

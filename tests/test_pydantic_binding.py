@@ -1,0 +1,219 @@
+"""The pydantic binding (generated/agui_pydantic, made by datamodel-code-generator from the JSON
+Schema) agrees with strict agui.decode on every golden fixture, and converts both ways.
+
+Wire documents are validated with `by_name=False` (snake_case keys are not part of the contract;
+the models accept them only when constructing in Python) and written back with `by_alias=True,
+exclude_unset=True`: absent members stay absent, required nulls stay null.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import agui_pydantic
+import httpx
+import pytest
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+import agui
+
+from .conftest import FIXTURES, ROOT
+
+
+def _cases(kind: str) -> list[Path]:
+    return sorted(
+        p for p in FIXTURES.glob(f"*/{kind}/*.json") if not p.name.endswith(".expect.json")
+    )
+
+
+def _id(path: Path) -> str:
+    return f"{path.parent.parent.name}/{path.parent.name}/{path.stem}"
+
+
+@cache
+def adapter(name: str) -> TypeAdapter[Any]:
+    return TypeAdapter(getattr(agui_pydantic, name))
+
+
+def wire(name: str, value: Any) -> bytes:
+    return adapter(name).dump_json(value, by_alias=True, exclude_unset=True)
+
+
+def golden(path: Path) -> bytes:
+    expect = path.with_name(path.stem + ".expect.json")
+    return (expect.read_bytes() if expect.exists() else path.read_bytes()).removesuffix(b"\n")
+
+
+@pytest.mark.parametrize("path", _cases("valid"), ids=_id)
+def test_valid_fixture_round_trips_through_pydantic(path: Path) -> None:
+    name = path.parent.parent.name
+    value = adapter(name).validate_json(path.read_bytes(), by_name=False)
+    assert wire(name, value) == golden(path)
+
+
+@pytest.mark.parametrize("path", _cases("invalid"), ids=_id)
+def test_invalid_fixture_is_rejected_by_pydantic(path: Path) -> None:
+    name = path.parent.parent.name
+    with pytest.raises(ValidationError):
+        adapter(name).validate_json(path.read_bytes(), by_name=False)
+
+
+@pytest.mark.parametrize("path", _cases("valid"), ids=_id)
+def test_conversion_both_ways_preserves_equality(path: Path) -> None:
+    name = path.parent.parent.name
+    model = agui.decode(path.read_bytes(), getattr(agui, name), strict=True)
+    converted = agui.to_pydantic(model)
+    assert type(converted).__name__ == type(model).__name__
+    assert converted == adapter(name).validate_json(path.read_bytes(), by_name=False)
+    back = agui.from_pydantic(converted)
+    assert back == model
+    assert agui.encode(back) == golden(path)
+
+
+@pytest.mark.parametrize("path", _cases("valid"), ids=_id)
+def test_union_members_come_back_as_their_own_class(path: Path) -> None:
+    name = path.parent.parent.name
+    for union, members in agui.TAGS.items():
+        if getattr(agui, name) in members.values():
+            value = adapter(union).validate_json(path.read_bytes(), by_name=False)
+            assert type(value).__name__ == name
+            assert wire(union, value) == golden(path)
+
+
+# ── the shape of the generated models ─────────────────────────────────────────────────────────
+
+
+def test_closed_models_forbid_extras_and_patch_operations_keep_them() -> None:
+    open_ = {name for name in agui.TAGS["JsonPatchOperation"].values()}
+    for name, cls in agui.DEFINITIONS.items():
+        if name in agui.TAGS:
+            continue
+        model = getattr(agui_pydantic, name)
+        assert issubclass(model, agui_pydantic.WireModel)
+        wanted = "allow" if cls in open_ else "forbid"
+        assert model.model_config.get("extra") == wanted, name
+
+
+def test_unions_are_discriminated() -> None:
+    for union, key in [
+        ("Event", "type"),
+        ("Message", "role"),
+        ("JsonPatchOperation", "op"),
+        ("ContentPart", "type"),
+        ("PartSource", "type"),
+        ("RunFinishedOutcome", "type"),
+        ("SubagentFinishedOutcome", "type"),
+    ]:
+        with pytest.raises(ValidationError) as info:
+            adapter(union).validate_python({key: "no-such-tag"})
+        errors = info.value.errors()
+        assert [e["type"] for e in errors] == ["union_tag_invalid"], union
+
+
+def test_names_aliases_and_absence() -> None:
+    event = agui_pydantic.TextMessageStartEvent(type="TEXT_MESSAGE_START", message_id="m1")
+    assert event.message_id == "m1"
+    assert event.role is agui_pydantic.TextMessageRole.ASSISTANT  # the documented default
+    assert event.model_dump_json(exclude_unset=True) == (
+        '{"type":"TEXT_MESSAGE_START","messageId":"m1"}'
+    )
+    assert agui.from_pydantic(event) == agui.TextMessageStartEvent(message_id="m1")
+    by_alias = agui_pydantic.TextMessageStartEvent.model_validate(
+        {"type": "TEXT_MESSAGE_START", "messageId": "m1"}
+    )
+    assert by_alias == event
+    snake = b'{"type":"TEXT_MESSAGE_START","message_id":"m1"}'
+    adapter("TextMessageStartEvent").validate_json(snake)  # by name: Python construction
+    with pytest.raises(ValidationError):
+        adapter("TextMessageStartEvent").validate_json(snake, by_name=False)
+
+
+def test_null_is_not_absent() -> None:
+    for document in (
+        b'{"type":"TEXT_MESSAGE_END","messageId":"m1","timestamp":null}',
+        b'{"type":"TEXT_MESSAGE_END","messageId":"m1","rawEvent":null}',
+        b'{"type":"TEXT_MESSAGE_END","messageId":"m1","metadata":null}',
+    ):
+        with pytest.raises(ValidationError):
+            adapter("Event").validate_json(document)
+    custom = adapter("Event").validate_json(b'{"type":"CUSTOM","name":"n","value":null}')
+    assert wire("Event", custom) == b'{"type":"CUSTOM","name":"n","value":null}'
+
+
+def test_integers_take_integral_floats_but_no_strings_or_booleans() -> None:
+    ok = adapter("TokenUsage").validate_json(b'{"inputTokens":2.0}')
+    assert wire("TokenUsage", ok) == b'{"inputTokens":2}'
+    for bad in (b'"2"', b"true", b"2.5", b"-1", b"9007199254740992"):
+        with pytest.raises(ValidationError):
+            adapter("TokenUsage").validate_json(b'{"inputTokens":' + bad + b"}")
+
+
+def test_conversion_errors() -> None:
+    unknown = agui.decode(b'{"type":"FUTURE","x":1}', agui.Event)
+    assert isinstance(unknown, agui.UnknownEvent)
+    with pytest.raises(TypeError, match="UnknownEvent"):
+        agui.to_pydantic(unknown)
+
+    class Stranger(BaseModel):
+        x: int
+
+    with pytest.raises(TypeError, match="Stranger"):
+        agui.from_pydantic(Stranger(x=1))
+    broken = agui_pydantic.TextMessageEndEvent.model_construct(type="TEXT_MESSAGE_END")
+    with pytest.raises(agui.DecodeError):
+        agui.from_pydantic(broken)
+
+
+def test_importing_agui_does_not_import_pydantic() -> None:
+    code = "import sys, agui; assert 'pydantic' not in sys.modules, 'pydantic imported'"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_the_readme_fastapi_example_serves_a_run(serve: Callable[[Any], str]) -> None:
+    """The README's FastAPI endpoint, run as written: the pydantic RunAgentInput is the body, the
+    events are this package's SSE frames, and a body breaking the contract is a 422."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    block = readme.split("A FastAPI endpoint taking the pydantic", 1)[1]
+    code = block.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    url = serve(namespace["api"]) + "/agent"
+    body = {
+        "threadId": "t1",
+        "runId": "r1",
+        "messages": [{"id": "u", "role": "user", "content": "hi"}],
+    }
+    with httpx.Client(timeout=10) as client:
+        response = client.post(url, json=body)
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        frames = [f for f in response.content.split(b"\n\n") if f]
+        events = [agui.decode(f.removeprefix(b"data: "), strict=True) for f in frames]
+        assert [e.type for e in events] == [
+            "RUN_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED",
+        ]
+        assert client.post(url, json={**body, "parentRunId": None}).status_code == 422
+
+
+def test_duplicate_keys_are_judged_after_the_parser_keeps_the_last() -> None:
+    """No schema can see a duplicate key: every binding's JSON parser (orjson, json, jiter)
+    keeps the last one, so all three judge the same document."""
+    raw = b'{"type":"TEXT_MESSAGE_END","messageId":1,"messageId":"m"}'
+    assert (
+        agui.encode(agui.decode(raw, strict=True)) == b'{"type":"TEXT_MESSAGE_END","messageId":"m"}'
+    )
+    assert wire("Event", adapter("Event").validate_json(raw)) == agui.encode(agui.decode(raw))
+    bad = b'{"type":"TEXT_MESSAGE_END","messageId":"m","messageId":1}'
+    with pytest.raises(agui.DecodeError):
+        agui.decode(bad, strict=True)
+    with pytest.raises(ValidationError):
+        adapter("Event").validate_json(bad)
