@@ -75,23 +75,28 @@ def interop(session: nox.Session) -> None:
 def crosscheck(session: nox.Session) -> None:
     """Re-serialise every valid fixture with @ag-ui/core 1.0.0 and ag-ui-protocol 1.0.0; list
     differences. Validate every fixture against the generated JSON Schema and list, per
-    definition, the documents either peer accepts that the schema rejects or the other way round."""
-    session.install("-e", ".", "ag-ui-protocol==1.0.0", "jsonschema>=4.23")
+    definition, the documents either peer accepts that the schema rejects or the other way round.
+    Then protobuf parity with @ag-ui/proto 1.0.0: every valid event fixture must encode to the
+    same bytes and decode back (tests/crosscheck/proto_parity.py; fails on a mismatch)."""
+    session.install("-e", ".[codegen]", "ag-ui-protocol==1.0.0", "jsonschema>=4.23")
     _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
     session.run("python", "tests/crosscheck/run.py")
+    session.run("python", "tests/crosscheck/proto_parity.py")
 
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Decode/encode/SSE benchmarks, then the transport benchmark (a 100,000-event run through
-    uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios.
+    uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios. Then the
+    binary transport against JSON (benchmarks/proto.py): speed both ways and bytes on the wire.
 
     Posargs go to the codec benchmarks; `--quick` also shortens the transport run to 20,000 events.
     """
-    session.install("-e", ".[server]", "ag-ui-protocol==1.0.0", "fastapi")
+    session.install("-e", ".[server,proto]", "ag-ui-protocol==1.0.0", "fastapi")
     session.run("python", "benchmarks/run.py", *session.posargs)
     quick = ["--quick"] if "--quick" in session.posargs else []
     session.run("python", "benchmarks/transport.py", *quick)
+    session.run("python", "benchmarks/proto.py", *quick)
 
 
 def _npm_ci(session: nox.Session, source: Path, work: Path) -> None:

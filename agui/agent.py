@@ -21,6 +21,10 @@ class Agent(Protocol):
 
     The stream may carry RUN_STARTED and a terminal RUN_FINISHED / RUN_ERROR itself; the server adds
     whatever is missing. Events are the generated models (an `agui.UnknownEvent` passes through
-    unchanged)."""
+    unchanged).
+
+    An agent may also have a `validate(input) -> list[agui.Problem]` method: AgentApp calls it
+    once the body is decoded and answers 400 with the problems, before any event is sent, when the
+    list is not empty (agui.model.ModelAgent refuses clashing tool names this way)."""
 
     def __call__(self, input: RunAgentInput, /) -> AsyncIterator[Any]: ...

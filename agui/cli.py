@@ -5,7 +5,9 @@ agui validate [--as DEFINITION] [--strict] [FILE ...]
     line per document: {"ok", "errors", "warnings", "wire"}. Without FILE, read JSON Lines from
     standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
 agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent]
-    Serve an agent (default: the built-in demo agent) under uvicorn.
+           [--model-url URL --model NAME]
+    Serve an agent (default: the built-in demo agent) under uvicorn; with --model, an
+    OpenAI-compatible model with the demo tools (key from AGUI_MODEL_API_KEY / OPENAI_API_KEY).
 agui run URL [--message TEXT] [--input FILE] [--json] [--summary]
     Post a run and print the assistant's text as it streams, or every event as a JSON line; with
     --summary, process the stream like a client and print one summary JSON object at the end.
@@ -127,19 +129,35 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     from agui.server import AgentApp
 
-    try:
-        agent = _load_agent(args.agent)
-    except (ImportError, AttributeError, ValueError) as exc:
-        print(f"agui serve: cannot load {args.agent!r}: {exc}", file=sys.stderr)
+    if args.model_url and not args.model:
+        print("agui serve: --model-url needs --model NAME", file=sys.stderr)
         return 2
-    print(
-        f"serving {args.agent or 'the demo agent'} at http://{args.host}:{args.port}{args.path}",
-        file=sys.stderr,
-    )
+    if args.model and args.agent:
+        print("agui serve: give MODULE:ATTR or --model, not both", file=sys.stderr)
+        return 2
+    if args.model:
+        agent, what = _model_agent(args.model, args.model_url)
+    else:
+        try:
+            agent = _load_agent(args.agent)
+        except (ImportError, AttributeError, ValueError) as exc:
+            print(f"agui serve: cannot load {args.agent!r}: {exc}", file=sys.stderr)
+            return 2
+        what = args.agent or "the demo agent"
+    print(f"serving {what} at http://{args.host}:{args.port}{args.path}", file=sys.stderr)
     uvicorn.run(
         AgentApp(agent, path=args.path), host=args.host, port=args.port, log_level="warning"
     )
     return 0
+
+
+def _model_agent(model: str, url: str | None) -> tuple[Any, str]:
+    """The demo agent's tools and system prompt with an OpenAI-compatible model."""
+    from agui.demo import DemoAgent
+    from agui.model.openai import OpenAIChatModel
+
+    chat = OpenAIChatModel(model, base_url=url)
+    return DemoAgent(model=chat), f"model {model} at {chat.base_url} with the demo tools"
 
 
 def _load_agent(spec: str | None) -> Any:
@@ -286,6 +304,16 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--path", default="/agent")
+    s.add_argument(
+        "--model-url",
+        metavar="URL",
+        help="the base URL of an OpenAI-compatible chat-completions server, e.g. "
+        "http://127.0.0.1:8080/v1 (default: AGUI_MODEL_URL, OPENAI_BASE_URL or api.openai.com); "
+        "the key comes from AGUI_MODEL_API_KEY or OPENAI_API_KEY",
+    )
+    s.add_argument(
+        "--model", metavar="NAME", help="serve this model with the demo tools (a model agent)"
+    )
     s.set_defaults(run=serve)
     r = commands.add_parser("run", help="post a run to an agent and print what streams back")
     r.add_argument("url")

@@ -2,7 +2,9 @@
 
 `async for event in HttpAgent(url).run(input)` POSTs the input and yields typed events as their
 frames arrive; `run_sync` does the same without asyncio. Closing the iterator early closes the
-response (and so the connection), which tells the server to stop the run.
+response (and so the connection), which tells the server to stop the run. With `binary=True` the
+request asks for the protobuf transport; whichever the server answers (by its Content-Type) is
+read.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from typing import Any
 import httpx
 from agui_generated import DecodeError, Problem, RunAgentInput
 
-from agui.codec import decode, encode
+from agui.codec import decode, decode_json, encode
+from agui.proto import (
+    DEFAULT_MAX_PROTO_FRAME_BYTES,
+    PROTO_MEDIA_TYPE,
+    ProtoFrameDecoder,
+    ProtoStreamError,
+    decode_proto_json,
+)
 from agui.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder, SSEError
 
 __all__ = ["HttpAgent", "HttpError", "StreamError"]
@@ -29,6 +38,7 @@ class _Unset:
 
 
 _UNSET = _Unset()
+_SSE = "text/event-stream"
 _MAX_ERROR_BODY = 64 * 1024
 
 
@@ -60,6 +70,9 @@ class HttpAgent:
     unless one is given; None disables timeouts). client / sync_client: httpx clients
     to use instead of a new one per run (their connection pools are reused). strict: decode events
     strictly instead of tolerantly (tolerant warnings go to the "agui.client" logger).
+    binary: ask for the protobuf transport (Accept: application/vnd.ag-ui.event+proto, with SSE as
+    the fallback); the response is read by its Content-Type either way. max_frame_bytes limits one
+    frame of either transport (10 MiB, as the TypeScript client).
     """
 
     def __init__(
@@ -72,6 +85,7 @@ class HttpAgent:
         sync_client: httpx.Client | None = None,
         strict: bool = False,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        binary: bool = False,
     ) -> None:
         self.url = url
         self.headers = dict(headers or {})
@@ -84,6 +98,7 @@ class HttpAgent:
         self.sync_client = sync_client
         self.strict = strict
         self.max_frame_bytes = max_frame_bytes
+        self.binary = binary
 
     def __call__(self, input: RunAgentInput, /) -> AsyncIterator[Any]:
         return self.run(input)
@@ -92,11 +107,19 @@ class HttpAgent:
         return self.timeout if own or self._timeout_given else httpx.USE_CLIENT_DEFAULT
 
     def _request_headers(self) -> dict[str, str]:
-        return {"content-type": "application/json", "accept": "text/event-stream", **self.headers}
+        accept = f"{PROTO_MEDIA_TYPE}, text/event-stream;q=0.5" if self.binary else _SSE
+        return {"content-type": "application/json", "accept": accept, **self.headers}
 
-    async def frames(self, input: RunAgentInput) -> AsyncIterator[bytes]:
-        """POST the input; yield the data of each SSE frame as it arrives, undecoded (for a
-        pipeline that decodes, and reports what it strips, itself)."""
+    def _reader(self, response: httpx.Response) -> _Frames | _ProtoFrames:
+        media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media == PROTO_MEDIA_TYPE:
+            return _ProtoFrames(min(self.max_frame_bytes, DEFAULT_MAX_PROTO_FRAME_BYTES))
+        return _Frames(self.max_frame_bytes)
+
+    async def frames(self, input: RunAgentInput) -> AsyncIterator[bytes | dict[str, Any]]:
+        """POST the input; yield each frame as it arrives, undecoded (for a pipeline that decodes,
+        and reports what it strips, itself): the data of an SSE frame, or the JSON object read
+        from a protobuf frame (not yet checked against the spec)."""
         body = encode(input)
         own = self.client is None
         client = self.client or httpx.AsyncClient(timeout=self.timeout)
@@ -110,7 +133,7 @@ class HttpAgent:
             ) as response:
                 if not response.is_success:
                     raise HttpError(response.status_code, await _error_text_async(response))
-                frames = _Frames(self.max_frame_bytes)
+                frames = self._reader(response)
                 async for chunk in response.aiter_bytes():
                     for data in frames.feed(chunk):
                         yield data
@@ -120,7 +143,7 @@ class HttpAgent:
             if own:
                 await client.aclose()
 
-    def frames_sync(self, input: RunAgentInput) -> Iterator[bytes]:
+    def frames_sync(self, input: RunAgentInput) -> Iterator[bytes | dict[str, Any]]:
         """The same as `frames`, for code without an event loop."""
         body = encode(input)
         own = self.sync_client is None
@@ -135,7 +158,7 @@ class HttpAgent:
             ) as response:
                 if not response.is_success:
                     raise HttpError(response.status_code, _error_text(response))
-                frames = _Frames(self.max_frame_bytes)
+                frames = self._reader(response)
                 for chunk in response.iter_bytes():
                     yield from frames.feed(chunk)
                 yield from frames.close()
@@ -155,12 +178,17 @@ class HttpAgent:
         for count, data in enumerate(self.frames_sync(input), 1):
             yield self._event(data, count)
 
-    def _event(self, data: bytes, count: int) -> Any:
+    def _event(self, data: bytes | dict[str, Any], count: int) -> Any:
         warnings: list[Problem] = []
         try:
-            event = decode(data, strict=self.strict, warnings=warnings)
+            if isinstance(data, dict):
+                event = decode_json(data, strict=self.strict, warnings=warnings)
+            else:
+                event = decode(data, strict=self.strict, warnings=warnings)
         except DecodeError as exc:
-            preview = data[:80].decode("utf-8", "replace")
+            preview = (
+                str(data)[:80] if isinstance(data, dict) else data[:80].decode("utf-8", "replace")
+            )
             raise StreamError(
                 f"frame {count} is not a valid AG-UI event ({exc.problems[0]}): {preview!r}",
                 frame=count,
@@ -197,6 +225,37 @@ class _Frames:
         for message in messages:
             self.count += 1
             yield message.data
+
+
+class _ProtoFrames:
+    """Protobuf frame bytes -> each frame's event as a JSON object, numbering frames."""
+
+    def __init__(self, max_frame_bytes: int) -> None:
+        self.decoder = ProtoFrameDecoder(max_frame_bytes)
+        self.count = 0
+
+    def feed(self, chunk: bytes) -> Iterator[dict[str, Any]]:
+        try:
+            messages = self.decoder.feed(chunk)
+        except ProtoStreamError as exc:
+            raise StreamError(str(exc), frame=self.count + 1) from None
+        for message in messages:
+            self.count += 1
+            try:
+                yield decode_proto_json(message)
+            except DecodeError as exc:
+                raise StreamError(
+                    f"frame {self.count}: {exc.problems[0].message}",
+                    frame=self.count,
+                    problems=exc.problems,
+                ) from None
+
+    def close(self) -> Iterator[dict[str, Any]]:
+        try:
+            self.decoder.close()
+        except ProtoStreamError as exc:
+            raise StreamError(str(exc), frame=self.count + 1) from None
+        return iter(())
 
 
 async def _error_text_async(response: httpx.Response) -> str:

@@ -1,150 +1,128 @@
-"""A built-in demo agent that needs no model and no key.
+"""The built-in demo agent: a ModelAgent whose model is scripted, so it needs no model and no key.
 
-It exercises most of the protocol: a step, a reasoning span, a state snapshot and a delta, a
-streamed text answer, a tool call with its result and an activity. `forwardedProps.interrupt: true`
-makes the run finish with an interrupt outcome that asks for approval.
+A run has two rounds, each a step ("round 1", "round 2"). In the first the model reasons (a
+reasoning span) and calls the server tool `count_characters` on the user's last message; the tool
+publishes the shared state (a snapshot, then a delta counting the echo) and a progress activity,
+and its TOOL_CALL_RESULT is the count. In the second the model streams its answer,
+"You said: <text> (<n> characters).". RUN_FINISHED carries the scripted model's usage.
+
+`forwardedProps: {"interrupt": true}` makes `count_characters` need the user's approval: the run
+finishes after the first round with an interrupt outcome (reason "tool_call") instead, and the next
+run's resume entry decides: approved runs the tool (with `editedArgs` if given) and the model
+answers with the count; declined or cancelled, the model says it did not count.
+
+`demo_tools()` are the same tools for a real model (`agui serve --model-url URL --model NAME`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import uuid
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any
 
-import orjson
 from agui_generated import (
-    PROTOCOL_VERSION,
     ActivitySnapshotEvent,
     AddOperation,
-    Interrupt,
-    ReasoningEndEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ReasoningStartEvent,
     ReplaceOperation,
     RunAgentInput,
-    RunFinishedEvent,
-    RunFinishedInterruptOutcome,
-    RunFinishedSuccessOutcome,
-    RunStartedEvent,
     StateDeltaEvent,
     StateSnapshotEvent,
-    StepFinishedEvent,
-    StepStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    TokenUsage,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
-    UserMessage,
 )
 
-__all__ = ["DemoAgent"]
+from agui.model.agent import DECLINED, ModelAgent
+from agui.model.interface import (
+    LanguageModel,
+    PromptMessage,
+    ToolResultPrompt,
+    ToolSpec,
+    UserPrompt,
+)
+from agui.model.scripted import ScriptedModel, Step, call, say, think
+from agui.model.tools import ServerTool, ToolContext, tool
+
+__all__ = ["DEMO_SYSTEM_PROMPT", "DemoAgent", "demo_tools"]
+
+DEMO_SYSTEM_PROMPT = (
+    "You are the agui demo assistant. When the user says something, call count_characters on "
+    "their exact words, then answer in one line: 'You said: <their words> (<n> characters).'"
+)
 
 
-class DemoAgent:
-    """The demo agent. `delay` is the pause between streamed tokens, in seconds."""
-
-    def __init__(self, delay: float = 0.02) -> None:
-        self.delay = delay
-
-    async def __call__(self, input: RunAgentInput) -> AsyncIterator[Any]:
-        thread, run = input.thread_id, input.run_id
-        said = _last_user_text(input) or "hello"
-        yield RunStartedEvent(thread_id=thread, run_id=run, protocol_version=PROTOCOL_VERSION)
-        yield StepStartedEvent(step_name="think")
-        span, thought = _id("reasoning"), _id("thought")
-        yield ReasoningStartEvent(message_id=span)
-        yield ReasoningMessageStartEvent(message_id=thought)
-        for word in ["The", " user", " said", f" {said!r};", " I", " will", " echo", " it."]:
-            await self._pause()
-            yield ReasoningMessageContentEvent(message_id=thought, delta=word)
-        yield ReasoningMessageEndEvent(message_id=thought)
-        yield ReasoningEndEvent(message_id=span)
-        yield StepFinishedEvent(step_name="think")
-
-        yield StateSnapshotEvent(snapshot={"echoes": 0, "last": None})
-        message = _id("message")
-        yield TextMessageStartEvent(message_id=message)
-        for word in f"You said: {said}".split(" "):
-            await self._pause()
-            yield TextMessageContentEvent(message_id=message, delta=word + " ")
-        yield TextMessageEndEvent(message_id=message)
-
-        call = _id("call")
-        yield ToolCallStartEvent(
-            tool_call_id=call, tool_call_name="count_characters", parent_message_id=message
-        )
-        arguments = orjson.dumps({"text": said}).decode()
-        for part in (arguments[:8], arguments[8:-1], arguments[-1:]):
-            await self._pause()
-            yield ToolCallArgsEvent(tool_call_id=call, delta=part)
-        yield ToolCallEndEvent(tool_call_id=call)
-        yield ToolCallResultEvent(
-            message_id=_id("result"), tool_call_id=call, content=str(len(said))
-        )
-        yield StateDeltaEvent(
+async def count_characters(
+    text: Annotated[str, "The text whose characters to count."], context: ToolContext
+) -> int:
+    """Count the characters of a text, and remember it in the shared state."""
+    state = context.state if isinstance(context.state, dict) else {}
+    echoes = state.get("echoes")
+    start = {**state, "echoes": echoes if isinstance(echoes, int) else 0, "last": state.get("last")}
+    context.emit(StateSnapshotEvent(snapshot=start))
+    context.emit(
+        StateDeltaEvent(
             delta=(
-                ReplaceOperation(path="/echoes", value=1),
-                ReplaceOperation(path="/last", value=said),
-                AddOperation(path="/characters", value=len(said)),
+                ReplaceOperation(path="/echoes", value=start["echoes"] + 1),
+                ReplaceOperation(path="/last", value=text),
+                AddOperation(path="/characters", value=len(text)),
             )
         )
-        yield ActivitySnapshotEvent(
-            message_id=_id("activity"), activity_type="progress", content={"done": 3, "total": 3}
+    )
+    context.emit(
+        ActivitySnapshotEvent(
+            message_id=f"activity-{context.tool_call_id}",
+            activity_type="progress",
+            content={"done": len(text), "total": len(text)},
         )
-        usage = (
-            TokenUsage(
-                provider="demo",
-                model="echo",
-                input_tokens=len(said.split()),
-                output_tokens=8,
-                total_tokens=len(said.split()) + 8,
-            ),
-        )
-        forwarded = input.forwarded_props
-        if isinstance(forwarded, dict) and forwarded.get("interrupt") is True:
-            interrupt = Interrupt(
-                id=_id("interrupt"),
-                reason="input_required",
-                message="Approve the echo?",
-                response_schema={"type": "object", "properties": {"approved": {"type": "boolean"}}},
-            )
-            yield RunFinishedEvent(
-                thread_id=thread,
-                run_id=run,
-                outcome=RunFinishedInterruptOutcome(interrupts=(interrupt,)),
-                usage=usage,
-            )
-            return
-        yield RunFinishedEvent(
-            thread_id=thread,
-            run_id=run,
-            result={"echoed": said},
-            outcome=RunFinishedSuccessOutcome(),
-            usage=usage,
-        )
+    )
+    return len(text)
 
-    async def _pause(self) -> None:
-        if self.delay:
-            await asyncio.sleep(self.delay)
+
+def _approval_asked(input: RunAgentInput, arguments: dict[str, Any]) -> bool:
+    forwarded = input.forwarded_props
+    return isinstance(forwarded, dict) and forwarded.get("interrupt") is True
+
+
+def demo_tools() -> list[ServerTool]:
+    """The demo's server tools: `count_characters`, which asks for approval when the run's
+    forwardedProps say {"interrupt": true}."""
+    return [tool(count_characters, requires_approval=_approval_asked)]
+
+
+def demo_script(prompt: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> Iterator[Step]:
+    """What the scripted demo model answers to a prompt."""
+    said = _last_user_text(prompt) or "hello"
+    last = prompt[-1] if prompt else None
+    if isinstance(last, ToolResultPrompt):
+        result = last.content if isinstance(last.content, str) else ""
+        if result.isdigit():
+            yield from say(f"You said: {said} ({result} characters).")
+        elif result == DECLINED:
+            yield from say(f"You said: {said} (not counted: you declined).")
         else:
-            await asyncio.sleep(0)
+            yield from say(f"You said: {said} (the count failed).")
+        return
+    if not any(spec.name == "count_characters" for spec in tools):
+        yield from say(f"You said: {said}")
+        return
+    yield from think(f"The user said {said!r}; I will count its characters, then echo it.")
+    yield from call("count_characters", {"text": said})
 
 
-def _last_user_text(input: RunAgentInput) -> str:
-    for message in reversed(input.messages):
-        if isinstance(message, UserMessage):
+def _last_user_text(prompt: Sequence[PromptMessage]) -> str:
+    for message in reversed(prompt):
+        if isinstance(message, UserPrompt):
             if isinstance(message.content, str):
                 return message.content
             return " ".join(getattr(p, "text", "") for p in message.content).strip()
     return ""
 
 
-def _id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+class DemoAgent(ModelAgent):
+    """The demo agent. `delay` is the pause between streamed parts, in seconds; `model` replaces
+    the scripted model (the tools and the system prompt stay)."""
+
+    def __init__(self, delay: float = 0.02, *, model: LanguageModel | None = None) -> None:
+        super().__init__(
+            model or ScriptedModel(demo_script, delay=delay, provider="scripted", model="demo"),
+            system=DEMO_SYSTEM_PROMPT,
+            tools=demo_tools(),
+            max_steps=4,
+            steps=True,
+        )

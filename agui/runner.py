@@ -17,6 +17,9 @@ from agui_generated import (
     RunErrorEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
+    ToolCallArgsEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
     UserMessage,
 )
 
@@ -117,10 +120,19 @@ async def demo_command(args: argparse.Namespace) -> int:
         kinds: list[str] = []
         text: list[str] = []
         state: Any = None
+        calls: dict[str, list[str]] = {}  # id -> [name, arguments]
         async for event in HttpAgent(url).run(run_input):
             kinds.append(str(event.type))
             if isinstance(event, TextMessageContentEvent):
                 text.append(event.delta)
+            elif isinstance(event, ToolCallStartEvent):
+                calls[event.tool_call_id] = [event.tool_call_name, ""]
+            elif isinstance(event, ToolCallArgsEvent) and event.tool_call_id in calls:
+                calls[event.tool_call_id][1] += event.delta
+            elif isinstance(event, ToolCallResultEvent) and event.tool_call_id in calls:
+                name, arguments = calls[event.tool_call_id]
+                result = event.content if isinstance(event.content, str) else "(content parts)"
+                print(f"tool: {name}({arguments}) -> {result}")
             snapshot = getattr(event, "snapshot", None)
             if snapshot is not None:
                 state = snapshot

@@ -1,4 +1,5 @@
-"""The ASGI server: one Agent at one path, streamed as Server-Sent Events.
+"""The ASGI server: one Agent at one path, streamed as Server-Sent Events (or as protobuf frames
+when the request asks for them: Accept naming application/vnd.ag-ui.event+proto).
 
 `AgentApp(agent)` runs on its own under uvicorn or mounts into Starlette / FastAPI
 (`app.mount("/agent", AgentApp(agent))`). It validates the request before any event is sent and
@@ -31,7 +32,8 @@ from agui_generated import (
 )
 
 from agui.agent import Agent
-from agui.codec import EncodeError, decode
+from agui.codec import EncodeError, UnknownEvent, decode
+from agui.proto import PROTO_MEDIA_TYPE, accepts_proto, proto_frame
 from agui.sse import KEEPALIVE, sse_frame
 
 __all__ = ["AgentApp"]
@@ -49,6 +51,13 @@ _STREAM_HEADERS = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
+# Exactly the media type, no parameters: the TypeScript client compares the string exactly.
+_PROTO_HEADERS = [
+    (b"content-type", PROTO_MEDIA_TYPE.encode()),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_VARY = (b"vary", b"accept")
 _WRITE_BYTES = 64 * 1024  # coalesce queued frames into writes of at most about this size
 _MAX_LISTED_PROBLEMS = 50
 
@@ -64,6 +73,9 @@ class AgentApp:
     path: the one path served (None: any path, for mounting). max_body_bytes: the largest request
     body accepted (413 beyond). keepalive: seconds of silence before a keep-alive comment (None: off).
     strict_input: decode the body strictly (unknown members rejected) instead of tolerantly.
+    protobuf: answer with the binary transport when the Accept header names
+    application/vnd.ag-ui.event+proto with a q above 0 (wildcards do not count); False: always SSE.
+    A binary stream has no keep-alive (the format has no frame that means nothing).
     """
 
     def __init__(
@@ -75,6 +87,7 @@ class AgentApp:
         keepalive: float | None = 15.0,
         strict_input: bool = False,
         queue_size: int = 1024,
+        protobuf: bool = True,
     ) -> None:
         self.agent = agent
         self.path = path
@@ -82,6 +95,7 @@ class AgentApp:
         self.keepalive = keepalive
         self.strict_input = strict_input
         self.queue_size = queue_size
+        self.protobuf = protobuf
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -96,7 +110,10 @@ class AgentApp:
             return
         if run_input is None:  # the client left while sending its body
             return
-        await self._respond(run_input, receive, send)
+        binary = self.protobuf and any(
+            k.lower() == b"accept" and accepts_proto(v) for k, v in scope["headers"]
+        )
+        await self._respond(run_input, receive, send, binary)
 
     # ── the request ──────────────────────────────────────────────────────────
     async def _request(self, scope: Scope, receive: Receive) -> RunAgentInput | None:
@@ -136,18 +153,28 @@ class AgentApp:
         for warning in warnings:
             log.warning("request body: %s", warning)
         assert isinstance(run_input, RunAgentInput)
+        # An agent with a validate(input) method can refuse a run before the stream opens.
+        validate = getattr(self.agent, "validate", None)
+        refused = tuple(validate(run_input)) if callable(validate) else ()
+        if refused:
+            raise _BadRequest(400, "the agent cannot run this input", refused)
         return run_input
 
     # ── the stream ───────────────────────────────────────────────────────────
-    async def _respond(self, run_input: RunAgentInput, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": _STREAM_HEADERS})
+    async def _respond(
+        self, run_input: RunAgentInput, receive: Receive, send: Send, binary: bool = False
+    ) -> None:
+        headers = _PROTO_HEADERS if binary else _STREAM_HEADERS
+        if self.protobuf:
+            headers = [*headers, _VARY]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         outbox = _Outbox(self.queue_size)
         clock = _Clock()
-        producer = asyncio.create_task(self._produce(run_input, outbox))
+        producer = asyncio.create_task(self._produce(run_input, outbox, binary))
         sender = asyncio.create_task(_send_frames(outbox, send, clock))
         watcher = asyncio.create_task(_wait_for_disconnect(receive))
         tasks = [producer, sender, watcher]
-        if self.keepalive is not None:
+        if self.keepalive is not None and not binary:
             tasks.append(asyncio.create_task(_keep_alive(outbox, clock, self.keepalive)))
         try:
             await asyncio.wait((sender, watcher), return_when=asyncio.FIRST_COMPLETED)
@@ -162,9 +189,12 @@ class AgentApp:
                 if isinstance(result, Exception):
                     log.error("streaming run %s failed", run_input.run_id, exc_info=result)
 
-    async def _produce(self, run_input: RunAgentInput, outbox: _Outbox) -> None:
+    async def _produce(
+        self, run_input: RunAgentInput, outbox: _Outbox, binary: bool = False
+    ) -> None:
         """Drive the agent; queue its frames inside a correct run lifecycle; None marks the end."""
         put = outbox.put
+        frame_of = proto_frame if binary else sse_frame
         started = terminal = False
         stream: Any = None
         try:
@@ -179,21 +209,29 @@ class AgentApp:
                         _name(event),
                     )
                     continue
+                if binary and type(event) is UnknownEvent:
+                    # an event of a type the binary form has no arm for cannot be sent
+                    log.warning(
+                        "run %s: dropped an event of unknown type %r (no protobuf form)",
+                        run_input.run_id,
+                        event.type,
+                    )
+                    continue
                 if not started:
                     started = True
                     if type(event) is RunStartedEvent:
                         if event.protocol_version is None:
                             event = _with_version(event)
                     else:
-                        await put(sse_frame(_run_started(run_input)))
+                        await put(frame_of(_run_started(run_input)))
                 try:
-                    frame = sse_frame(event)
+                    frame = frame_of(event)
                 except EncodeError:
                     log.exception(
                         "run %s: the agent sent an event that cannot be encoded", run_input.run_id
                     )
                     await put(
-                        sse_frame(
+                        frame_of(
                             _run_error("The agent produced an invalid event.", "INVALID_EVENT")
                         )
                     )
@@ -210,9 +248,9 @@ class AgentApp:
             log.exception("run %s: the agent failed", run_input.run_id)
             if not started:
                 started = True
-                await put(sse_frame(_run_started(run_input)))
+                await put(frame_of(_run_started(run_input)))
             if not terminal:
-                await put(sse_frame(_run_error("The agent failed while running.", "AGENT_ERROR")))
+                await put(frame_of(_run_error("The agent failed while running.", "AGENT_ERROR")))
                 await put(None)
                 terminal = True
         finally:
@@ -223,10 +261,10 @@ class AgentApp:
                 except Exception:  # the run still needs its end: never leave the queue open
                     log.exception("run %s: closing the agent failed", run_input.run_id)
         if not started:
-            await put(sse_frame(_run_started(run_input)))
+            await put(frame_of(_run_started(run_input)))
         if not terminal:
             await put(
-                sse_frame(RunFinishedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id))
+                frame_of(RunFinishedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id))
             )
             await put(None)
 

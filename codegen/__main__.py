@@ -7,6 +7,7 @@ orphan file; writing touches only files whose bytes changed and removes orphans.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from codegen.load import ROOT, SpecError, load_spec
@@ -31,14 +32,19 @@ def existing_files() -> set[str]:
     }
 
 
+def shown(path: str) -> str:
+    """A generated path as the messages name it, relative to the repository root."""
+    return os.path.normpath(f"generated/{path}").replace(os.sep, "/")
+
+
 def differences(files: dict[str, str]) -> list[str]:
     problems = []
     for path, text in sorted(files.items()):
         target = GENERATED / path
         if not target.exists():
-            problems.append(f"generated/{path} is missing")
+            problems.append(f"{shown(path)} is missing")
         elif target.read_bytes() != text.encode("utf-8"):
-            problems.append(f"generated/{path} is stale")
+            problems.append(f"{shown(path)} is stale")
     for path in sorted(existing_files() - set(files)):
         problems.append(f"generated/{path} is an orphan (no template produces it)")
     return problems
@@ -69,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         if not target.exists() or target.read_bytes() != text.encode("utf-8"):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(text.encode("utf-8"))
-            print(f"wrote generated/{path}")
+            print(f"wrote {shown(path)}")
     for path in sorted(existing_files() - set(files)):
         (GENERATED / path).unlink()
         print(f"removed generated/{path}")

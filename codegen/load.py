@@ -12,6 +12,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_PATH = ROOT / "spec" / "agui.yaml"
 FORMAT_PATH = ROOT / "spec" / "agui.schema.json"
+LEDGER_PATH = ROOT / "spec" / "proto-ledger.txt"
 
 
 class SpecError(Exception):
@@ -70,3 +71,12 @@ def read_spec(text: str, name: str = "spec/agui.yaml") -> dict[str, Any]:
 
 def load_spec(path: Path = SPEC_PATH) -> dict[str, Any]:
     return read_spec(path.read_text(encoding="utf-8"), f"spec/{path.name}")
+
+
+def load_ledger(path: Path = LEDGER_PATH) -> str:
+    """The protobuf number ledger's text. It must exist: numbering from scratch would renumber
+    every field the binary transport has shipped."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError([f"spec/{path.name} is missing; restore it from version control"]) from None

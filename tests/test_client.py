@@ -182,7 +182,7 @@ def test_run_sync_and_run_give_the_same_demo_run(serve: Serve) -> None:
     assert [type(e) for e in synced] == [type(e) for e in awaited]
     assert not any(isinstance(e, agui.UnknownEvent) for e in synced)
     assert synced[-1].run_id == "run-1" and synced[-1].thread_id == "thread-1"
-    assert text_of(synced) == text_of(awaited) == "You said: hi "
+    assert text_of(synced) == text_of(awaited) == "You said: hi (2 characters)."
 
 
 @pytest.mark.parametrize("mode", ["async", "sync"])
@@ -376,7 +376,7 @@ def test_an_injected_async_client_is_used_and_left_open(serve: Serve) -> None:
             agent = HttpAgent(url, client=client)
             first = await collect(agent)
             second = await collect(agent)
-            assert text_of(first) == text_of(second) == "You said: hi "
+            assert text_of(first) == text_of(second) == "You said: hi (2 characters)."
             stream = agent.run(run_input())
             await anext(stream)
             await stream.aclose()  # type: ignore[attr-defined]
@@ -396,7 +396,7 @@ def test_an_injected_sync_client_is_used_and_left_open(serve: Serve) -> None:
     with httpx.Client(event_hooks={"request": [lambda r: requests.append(str(r.url))]}) as client:
         agent = HttpAgent(url, sync_client=client)
         for _ in range(2):
-            assert text_of(list(agent.run_sync(run_input()))) == "You said: hi "
+            assert text_of(list(agent.run_sync(run_input()))) == "You said: hi (2 characters)."
         assert not client.is_closed
     assert requests == [url] * 2
 
@@ -415,10 +415,11 @@ def test_http_agent_is_an_agent_served_as_a_proxy(serve: Serve) -> None:
     proxied = list(HttpAgent(proxy).run_sync(run_input(text="via proxy")))
     assert [type(e) for e in proxied] == [type(e) for e in direct]
     assert proxied[0] == direct[0]  # RUN_STARTED with the same ids and version
-    assert text_of(proxied) == "You said: via proxy "
+    assert text_of(proxied) == "You said: via proxy (9 characters)."
     snapshots = [e for e in proxied if isinstance(e, agui.StateSnapshotEvent)]
     assert snapshots == [e for e in direct if isinstance(e, agui.StateSnapshotEvent)]
-    assert proxied[-1].result == {"echoed": "via proxy"}
+    assert proxied[-1].usage == direct[-1].usage
+    assert [e.content for e in proxied if isinstance(e, agui.ToolCallResultEvent)] == ["9"]
 
 
 def test_a_client_leaving_the_proxy_cancels_the_upstream_agent(serve: Serve) -> None:
@@ -460,7 +461,7 @@ def test_cli_run_prints_the_assistant_text(serve: Serve) -> None:
     url = serve(demo_app())
     done = agui_cli("run", url, "--message", "hi")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "You said: hi \n"
+    assert done.stdout == "You said: hi (2 characters).\n"
     assert done.stderr == ""
 
 
@@ -477,7 +478,7 @@ def test_cli_run_json_prints_one_event_per_line(serve: Serve) -> None:
     for line in lines:
         agui.decode(line, strict=True)
     deltas = "".join(d["delta"] for d in docs if d["type"] == "TEXT_MESSAGE_CONTENT")
-    assert deltas == "You said: hi "
+    assert deltas == "You said: hi (2 characters)."
 
 
 def test_cli_run_prints_text_as_it_streams(serve: Serve) -> None:
@@ -537,7 +538,8 @@ def test_cli_demo_converses_with_the_demo_agent() -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "user: hello there" in lines
-    assert "assistant: You said: hello there" in lines
+    assert "assistant: You said: hello there (11 characters)." in lines
+    assert 'tool: count_characters({"text":"hello there"}) -> 11' in lines
     assert any(
         line.startswith("events: ") and "RUN_STARTED ... RUN_FINISHED" in line for line in lines
     )
@@ -571,7 +573,7 @@ def test_cli_serve_serves_the_demo_agent() -> None:
             events = list(HttpAgent(url).run_sync(run_input(text="served")))
             assert isinstance(events[0], agui.RunStartedEvent)
             assert isinstance(events[-1], agui.RunFinishedEvent)
-            assert text_of(events) == "You said: served "
+            assert text_of(events) == "You said: served (6 characters)."
         finally:
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=SUBPROCESS)

@@ -12,7 +12,7 @@ import pytest
 from codegen.__main__ import differences, generate_files
 from codegen.load import SPEC_PATH, SpecError, read_spec
 from codegen.model import build
-from codegen.render import render
+from codegen.render import LEDGER, render
 
 from .conftest import ROOT
 
@@ -83,7 +83,17 @@ def test_editing_one_field_changes_that_class_and_nothing_else(files: dict[str, 
         "agui_generated/codec.py",
         "jsonschema/agui.schema.json",
         "agui_pydantic/models.py",
+        # the protobuf binding: the message, its reader and writer, its descriptor, and the new
+        # slot appended to the number ledger with the next free number
+        "proto/ag_ui/events.proto",
+        "agui_generated/proto_wire.py",
+        "agui_generated/proto_pb2.py",
+        LEDGER,
     }
+    old_ledger, new_ledger = files[LEDGER].splitlines(), changed[LEDGER].splitlines()
+    assert set(new_ledger) - set(old_ledger) == {"TextMessageEndEvent.reason = 4"}
+    assert set(old_ledger) <= set(new_ledger)
+    assert "  optional string reason = 4;" in changed["proto/ag_ui/events.proto"]
     old_defs = json.loads(files["jsonschema/agui.schema.json"])["$defs"]
     new_defs = json.loads(changed["jsonschema/agui.schema.json"])["$defs"]
     assert [name for name in new_defs if new_defs[name] != old_defs.get(name)] == [
@@ -184,6 +194,15 @@ def test_check_covers_the_schema_and_the_pydantic_binding(files: dict[str, str])
         assert stale == [f"generated/{path} is stale"]
         orphan = differences({p: t for p, t in files.items() if p != path})
         assert orphan == [f"generated/{path} is an orphan (no template produces it)"]
+
+
+def test_check_covers_the_proto_files_and_the_ledger(files: dict[str, str]) -> None:
+    for path in ("proto/ag_ui/events.proto", "agui_generated/proto_wire.py", LEDGER):
+        assert path in files
+    stale = differences({**files, LEDGER: files[LEDGER] + "Extra.field = 1\n"})
+    assert stale == ["spec/proto-ledger.txt is stale"]
+    stale = differences({**files, "proto/ag_ui/types.proto": ""})
+    assert stale == ["generated/proto/ag_ui/types.proto is stale"]
 
 
 def test_the_pinned_generator_is_the_one_in_pyproject() -> None:

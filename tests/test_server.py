@@ -179,6 +179,51 @@ def test_a_declared_oversized_body_is_refused_before_it_is_sent(serve: Serve) ->
     assert agent.calls == []
 
 
+class Refusing(Recorder):
+    """A Recorder with a validate(input) method that refuses runs whose text is "refuse"."""
+
+    def __init__(self, *events: Any) -> None:
+        super().__init__(*events)
+        self.checked: list[str] = []
+
+    def validate(self, input: agui.RunAgentInput) -> list[agui.Problem]:
+        self.checked.append(input.run_id)
+        text = input.messages[0].content if input.messages else ""
+        if text != "refuse":
+            return []
+        return [
+            agui.Problem("/messages/0/content", "refused", "this agent does not take that"),
+            agui.Problem("/tools", "missing", "and it needs tools"),
+        ]
+
+
+def test_an_agent_validate_refusal_is_400_before_the_stream(serve: Serve) -> None:
+    """Request: an agent's validate(input) is asked once the body is decoded; problems it returns
+    are answered 400 with their pointers, kinds and messages, no stream and no agent call; an
+    empty list lets the run stream."""
+    agent = Refusing(
+        agui.TextMessageStartEvent(message_id="m"), agui.TextMessageEndEvent(message_id="m")
+    )
+    url = serve(AgentApp(agent))
+    body = rejected(post(url, agui.encode(run_input(text="refuse"))), 400, agent)
+    assert body["problems"] == [
+        {
+            "pointer": "/messages/0/content",
+            "kind": "refused",
+            "message": "this agent does not take that",
+        },
+        {"pointer": "/tools", "kind": "missing", "message": "and it needs tools"},
+    ]
+    assert agent.checked == ["run-1"]
+    assert types(run(url, agui.encode(run_input(run_id="run-2")))) == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    assert agent.checked == ["run-1", "run-2"] and len(agent.calls) == 1
+
+
 def test_path_mismatch_is_404(serve: Serve) -> None:
     """Request: with a configured path, any other path gets 404 (and the path is served)."""
     agent = Recorder()

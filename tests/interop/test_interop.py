@@ -3,6 +3,9 @@
 - The official TypeScript client (@ag-ui/client 1.0.0, `HttpAgent.runAgent`) against this
   package's server running the demo agent: the run must complete without a single console warning,
   and the client's messages and state must be what the demo agent's events describe.
+- The same client against a ModelAgent whose model is a fake OpenAI-compatible server
+  (tests/fake_openai.py): rounds with server tools, a frontend tool left pending, and the 400 for a
+  run whose tools clash with a server tool.
 - This package's `HttpAgent` against a small server built on @ag-ui/encoder 1.0.0
   (ts_server.mjs): every frame decodes strictly, in the scripted order.
 - `ag-ui-validate` (PyPI) pointed at this package's running server reports no errors.
@@ -38,8 +41,12 @@ from agui_generated import PROTOCOL_VERSION, RunAgentInput, UserMessage
 from agui.client import HttpAgent
 from agui.codec import encode
 from agui.demo import DemoAgent
+from agui.model import ModelAgent, OpenAIChatModel
 from agui.runner import free_port
 from agui.server import AgentApp
+from tests.fake_openai import MODEL as FAKE_MODEL
+from tests.fake_openai import SECRET, FakeOpenAI
+from tests.fake_openai import reply as fake_reply
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("AGUI_INTEROP") != "1",
@@ -79,12 +86,17 @@ def node() -> str:
 
 
 class Recorder:
-    """An Agent that runs the demo agent and keeps, per run id, every event it produced."""
+    """An Agent that runs another (default: the demo agent) and keeps, per run id, every event it
+    produced. Its validate is the inner agent's, so AgentApp refuses what the agent refuses."""
 
-    def __init__(self) -> None:
-        self.demo = DemoAgent(delay=0)
+    def __init__(self, agent: Any = None) -> None:
+        self.demo = agent if agent is not None else DemoAgent(delay=0)
         self.runs: dict[str, list[dict[str, Any]]] = {}
         self.inputs: dict[str, RunAgentInput] = {}
+
+    def validate(self, input: RunAgentInput) -> list[Any]:
+        validate = getattr(self.demo, "validate", None)
+        return list(validate(input)) if validate is not None else []
 
     async def __call__(self, input: RunAgentInput) -> AsyncIterator[Any]:
         events = self.runs.setdefault(input.run_id, [])
@@ -157,11 +169,19 @@ def ts_server(node: str) -> Iterator[str]:
                 pipe.close()
 
 
-def ts_run(node: str, url: str, message: str, forwarded: dict[str, Any] | None = None) -> Any:
+def ts_run(
+    node: str,
+    url: str,
+    message: str,
+    forwarded: dict[str, Any] | None = None,
+    tools: list[dict[str, Any]] | None = None,
+) -> Any:
     """One run with the official client; returns the report ts_client.mjs prints."""
     command = [node, str(WORK / "ts_client.mjs"), url, "--message", message]
     if forwarded is not None:
         command += ["--forwarded", json.dumps(forwarded)]
+    if tools is not None:
+        command += ["--tools", json.dumps(tools)]
     # This variable would silence the client's compatibility warnings, which must all be seen.
     env = {k: v for k, v in os.environ.items() if k != "SUPPRESS_TRANSFORMATION_WARNINGS"}
     done = subprocess.run(
@@ -177,15 +197,16 @@ def ts_run(node: str, url: str, message: str, forwarded: dict[str, Any] | None =
 
 
 def expected_view(
-    user: dict[str, Any], events: list[dict[str, Any]]
+    user: dict[str, Any], events: list[dict[str, Any]], state: Any = None
 ) -> tuple[list[dict[str, Any]], Any]:
-    """The messages and state a conforming client builds from `events` (protocol §3.6).
+    """The messages and state a conforming client builds from `events` (protocol §3.6), starting
+    from `state`.
 
-    Written from the protocol's rules, for the event kinds the demo agent sends, so the official
-    client's result is compared with an independent reading of the same stream.
+    Written from the protocol's rules, for the event kinds the demo and model agents send, so the
+    official client's result is compared with an independent reading of the same stream.
     """
     messages: list[dict[str, Any]] = [dict(user)]
-    state: Any = None
+    state = copy.deepcopy(state)
     calls: dict[str, dict[str, Any]] = {}
 
     def find(message_id: str) -> dict[str, Any]:
@@ -207,7 +228,14 @@ def expected_view(
                 "function": {"name": event["toolCallName"], "arguments": ""},
             }
             calls[call["id"]] = call
-            find(event["parentMessageId"]).setdefault("toolCalls", []).append(call)
+            # A call joins its parent assistant message; a parent nobody has announced (a call
+            # made before, or without, any text) is created as an assistant message of its own.
+            parent = event.get("parentMessageId", event["toolCallId"])
+            owner = next((m for m in messages if m["id"] == parent), None)
+            if owner is None:
+                owner = {"id": parent, "role": "assistant", "toolCalls": []}
+                messages.append(owner)
+            owner.setdefault("toolCalls", []).append(call)
         elif kind == "TOOL_CALL_ARGS":
             calls[event["toolCallId"]]["function"]["arguments"] += event["delta"]
         elif kind == "TOOL_CALL_RESULT":
@@ -268,7 +296,9 @@ def _patch(doc: Any, op: dict[str, Any]) -> Any:
 # ── the official TypeScript client against this package's server ─────────────
 
 
-def _check_ts_run(report: Any, recorder: Recorder, message: str) -> list[dict[str, Any]]:
+def _check_ts_run(
+    report: Any, recorder: Recorder, message: str, state: Any = None
+) -> list[dict[str, Any]]:
     """What every run of the official client against the demo must satisfy; returns the events."""
     assert report["error"] is None, report["error"]
     assert report["ok"] is True
@@ -283,7 +313,7 @@ def _check_ts_run(report: Any, recorder: Recorder, message: str) -> list[dict[st
     user = {"id": "user-ts-1", "role": "user", "content": message}
     assert [orjson.loads(encode(m)) for m in sent.messages] == [user]
 
-    messages, state = expected_view(user, events)
+    messages, state = expected_view(user, events, {} if state is None else state)
     assert report["messages"] == messages
     assert report["state"] == state
     return events
@@ -303,17 +333,29 @@ def test_official_client_runs_the_demo(
     finished = events[-1]
     assert finished["type"] == "RUN_FINISHED"
     assert report["outcome"] == "success"
-    assert report["result"] == finished["result"] == {"echoed": message}
+    assert report["result"] is None and "result" not in finished
     assert report["pendingInterrupts"] == []
-    # Spot checks of the demo's own story, so the reducer above cannot hide a wrong stream.
+    assert report["pendingToolCallIds"] == []
+    assert [u["provider"] for u in finished["usage"]] == ["scripted"]
+    # Spot checks of the demo's own story, so the reducer above cannot hide a wrong stream: a
+    # tool call in round 1 (its own assistant message), its result and activity, the answer in
+    # round 2.
     roles = [m["role"] for m in report["messages"]]
-    assert roles == ["user", "reasoning", "assistant", "tool", "activity"]
-    assistant = report["messages"][2]
-    assert assistant["content"].strip() == f"You said: {message}"
-    (call,) = assistant["toolCalls"]
+    assert roles == ["user", "reasoning", "assistant", "tool", "activity", "assistant"]
+    (call,) = report["messages"][2]["toolCalls"]
+    assert "content" not in report["messages"][2]
     assert json.loads(call["function"]["arguments"]) == {"text": message}
     assert report["messages"][3]["content"] == str(len(message))
+    answer = report["messages"][5]["content"]
+    assert answer == f"You said: {message} ({len(message)} characters)."
     assert report["state"] == {"echoes": 1, "last": message, "characters": len(message)}
+    steps = [(e["type"], e["stepName"]) for e in events if e["type"].startswith("STEP_")]
+    assert steps == [
+        ("STEP_STARTED", "round 1"),
+        ("STEP_FINISHED", "round 1"),
+        ("STEP_STARTED", "round 2"),
+        ("STEP_FINISHED", "round 2"),
+    ]
 
 
 def test_official_client_sees_the_interrupt(node: str, demo_server: tuple[str, Recorder]) -> None:
@@ -327,7 +369,106 @@ def test_official_client_sees_the_interrupt(node: str, demo_server: tuple[str, R
     assert report["result"] is None
     (pending,) = report["pendingInterrupts"]
     assert pending == outcome["interrupts"][0]
-    assert pending["reason"] == "input_required"
+    assert pending["reason"] == "tool_call"
+    (call,) = report["messages"][-1]["toolCalls"]
+    assert pending["toolCallId"] == call["id"]
+    assert call["function"]["name"] == "count_characters"
+    assert [e["type"] for e in events].count("TOOL_CALL_RESULT") == 0
+
+
+# ── the official TypeScript client against a model agent ─────────────────────
+# The model is a fake OpenAI-compatible server streaming real chat-completion chunks.
+
+MAP_TOOL = {
+    "name": "show_map",
+    "description": "Show a place on the user's map.",
+    "parameters": {"type": "object", "properties": {"place": {"type": "string"}}},
+}
+
+
+async def weather(city: str) -> dict[str, Any]:
+    """The weather in a city, in degrees Celsius."""
+    return {"city": city, "celsius": 21}
+
+
+def fahrenheit(celsius: float) -> float:
+    """Degrees Celsius in Fahrenheit."""
+    return celsius * 9 / 5 + 32
+
+
+@pytest.fixture
+def model_server() -> Iterator[tuple[str, Recorder, FakeOpenAI]]:
+    fake = FakeOpenAI()
+    with serving(fake) as fake_url:
+        base = fake_url.removesuffix("/agent") + "/v1"
+        model = OpenAIChatModel(FAKE_MODEL, base_url=base, api_key=SECRET)
+        agent = ModelAgent(model, system="Be brief.", tools=[weather, fahrenheit], steps=True)
+        recorder = Recorder(agent)
+        with serving(AgentApp(recorder, path="/agent")) as url:
+            yield url, recorder, fake
+
+
+def test_official_client_runs_a_model_agent(
+    node: str, model_server: tuple[str, Recorder, FakeOpenAI]
+) -> None:
+    """Two rounds: the model reasons and calls two server tools at once (their argument deltas
+    interleaved), then answers; the official client completes the run without a warning and holds
+    what the events describe."""
+    url, recorder, fake = model_server
+    fake.add(
+        fake_reply(
+            reasoning="I need the weather and a conversion.",
+            calls=[
+                ("call_w", "weather", {"city": "Paris"}),
+                ("call_f", "fahrenheit", {"celsius": 21}),
+            ],
+        ),
+        fake_reply("It is 21 °C (69.8 °F) in Paris.", usage=(30, 12)),
+    )
+    message = "Weather in Paris?"
+    report = ts_run(node, url, message)
+    events = _check_ts_run(report, recorder, message)
+    assert report["outcome"] == "success"
+    assert report["pendingToolCallIds"] == []
+    roles = [m["role"] for m in report["messages"]]
+    assert roles == ["user", "reasoning", "assistant", "tool", "tool", "assistant"]
+    results = {m["toolCallId"]: m["content"] for m in report["messages"] if m["role"] == "tool"}
+    assert results == {"call_w": '{"city":"Paris","celsius":21}', "call_f": "69.8"}
+    assert report["messages"][-1]["content"] == "It is 21 °C (69.8 °F) in Paris."
+    (usage,) = events[-1]["usage"]
+    assert (usage["model"], usage["inputTokens"], usage["outputTokens"]) == (FAKE_MODEL, 40, 17)
+    assert len(fake.requests) == 2
+
+
+def test_official_client_gets_a_frontend_tool_call_left_pending(
+    node: str, model_server: tuple[str, Recorder, FakeOpenAI]
+) -> None:
+    """The client's own tool is offered to the model; the model's call of it is left for the
+    application: the run finishes with its id in pendingToolCallIds, as the official client
+    reports it."""
+    url, recorder, fake = model_server
+    fake.add(fake_reply("Here it is.", calls=[("call_map", "show_map", {"place": "Paris"})]))
+    report = ts_run(node, url, "Show me Paris", tools=[MAP_TOOL])
+    events = _check_ts_run(report, recorder, "Show me Paris")
+    assert report["outcome"] == "success"
+    assert report["pendingToolCallIds"] == ["call_map"]
+    assert events[-1]["outcome"] == {"type": "success", "pendingToolCallIds": ["call_map"]}
+    offered = [t["function"]["name"] for t in fake.requests[0]["tools"]]
+    assert offered == ["weather", "fahrenheit", "show_map"]
+
+
+def test_official_client_is_refused_a_clashing_tool(
+    node: str, model_server: tuple[str, Recorder, FakeOpenAI]
+) -> None:
+    """A run whose tools reuse a server tool's name is answered 400 before any stream: the
+    official client reports the HTTP error, and the model is never called."""
+    url, recorder, fake = model_server
+    clash = {"name": "weather", "description": "The client's weather.", "parameters": {}}
+    report = ts_run(node, url, "hi", tools=[clash])
+    assert report["ok"] is False
+    assert "HTTP 400" in report["error"] and "/tools/0/name" in report["error"]
+    assert report["events"] == []
+    assert fake.requests == [] and recorder.runs == {}
 
 
 # ── this package's client against a server built on the official encoder ───
@@ -443,10 +584,10 @@ def test_ag_ui_validate_interrupt_run(demo_server: tuple[str, Recorder]) -> None
     url, _ = demo_server
     body = default_run_agent_input()
     body["forwardedProps"] = {"interrupt": True}
+    # The interrupted run stops before the tool that publishes the shared state runs, so only
+    # human-in-the-loop is asked for here (the CLI test above covers shared-state).
     report = asyncio.run(
-        validate_agui_endpoint(
-            url, features=["human-in-the-loop", "shared-state"], input=body, timeout_ms=60_000
-        )
+        validate_agui_endpoint(url, features=["human-in-the-loop"], input=body, timeout_ms=60_000)
     )
     findings = [(d.rule, d.message) for d in report.diagnostics if d.severity != "info"]
     assert findings == []

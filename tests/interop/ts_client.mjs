@@ -1,6 +1,6 @@
 // Drive a run with the official TypeScript client (@ag-ui/client 1.0.0) and report what it saw.
 //
-//   node ts_client.mjs URL [--message TEXT] [--forwarded JSON] [--thread ID]
+//   node ts_client.mjs URL [--message TEXT] [--forwarded JSON] [--tools JSON] [--thread ID]
 //
 // Prints exactly one JSON object on stdout:
 //   ok, error              whether runAgent() resolved, and the error text if it did not
@@ -8,7 +8,7 @@
 //   warnings               everything the client wrote to console.warn / console.error
 //   logs                   anything it wrote to console.log / info / debug (kept off stdout)
 //   events                 the type of every event the client delivered, in order
-//   outcome, result, pendingInterrupts, threadId, runId
+//   outcome, result, pendingInterrupts, pendingToolCallIds, threadId, runId
 import { parseArgs } from "node:util";
 
 // The client reports protocol problems on the console; keep them, and keep stdout for the report.
@@ -34,11 +34,14 @@ const { values, positionals } = parseArgs({
   options: {
     message: { type: "string", default: "hello from TypeScript" },
     forwarded: { type: "string", default: "{}" },
+    tools: { type: "string", default: "[]" },
     thread: { type: "string", default: "thread-ts-interop" },
   },
 });
 if (positionals.length !== 1) {
-  process.stderr.write("usage: node ts_client.mjs URL [--message TEXT] [--forwarded JSON]\n");
+  process.stderr.write(
+    "usage: node ts_client.mjs URL [--message TEXT] [--forwarded JSON] [--tools JSON]\n",
+  );
   process.exit(2);
 }
 
@@ -52,10 +55,11 @@ const agent = new HttpAgent({
 
 const events = [];
 let outcome = null;
+let pendingToolCallIds = null;
 const report = { ok: false, error: null };
 try {
   const run = await agent.runAgent(
-    { forwardedProps: JSON.parse(values.forwarded) },
+    { forwardedProps: JSON.parse(values.forwarded), tools: JSON.parse(values.tools) },
     {
       onEvent: ({ event }) => {
         events.push(event.type);
@@ -65,6 +69,7 @@ try {
       },
       onRunFinishedEvent: (params) => {
         outcome = params.outcome;
+        pendingToolCallIds = params.pendingToolCallIds ?? null;
       },
     },
   );
@@ -82,6 +87,7 @@ Object.assign(report, {
   events,
   outcome,
   pendingInterrupts: agent.pendingInterrupts ?? null,
+  pendingToolCallIds,
   threadId: agent.threadId,
 });
 process.stdout.write(JSON.stringify(report) + "\n");

@@ -1,0 +1,1040 @@
+"""The protobuf binding: the spec's shapes as proto3 messages, numbered by the ledger.
+
+`build_proto(spec, ledger_text)` lays the definitions reachable from the `Event` union out as
+messages of package `ag_ui` and gives every field, oneof arm and enum value its number from
+spec/proto-ledger.txt. The ledger is append-only: a slot keeps the number it was first shipped
+with, a new slot takes the next number free in its message (or enum), and a slot whose field has
+left the spec becomes `reserved`. The ledger is written back with the new slots, so it is both an
+input and an output of generation. Numbers that collide make generation fail.
+
+What the spec cannot say about the protobuf form is decided by the options below. They are the
+choices of the official binding (@ag-ui/proto 1.0.0), which this one must equal byte for byte:
+message names, the unions that become a oneof, are merged into one message or are flattened
+into their owner, and the two object members carried as `google.protobuf.Value`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import attrs
+
+from codegen.load import SpecError
+from codegen.model import Field, Object, Spec, TypeRef, Union
+
+PACKAGE = "ag_ui"
+FILES = ("patch", "types", "events")
+"""File stems, in import order: each file only imports earlier ones."""
+LEDGER_NAME = "spec/proto-ledger.txt"
+
+# ── binding options ────────────────────────────────────────────────────────────────────────────
+ENVELOPE = "Event"
+"""The union each frame carries: a message with one oneof arm per member."""
+ENVELOPE_ONEOF = "event"
+EVENT_BASE = "BaseEvent"
+"""The mixin that becomes a message of its own, carried by every event at `base_event`."""
+TAG_ENUMS = {"BaseEvent": "EventType", "JsonPatchOperation": "JsonPatchOperationType"}
+"""Discriminators written as a protobuf enum (all others are strings)."""
+ONEOF_UNIONS = {
+    "ContentPart": ("InputContent", "part"),
+    "PartSource": ("InputContentSource", "source"),
+}
+"""Unions written as a message holding one oneof arm per member, named by the member's tag."""
+MERGED_UNIONS = ("Message", "JsonPatchOperation")
+"""Unions written as one message with every member's fields (the discriminator included)."""
+FLATTENED_UNIONS = ("RunFinishedOutcome", "SubagentFinishedOutcome")
+"""Unions written into their owner: the tag as a string field named after the member, the
+members' own fields as siblings of it."""
+RENAMED = {
+    "TextPart": "TextInputPart",
+    "ImagePart": "ImageInputPart",
+    "AudioPart": "AudioInputPart",
+    "VideoPart": "VideoInputPart",
+    "DocumentPart": "DocumentInputPart",
+    "DataSource": "InputContentDataSource",
+    "UrlSource": "InputContentUrlSource",
+    "FileSource": "InputContentFileSource",
+    "TokenUsage": "Usage",
+    "FunctionCall": "ToolCall.Function",
+}
+VALUE_OBJECTS = {("Interrupt", "metadata"), ("Interrupt", "responseSchema")}
+"""Object members carried as google.protobuf.Value rather than google.protobuf.Struct."""
+OBJECT_VARIANTS = {("Message", "content"): "activity_content"}
+"""The field carrying the object form of a merged member whose members disagree on its type."""
+EVENTS_FILE = ("EventType", "BaseEvent", "Event")
+PATCH_FILE = ("JsonPatchOperationType", "JsonPatchOperation")
+
+MAX_FIELD = 2**29 - 1
+RESERVED_RANGE = range(19000, 20000)
+VALUE = "google.protobuf.Value"
+STRUCT = "google.protobuf.Struct"
+
+
+# ── the model ──────────────────────────────────────────────────────────────────────────────────
+@attrs.frozen
+class ProtoField:
+    """One field (or oneof arm) of a message.
+
+    `kind` says how the codec treats it: string, int64, bool, enum, value, struct or message.
+    `label` is "" (proto3 implicit presence: the default value is not written), "optional" or
+    "repeated". `source` says where the JSON side keeps it:
+      key      the member `wire` of the object
+      self     a message built from the same JSON object (base_event)
+      tag      the discriminator `wire` (an enum when kind is enum)
+      str/list/object   the member `wire` when it holds that JSON kind (a member of two shapes)
+      outcome  the `type` of the member `wire` (a flattened union), "" when absent
+      payload  the member `sub` of the object in member `wire` (a flattened union's field)
+      arm      a oneof arm: the object itself, when its discriminator is `tag`
+    """
+
+    name: str
+    number: int
+    kind: str
+    type: str  # as written in the .proto file
+    label: str
+    source: str
+    wire: str = ""
+    sub: str = ""
+    tag: str = ""
+    ref: str = ""  # the message or enum name (dotted for nested) of message and enum kinds
+    required: bool = False  # the JSON member is required
+    empty: str = ""  # Python literal put back on decode when the field is absent ("" = none)
+    doc: str = ""
+
+    @property
+    def key(self) -> bytes:
+        """The encoded tag (field number and wire type) that precedes the field's value."""
+        wire_type = 2 if self.kind in ("string", "value", "struct", "message") else 0
+        return _varint((self.number << 3) | wire_type)
+
+    @property
+    def key_literal(self) -> str:
+        return "b'" + "".join(f"\\x{b:02x}" for b in self.key) + "'"
+
+    @property
+    def key_int(self) -> int:
+        """The key read back as one varint (what the decoder compares)."""
+        return (self.number << 3) | (
+            2 if self.kind in ("string", "value", "struct", "message") else 0
+        )
+
+
+@attrs.frozen
+class ProtoEnum:
+    name: str
+    doc: str
+    values: tuple[tuple[str, int, str], ...]  # (NAME, number, wire string)
+    reserved: tuple[int, ...]
+    reserved_names: tuple[str, ...]
+    file: str
+
+
+@attrs.frozen
+class ProtoMessage:
+    """A message. `shape` says which JSON object it stands for and how:
+    object (a definition), base (the BaseEvent mixin: read from the event object), oneof (a union
+    of arms), envelope (the Event union), merged (a union written as one message)."""
+
+    name: str  # dotted for a nested message (ToolCall.Function)
+    doc: str
+    fields: tuple[ProtoField, ...]
+    reserved: tuple[int, ...]
+    reserved_names: tuple[str, ...]
+    file: str
+    shape: str
+    source: str  # the spec definition (or union) it comes from
+    oneof: str = ""  # the oneof name (oneof and envelope shapes)
+    discriminator: str = ""  # the JSON key telling arms (or merged members) apart
+    # merged shapes: for each member tag, the JSON members whose absence means an empty value
+    defaults: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    # flattened outcomes: for each outcome field, (tag, required payload members) per member
+    outcomes: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+
+    @property
+    def any_defaults(self) -> bool:
+        return any(empties for _, empties in self.defaults)
+
+    @property
+    def ident(self) -> str:
+        """A Python identifier for the generated reader and writer."""
+        return self.name.replace(".", "_")
+
+    @property
+    def simple(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+    @property
+    def fields_by_number(self) -> tuple[ProtoField, ...]:
+        return tuple(sorted(self.fields, key=lambda f: f.number))
+
+    def variants(self, wire: str) -> tuple[ProtoField, ...]:
+        return tuple(
+            f for f in self.fields if f.wire == wire and f.source in ("str", "list", "object")
+        )
+
+
+@attrs.frozen
+class ProtoSchema:
+    messages: tuple[ProtoMessage, ...]
+    enums: tuple[ProtoEnum, ...]
+    ledger: str  # the ledger text as it must be after this generation
+    event_types: tuple[tuple[str, int], ...]  # EventType wire string -> number
+
+    def in_file(self, stem: str) -> tuple[tuple[ProtoEnum, ...], tuple[ProtoMessage, ...]]:
+        enums = tuple(e for e in self.enums if e.file == stem)
+        top = tuple(m for m in self.messages if m.file == stem and "." not in m.name)
+        return enums, top
+
+    def nested(self, parent: str) -> tuple[ProtoMessage, ...]:
+        return tuple(
+            m for m in self.messages if m.name.rsplit(".", 1)[0] == parent and "." in m.name
+        )
+
+    def imports(self, stem: str) -> tuple[str, ...]:
+        """The files `stem` needs, in import order."""
+        mine = {m.name for m in self.messages if m.file == stem}
+        mine |= {e.name for e in self.enums if e.file == stem}
+        owner = {m.name: m.file for m in self.messages} | {e.name: e.file for e in self.enums}
+        needed: set[str] = set()
+        for m in self.messages:
+            if m.file != stem:
+                continue
+            for f in m.fields:
+                if f.type == VALUE or f.type == STRUCT:
+                    needed.add("google/protobuf/struct.proto")
+                elif f.ref and f.ref not in mine and f.ref in owner:
+                    needed.add(f"{PACKAGE}/{owner[f.ref]}.proto")
+        order = ["google/protobuf/struct.proto"] + [f"{PACKAGE}/{s}.proto" for s in FILES]
+        return tuple(p for p in order if p in needed)
+
+
+# ── the ledger ─────────────────────────────────────────────────────────────────────────────────
+_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(-?[0-9]+)$")
+_ENUM_VALUE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def parse_ledger(text: str) -> dict[str, int]:
+    """Ledger text -> {slot: number}. Fails on a malformed line, a slot listed twice and two slots
+    sharing a number in one message or enum."""
+    problems: list[str] = []
+    slots: dict[str, int] = {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if match is None:
+            problems.append(f"{LEDGER_NAME}: line {lineno}: not 'Message.field = N': {raw!r}")
+            continue
+        slot, number = match.group(1), int(match.group(2))
+        if slot in slots:
+            problems.append(f"{LEDGER_NAME}: line {lineno}: {slot} is listed twice")
+            continue
+        slots[slot] = number
+    problems += _conflicts(slots)
+    if problems:
+        raise SpecError(problems)
+    return slots
+
+
+def space_of(slot: str) -> str:
+    """The message or enum whose numbers a slot uses: `ToolCall.Function.name` -> ToolCall.Function,
+    `Event.event.raw` -> Event (a oneof arm numbers like a field), `EventType.RAW` -> EventType."""
+    parts = slot.split(".")
+    if _ENUM_VALUE.match(parts[-1]):
+        return ".".join(parts[:-1])
+    owner = []
+    for part in parts[:-1]:
+        if not part[:1].isupper():
+            break
+        owner.append(part)
+    return ".".join(owner)
+
+
+def _is_enum_slot(slot: str) -> bool:
+    return bool(_ENUM_VALUE.match(slot.rsplit(".", 1)[-1]))
+
+
+def _conflicts(slots: dict[str, int]) -> list[str]:
+    problems: list[str] = []
+    seen: dict[tuple[str, int], str] = {}
+    for slot, number in slots.items():
+        space = space_of(slot)
+        if _is_enum_slot(slot):
+            if not 0 <= number <= 2**31 - 1:
+                problems.append(f"{LEDGER_NAME}: {slot} = {number}: enum values run from 0")
+        elif not 1 <= number <= MAX_FIELD or number in RESERVED_RANGE:
+            problems.append(
+                f"{LEDGER_NAME}: {slot} = {number}: not a usable field number "
+                f"(1 to {MAX_FIELD}, without 19000-19999)"
+            )
+        other = seen.get((space, number))
+        if other is not None:
+            problems.append(
+                f"{LEDGER_NAME}: number conflict in {space}: {other} and {slot} both use {number}"
+            )
+        else:
+            seen[(space, number)] = slot
+    return problems
+
+
+# ── building ───────────────────────────────────────────────────────────────────────────────────
+@attrs.define
+class _Draft:
+    """A message or enum before numbering: its slots in declaration order."""
+
+    name: str
+    doc: str
+    file: str
+    slots: list[ProtoField] = attrs.Factory(list)
+    is_enum: bool = False
+    enum_values: list[tuple[str, str, str]] = attrs.Factory(list)  # (NAME, wire, doc)
+    shape: str = "object"
+    source: str = ""
+    oneof: str = ""
+    discriminator: str = ""
+    defaults: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    outcomes: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+
+    def slot_key(self, f: ProtoField) -> str:
+        if self.oneof and f.source == "arm":
+            return f"{self.name}.{self.oneof}.{f.name}"
+        return f"{self.name}.{f.name}"
+
+
+class _Builder:
+    def __init__(self, spec: Spec, ledger: dict[str, int]) -> None:
+        self.spec = spec
+        self.ledger = ledger
+        self.defs: dict[str, Object | Union] = {d.name: d for d in spec.definitions}
+        self.drafts: dict[str, _Draft] = {}
+        self.order: list[str] = []
+        self.problems: list[str] = []
+
+    # ── names and types ──
+    def proto_name(self, definition: str) -> str:
+        if definition in ONEOF_UNIONS:
+            return ONEOF_UNIONS[definition][0]
+        return RENAMED.get(definition, definition)
+
+    def file_of(self, name: str) -> str:
+        root = name.split(".")[0]
+        if root in EVENTS_FILE or root.endswith("Event"):
+            return "events"
+        if root in PATCH_FILE:
+            return "patch"
+        return "types"
+
+    def field_type(self, owner: str, f: Field, t: TypeRef) -> tuple[str, str, str]:
+        """(kind, proto type, referenced name) of a single (non-list) spec type."""
+        if t.kind in ("str", "enum"):
+            return "string", "string", ""
+        if t.kind == "int":
+            return "int64", "int64", ""
+        if t.kind == "bool":
+            return "bool", "bool", ""
+        if t.kind == "json":
+            return "value", VALUE, ""
+        if t.kind == "object":
+            if (owner, f.wire) in VALUE_OBJECTS:
+                return "value", VALUE, ""
+            return "struct", STRUCT, ""
+        if t.kind in ("ref", "union"):
+            self.need(t.name)
+            name = self.proto_name(t.name)
+            return "message", name, name
+        self.problems.append(f"{owner}.{f.wire}: no protobuf form for type {t.py}")
+        return "value", VALUE, ""
+
+    def need(self, definition: str) -> None:
+        """Make sure the message for a definition exists."""
+        name = self.proto_name(definition)
+        if name in self.drafts:
+            return
+        item = self.defs[definition]
+        if isinstance(item, Object):
+            self.object_message(item, name)
+        elif definition in ONEOF_UNIONS:
+            self.oneof_message(item)
+        elif definition in MERGED_UNIONS:
+            self.merged_message(item)
+        else:
+            self.problems.append(f"{definition}: a union with no protobuf form here")
+
+    def add(self, draft: _Draft) -> _Draft:
+        self.drafts[draft.name] = draft
+        self.order.append(draft.name)
+        return draft
+
+    # ── one definition's fields ──
+    def slots_of(self, owner: str, fields: Iterable[Field], *, skip_tag: bool) -> list[ProtoField]:
+        out: list[ProtoField] = []
+        for f in fields:
+            name = _snake(f.wire)
+            if f.tag is not None or f.const is not None:
+                if f.tag is not None and skip_tag:
+                    continue
+                label = "" if f.required else "optional"
+                out.append(
+                    ProtoField(
+                        name,
+                        0,
+                        "string",
+                        "string",
+                        label,
+                        "key",
+                        f.wire,
+                        required=f.required,
+                        empty='""' if f.required else "",
+                        doc=f.doc,
+                    )
+                )
+                continue
+            assert f.type is not None
+            t = f.type
+            if t.kind == "union" and t.name in FLATTENED_UNIONS:
+                out.extend(self.flattened(owner, f, t.name))
+                continue
+            if t.kind == "either":
+                out.extend(self.either(owner, f, t))
+                continue
+            if t.kind == "list":
+                assert t.item is not None
+                kind, ptype, ref = self.field_type(owner, f, t.item)
+                if kind in ("int64", "bool"):
+                    self.problems.append(f"{owner}.{f.wire}: lists of numbers need packed encoding")
+                out.append(
+                    ProtoField(
+                        name,
+                        0,
+                        kind,
+                        ptype,
+                        "repeated",
+                        "key",
+                        f.wire,
+                        ref=ref,
+                        required=f.required,
+                        empty="[]" if f.required else "",
+                        doc=f.doc,
+                    )
+                )
+                continue
+            kind, ptype, ref = self.field_type(owner, f, t)
+            scalar = kind in ("string", "int64", "bool")
+            plain = f.required and kind == "string"
+            label = "" if plain or not scalar else "optional"
+            empty = ""
+            if f.required:
+                empty = {"string": '""', "struct": "{}"}.get(kind, "None" if f.nullable else "")
+            out.append(
+                ProtoField(
+                    name,
+                    0,
+                    kind,
+                    ptype,
+                    label,
+                    "key",
+                    f.wire,
+                    ref=ref,
+                    required=f.required,
+                    empty=empty,
+                    doc=f.doc,
+                )
+            )
+        return out
+
+    def either(self, owner: str, f: Field, t: TypeRef) -> list[ProtoField]:
+        out = []
+        for option in t.options:
+            if option.kind == "str":
+                out.append(
+                    ProtoField(
+                        _snake(f.wire),
+                        0,
+                        "string",
+                        "string",
+                        "optional",
+                        "str",
+                        f.wire,
+                        required=f.required,
+                        doc=f.doc,
+                    )
+                )
+            elif option.kind == "list" and option.item is not None:
+                kind, ptype, ref = self.field_type(owner, f, option.item)
+                out.append(
+                    ProtoField(
+                        _snake(f.wire) + "_parts",
+                        0,
+                        kind,
+                        ptype,
+                        "repeated",
+                        "list",
+                        f.wire,
+                        ref=ref,
+                        required=f.required,
+                        empty="[]" if f.required else "",
+                        doc=f"{f.doc} (the array form)",
+                    )
+                )
+            else:
+                self.problems.append(f"{owner}.{f.wire}: no protobuf form for option {option.py}")
+        return out
+
+    def flattened(self, owner: str, f: Field, union: str) -> list[ProtoField]:
+        item = self.defs[union]
+        assert isinstance(item, Union)
+        out = [
+            ProtoField(
+                _snake(f.wire),
+                0,
+                "string",
+                "string",
+                "",
+                "outcome",
+                f.wire,
+                doc=f"{f.doc} The member's type; empty when absent.",
+            )
+        ]
+        seen: set[str] = set()
+        for member in item.members:
+            obj = self.defs[member]
+            assert isinstance(obj, Object)
+            for mf in obj.fields:
+                if mf.tag is not None or mf.wire in seen:
+                    continue
+                seen.add(mf.wire)
+                for slot in self.slots_of(member, [mf], skip_tag=True):
+                    if slot.label != "repeated":
+                        self.problems.append(
+                            f"{owner}.{f.wire}: flattened member field {member}.{mf.wire} must be a list"
+                        )
+                    out.append(
+                        attrs.evolve(
+                            slot, source="payload", wire=f.wire, sub=mf.wire, required=False
+                        )
+                    )
+        return out
+
+    # ── messages ──
+    def object_message(self, obj: Object, name: str) -> None:
+        draft = self.add(_Draft(name, obj.doc, self.file_of(name), source=obj.name))
+        fields = list(obj.fields)
+        if ENVELOPE in obj.unions:
+            common = self.base_wires()
+            base = [f for f in fields if f.wire in common]
+            rest = [f for f in fields if f.wire not in common]
+            self.base_message(base)
+            draft.slots.append(
+                ProtoField(
+                    "base_event",
+                    0,
+                    "message",
+                    EVENT_BASE,
+                    "",
+                    "self",
+                    ref=EVENT_BASE,
+                    doc="The fields every event carries.",
+                )
+            )
+            fields = rest
+        draft.slots.extend(self.slots_of(obj.name, fields, skip_tag=True))
+        draft.outcomes = tuple(
+            (s.wire, self.outcome_members(s.wire, obj))
+            for s in draft.slots
+            if s.source == "outcome"
+        )
+
+    def base_wires(self) -> set[str]:
+        """The members every event has (the BaseEvent mixin's): they go to base_event."""
+        union = self.defs[ENVELOPE]
+        assert isinstance(union, Union)
+        common: set[str] | None = None
+        for member in union.members:
+            obj = self.defs[member]
+            assert isinstance(obj, Object)
+            wires = {f.wire for f in obj.fields}
+            common = wires if common is None else common & wires
+        return common or set()
+
+    def outcome_members(self, wire: str, obj: Object) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        field = next(f for f in obj.fields if f.wire == wire)
+        assert field.type is not None
+        union = self.defs[field.type.name]
+        assert isinstance(union, Union)
+        out = []
+        for tag, member in union.tags:
+            m = self.defs[member]
+            assert isinstance(m, Object)
+            out.append((tag, tuple(f.wire for f in m.fields if f.tag is None and f.required)))
+        return tuple(out)
+
+    def base_message(self, fields: list[Field]) -> None:
+        if EVENT_BASE in self.drafts:
+            return
+        draft = self.add(
+            _Draft(
+                EVENT_BASE,
+                "The fields every event carries.",
+                "events",
+                shape="base",
+                source=EVENT_BASE,
+            )
+        )
+        enum = TAG_ENUMS[EVENT_BASE]
+        for f in fields:
+            if f.tag is not None:
+                draft.slots.append(
+                    ProtoField(
+                        _snake(f.wire),
+                        0,
+                        "enum",
+                        enum,
+                        "",
+                        "tag",
+                        f.wire,
+                        ref=enum,
+                        required=True,
+                        empty='""',
+                        doc=f.doc,
+                    )
+                )
+            else:
+                draft.slots.extend(self.slots_of(EVENT_BASE, [f], skip_tag=False))
+        event_union = self.defs[ENVELOPE]
+        assert isinstance(event_union, Union)
+        self.enum(
+            enum,
+            "Every event type, numbered.",
+            "events",
+            [(t, t, self._doc_of_enum_value("EventType", t)) for t, _ in event_union.tags],
+        )
+
+    def _doc_of_enum_value(self, enum: str, value: str) -> str:
+        for e in self.spec.enums:
+            if e.name == enum:
+                for v in e.values:
+                    if v.value == value:
+                        return v.doc
+        return ""
+
+    def enum(self, name: str, doc: str, file: str, values: list[tuple[str, str, str]]) -> None:
+        draft = self.add(_Draft(name, doc, file, is_enum=True))
+        draft.enum_values = [(_member(wire), wire, d) for _, wire, d in values]
+
+    def oneof_message(self, union: Union) -> None:
+        name, oneof = ONEOF_UNIONS[union.name]
+        draft = self.add(
+            _Draft(
+                name,
+                union.doc,
+                self.file_of(name),
+                shape="oneof",
+                source=union.name,
+                oneof=oneof,
+                discriminator=union.discriminator,
+            )
+        )
+        for tag, member in union.tags:
+            self.need(member)
+            ref = self.proto_name(member)
+            obj = self.defs[member]
+            draft.slots.append(
+                ProtoField(_snake(tag), 0, "message", ref, "", "arm", tag=tag, ref=ref, doc=obj.doc)
+            )
+
+    def envelope(self) -> None:
+        union = self.defs[ENVELOPE]
+        assert isinstance(union, Union)
+        draft = self.add(
+            _Draft(
+                ENVELOPE,
+                union.doc,
+                "events",
+                shape="envelope",
+                source=ENVELOPE,
+                oneof=ENVELOPE_ONEOF,
+                discriminator=union.discriminator,
+            )
+        )
+        for tag, member in union.tags:
+            self.need(member)
+            obj = self.defs[member]
+            draft.slots.append(
+                ProtoField(
+                    tag.lower(), 0, "message", member, "", "arm", tag=tag, ref=member, doc=obj.doc
+                )
+            )
+
+    def merged_message(self, union: Union) -> None:
+        name = union.name
+        draft = self.add(
+            _Draft(
+                name,
+                union.doc,
+                self.file_of(name),
+                shape="merged",
+                source=union.name,
+                discriminator=union.discriminator,
+            )
+        )
+        members = [self.defs[m] for m in union.members]
+        assert all(isinstance(m, Object) for m in members)
+        order: list[str] = []
+        variants: dict[str, dict[str, tuple[Object, Field]]] = {}
+        for m in members:
+            assert isinstance(m, Object)
+            for f in m.fields:
+                if f.wire not in variants:
+                    order.append(f.wire)
+                    variants[f.wire] = {}
+                variants[f.wire][m.name] = (m, f)
+        defaults = []
+        for m in members:
+            assert isinstance(m, Object)
+            empty = []
+            for f in m.fields:
+                if f.required and f.type is not None:
+                    kinds = (
+                        [o.kind for o in f.type.options]
+                        if f.type.kind == "either"
+                        else [f.type.kind]
+                    )
+                    if "list" in kinds:
+                        empty.append((f.wire, "list"))
+                    elif "object" in kinds:
+                        empty.append((f.wire, "object"))
+            defaults.append((m.tag or "", tuple(empty)))
+        draft.defaults = tuple(defaults)
+        enum = TAG_ENUMS.get(name)
+        for wire in order:
+            uses = variants[wire]
+            first_obj, first = next(iter(uses.values()))
+            everywhere = len(uses) == len(members) and all(f.required for _, f in uses.values())
+            if first.tag is not None:
+                if enum:
+                    draft.slots.append(
+                        ProtoField(
+                            _snake(wire),
+                            0,
+                            "enum",
+                            enum,
+                            "",
+                            "tag",
+                            wire,
+                            ref=enum,
+                            required=True,
+                            empty='""',
+                            doc=f"Which member of {name} this is.",
+                        )
+                    )
+                    self.enum(
+                        enum,
+                        f"The {wire} of {name}.",
+                        self.file_of(enum),
+                        [(t, t, "") for t, _ in union.tags],
+                    )
+                else:
+                    draft.slots.append(
+                        ProtoField(
+                            _snake(wire),
+                            0,
+                            "string",
+                            "string",
+                            "",
+                            "tag",
+                            wire,
+                            required=True,
+                            empty='""',
+                            doc=f"Which member of {name} this is.",
+                        )
+                    )
+                continue
+            shapes = {_shape_key(f) for _, f in uses.values()}
+            if len(shapes) == 1:
+                slot = self.slots_of(first_obj.name, [first], skip_tag=False)[0]
+                if not everywhere and slot.label == "" and slot.kind in _SCALARS:
+                    slot = attrs.evolve(slot, label="optional")
+                draft.slots.append(
+                    attrs.evolve(
+                        slot,
+                        required=everywhere,
+                        empty=slot.empty if everywhere else "",
+                        doc=_merged_doc(wire, uses),
+                    )
+                )
+                continue
+            # members disagree: one field per JSON kind (string, array, object)
+            by_kind: dict[str, list[str]] = {}
+            for member, (_, f) in uses.items():
+                assert f.type is not None
+                for option in f.type.options if f.type.kind == "either" else (f.type,):
+                    by_kind.setdefault(option.kind, []).append(member)
+            done: set[str] = set()
+            for obj, f in uses.values():
+                assert f.type is not None
+                options = f.type.options if f.type.kind == "either" else (f.type,)
+                for option in options:
+                    kind = {"str": "str", "list": "list", "object": "object"}.get(option.kind)
+                    if kind is None or kind in done:
+                        if kind is None:
+                            self.problems.append(f"{name}.{wire}: no protobuf form for {option.py}")
+                        continue
+                    done.add(kind)
+                    if kind == "str":
+                        draft.slots.append(
+                            ProtoField(
+                                _snake(wire),
+                                0,
+                                "string",
+                                "string",
+                                "optional",
+                                "str",
+                                wire,
+                                doc=f"The {wire} of {', '.join(by_kind['str'])}, as text.",
+                            )
+                        )
+                    elif kind == "list":
+                        assert option.item is not None
+                        k, ptype, ref = self.field_type(obj.name, f, option.item)
+                        draft.slots.append(
+                            ProtoField(
+                                _snake(wire) + "_parts",
+                                0,
+                                k,
+                                ptype,
+                                "repeated",
+                                "list",
+                                wire,
+                                ref=ref,
+                                doc=f"The {wire} of {', '.join(by_kind['list'])}, as an array.",
+                            )
+                        )
+                    else:
+                        pname = OBJECT_VARIANTS.get((name, wire))
+                        if pname is None:
+                            self.problems.append(
+                                f"{name}.{wire}: name its object form in OBJECT_VARIANTS"
+                            )
+                            continue
+                        doc = f"The {wire} of {', '.join(by_kind['object'])}, an object."
+                        draft.slots.append(
+                            ProtoField(pname, 0, "struct", STRUCT, "", "object", wire, doc=doc)
+                        )
+
+    # ── numbering ──
+    def number(self) -> tuple[list[ProtoMessage], list[ProtoEnum], dict[str, int]]:
+        ledger = dict(self.ledger)
+        messages: list[ProtoMessage] = []
+        enums: list[ProtoEnum] = []
+        for name in self.order:
+            draft = self.drafts[name]
+            live: set[str] = set()
+            taken = {n for slot, n in ledger.items() if space_of(slot) == name}
+            if draft.is_enum:
+                numbered = []
+                for member, wire, _doc in draft.enum_values:
+                    slot = f"{name}.{member}"
+                    live.add(slot)
+                    if slot not in ledger:
+                        ledger[slot] = max(taken, default=-1) + 1
+                        taken.add(ledger[slot])
+                    numbered.append((member, ledger[slot], wire))
+                gone = sorted(
+                    (n, s) for s, n in ledger.items() if space_of(s) == name and s not in live
+                )
+                if not any(n == 0 for _, n, _ in numbered):
+                    self.problems.append(f"{name}: a proto3 enum needs a value numbered 0")
+                enums.append(
+                    ProtoEnum(
+                        name,
+                        draft.doc,
+                        tuple(numbered),
+                        tuple(n for n, _ in gone),
+                        tuple(s.rsplit(".", 1)[1] for _, s in gone),
+                        draft.file,
+                    )
+                )
+                continue
+            fields = []
+            names = [s.name for s in draft.slots]
+            for dup in sorted({n for n in names if names.count(n) > 1}):
+                self.problems.append(f"{name}: two protobuf fields are named '{dup}'")
+            for s in draft.slots:
+                slot = draft.slot_key(s)
+                live.add(slot)
+                if slot not in ledger:
+                    ledger[slot] = max(taken, default=0) + 1
+                    while ledger[slot] in RESERVED_RANGE:
+                        ledger[slot] += 1
+                    taken.add(ledger[slot])
+                fields.append(attrs.evolve(s, number=ledger[slot]))
+            gone = sorted(
+                (n, s) for s, n in ledger.items() if space_of(s) == name and s not in live
+            )
+            messages.append(
+                ProtoMessage(
+                    name,
+                    draft.doc,
+                    tuple(fields),
+                    tuple(n for n, _ in gone),
+                    tuple(s.rsplit(".", 1)[1] for _, s in gone),
+                    draft.file,
+                    draft.shape,
+                    draft.source,
+                    draft.oneof,
+                    draft.discriminator,
+                    draft.defaults,
+                    draft.outcomes,
+                )
+            )
+        self.problems += _conflicts(ledger)
+        return messages, enums, ledger
+
+    def build(self) -> ProtoSchema:
+        self.envelope()
+        messages, enums, ledger = self.number()
+        if self.problems:
+            raise SpecError(sorted(set(self.problems)))
+        file_rank = {stem: i for i, stem in enumerate(FILES)}
+        messages.sort(key=lambda m: (file_rank[m.file], self.order.index(m.name)))
+        enums.sort(key=lambda e: (file_rank[e.file], self.order.index(e.name)))
+        event_types = next(e for e in enums if e.name == TAG_ENUMS[EVENT_BASE]).values
+        return ProtoSchema(
+            tuple(messages),
+            tuple(enums),
+            render_ledger(ledger, [e.name for e in enums] + [m.name for m in messages]),
+            tuple((wire, n) for _, n, wire in event_types),
+        )
+
+
+def render_ledger(ledger: dict[str, int], spaces: list[str]) -> str:
+    """The ledger in its canonical order: by message or enum (the .proto files' order, then any
+    that left the spec, by name), then by number."""
+    rank = {s: i for i, s in enumerate(spaces)}
+    lines = sorted(
+        ledger.items(),
+        key=lambda kv: (rank.get(space_of(kv[0]), len(rank)), space_of(kv[0]), kv[1]),
+    )
+    head = (
+        "# The protobuf number ledger of the AG-UI binary transport (package ag_ui), kept by\n"
+        "# `python -m codegen`: every field, oneof arm and enum value ever shipped, with its number.\n"
+        "# Append-only. A slot keeps its number forever; a new one takes the next free number of its\n"
+        "# message or enum; a slot whose field left the spec stays here and is `reserved` in the\n"
+        "# .proto files. Seeded from @ag-ui/proto 1.0.0, so the numbers are the official ones.\n"
+    )
+    return head + "".join(f"{slot} = {number}\n" for slot, number in lines)
+
+
+def build_proto(spec: Spec, ledger_text: str) -> ProtoSchema:
+    """The protobuf layout of the spec, numbered by the ledger (see the module docstring)."""
+    return _Builder(spec, parse_ledger(ledger_text)).build()
+
+
+# ── helpers ────────────────────────────────────────────────────────────────────────────────────
+_SCALARS = ("string", "int64", "bool")
+
+
+def _merged_doc(wire: str, uses: dict[str, tuple[Object, Field]]) -> str:
+    """The doc of a merged field: the members' own when they agree, else where it comes from."""
+    docs = {f.doc for _, f in uses.values()}
+    if len(docs) == 1:
+        return docs.pop()
+    return f"The {wire} of {', '.join(uses)}."
+
+
+def _shape_key(f: Field) -> str:
+    if f.type is None:
+        return "const"
+    return f.type.py
+
+
+def _snake(wire: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", wire).lower()
+
+
+def _member(wire: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", wire).strip("_").upper()
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+# ── descriptors for the protobuf runtime ───────────────────────────────────────────────────────
+def file_descriptors(schema: ProtoSchema) -> list[tuple[str, bytes]]:
+    """Each .proto file as the serialized FileDescriptorProto protoc would make of it (without
+    source info): what the runtime module loads, so it needs no protoc."""
+    try:
+        from google.protobuf import descriptor_pb2
+    except ImportError:
+        raise RuntimeError(
+            "the protobuf package is needed to generate the runtime module: "
+            "pip install -e '.[codegen]'"
+        ) from None
+
+    fdp = descriptor_pb2.FieldDescriptorProto
+    scalar = {"string": fdp.TYPE_STRING, "int64": fdp.TYPE_INT64, "bool": fdp.TYPE_BOOL}
+
+    def message(m: ProtoMessage) -> descriptor_pb2.DescriptorProto:
+        out = descriptor_pb2.DescriptorProto(name=m.simple)
+        for nested in schema.nested(m.name):
+            out.nested_type.append(message(nested))
+        if m.oneof:
+            out.oneof_decl.add(name=m.oneof)
+        synthetic = []
+        for f in m.fields_by_number:
+            field = out.field.add(name=f.name, number=f.number, json_name=_camel(f.name))
+            field.label = fdp.LABEL_REPEATED if f.label == "repeated" else fdp.LABEL_OPTIONAL
+            if f.kind in scalar:
+                field.type = scalar[f.kind]
+            elif f.kind == "enum":
+                field.type = fdp.TYPE_ENUM
+                field.type_name = f".{PACKAGE}.{f.ref}"
+            else:
+                field.type = fdp.TYPE_MESSAGE
+                field.type_name = "." + (
+                    f.type if f.kind in ("value", "struct") else f"{PACKAGE}.{f.ref}"
+                )
+            if m.oneof:
+                field.oneof_index = 0
+            elif f.label == "optional":
+                field.proto3_optional = True
+                synthetic.append(field)
+        for field in synthetic:  # proto3 optional: one synthetic oneof each, after the real ones
+            field.oneof_index = len(out.oneof_decl)
+            out.oneof_decl.add(name="_" + field.name)
+        for number in m.reserved:
+            out.reserved_range.add(start=number, end=number + 1)
+        out.reserved_name.extend(m.reserved_names)
+        return out
+
+    files = []
+    for stem in FILES:
+        enums, messages = schema.in_file(stem)
+        fd = descriptor_pb2.FileDescriptorProto(
+            name=f"{PACKAGE}/{stem}.proto", package=PACKAGE, syntax="proto3"
+        )
+        fd.dependency.extend(schema.imports(stem))
+        for e in enums:
+            ed = fd.enum_type.add(name=e.name)
+            for name, number, _ in sorted(e.values, key=lambda v: v[1]):
+                ed.value.add(name=name, number=number)
+            for number in e.reserved:
+                ed.reserved_range.add(start=number, end=number)
+            ed.reserved_name.extend(e.reserved_names)
+        for m in messages:
+            fd.message_type.append(message(m))
+        files.append((fd.name, fd.SerializeToString(deterministic=True)))
+    return files
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
