@@ -26,21 +26,16 @@ import json
 import os
 import shutil
 import subprocess
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from agui_generated import RunAgentInput
 
 from agui.client import HttpAgent
 from agui.codec import decode
 from agui.conversation import Conversation
-from agui.runner import free_port
+from tests.conftest import live_server
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("AGUI_INTEROP") != "1",
@@ -99,28 +94,6 @@ class CaseApp:
         for frame in frames:
             await send({"type": "http.response.body", "body": frame, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
-
-
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Run `app` under uvicorn on a free loopback port, in a thread; yield its base URL."""
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", log_config=None, lifespan="off"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 # ── the two clients ─────────────────────────────────────────────────────────────────────────
@@ -236,7 +209,7 @@ def results() -> dict[str, dict[str, Any]]:
     streams = {name: [frame_bytes(e) for e in case["stream"]] for name, case in cases.items()}
     inputs = {name: case.get("input", DEFAULT_INPUT) for name, case in cases.items()}
     out: dict[str, dict[str, Any]] = {}
-    with serving(CaseApp(streams)) as base:
+    with live_server(CaseApp(streams), lifespan="off") as base:
         ts_reports = ts_batch(node, [{"url": f"{base}/{n}", "input": inputs[n]} for n in NAMES])
         for name, ts in zip(NAMES, ts_reports, strict=True):
             py = py_run(f"{base}/{name}", inputs[name])

@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -35,15 +34,14 @@ from typing import Any
 
 import orjson
 import pytest
-import uvicorn
 from agui_generated import PROTOCOL_VERSION, RunAgentInput, UserMessage
 
 from agui.client import HttpAgent
 from agui.codec import encode
 from agui.demo import DemoAgent
 from agui.model import ModelAgent, OpenAIChatModel
-from agui.runner import free_port
 from agui.server import AgentApp
+from tests.conftest import live_server
 from tests.fake_openai import MODEL as FAKE_MODEL
 from tests.fake_openai import SECRET, FakeOpenAI
 from tests.fake_openai import reply as fake_reply
@@ -108,23 +106,9 @@ class Recorder:
 
 @contextmanager
 def serving(app: Any) -> Iterator[str]:
-    """Run `app` under uvicorn on a free loopback port, in a thread; yield its URL."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}/agent"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    """Serve `app` on a free loopback port (tests.conftest.live_server); yield its agent URL."""
+    with live_server(app, lifespan="off") as base:
+        yield base + "/agent"
 
 
 @pytest.fixture(scope="module")
