@@ -20,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import attrs
 import orjson
 from agui_generated import (
     PROTOCOL_VERSION,
@@ -405,8 +406,6 @@ def _run_started(run_input: RunAgentInput) -> RunStartedEvent:
 
 
 def _with_version(event: RunStartedEvent) -> RunStartedEvent:
-    import attrs
-
     return attrs.evolve(event, protocol_version=PROTOCOL_VERSION)
 
 
