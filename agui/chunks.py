@@ -121,9 +121,20 @@ class _Pending:
     parent_message_id: str | None = None
 
 
-def _metadata_only(
-    chunk: TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent, out: list[Item]
-) -> bool:
+_Chunk: TypeAlias = TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
+
+
+def _owner(pending: _Pending, chunk: _Chunk) -> str | None:
+    """The subagent a continuation belongs to: its own tag, else its stream's."""
+    return pending.owner if chunk.subagent_run_id is None else chunk.subagent_run_id
+
+
+def _carries_content(chunk: _Chunk, out: list[Item]) -> bool:
+    """Whether a chunk yields a content (or args) event: a delta, a raw event, or only metadata."""
+    return chunk.delta is not None or chunk.raw_event is not None or _metadata_only(chunk, out)
+
+
+def _metadata_only(chunk: _Chunk, out: list[Item]) -> bool:
     """A continuation that carries metadata and nothing else still becomes a content event."""
     return not out and chunk.metadata is not None
 
@@ -260,13 +271,12 @@ class ChunkExpander:
                     metadata=chunk.metadata,
                 )
             )
-        owner = pending.owner if chunk.subagent_run_id is None else chunk.subagent_run_id
-        if chunk.delta is not None or chunk.raw_event is not None or _metadata_only(chunk, out):
+        if _carries_content(chunk, out):
             out.append(
                 TextMessageContentEvent(
                     message_id=pending.id,
                     delta=chunk.delta or "",
-                    subagent_run_id=owner,
+                    subagent_run_id=_owner(pending, chunk),
                     metadata=chunk.metadata,
                     raw_event=chunk.raw_event,
                 )
@@ -301,13 +311,12 @@ class ChunkExpander:
                     metadata=chunk.metadata,
                 )
             )
-        owner = pending.owner if chunk.subagent_run_id is None else chunk.subagent_run_id
-        if chunk.delta is not None or chunk.raw_event is not None or _metadata_only(chunk, out):
+        if _carries_content(chunk, out):
             out.append(
                 ToolCallArgsEvent(
                     tool_call_id=pending.id,
                     delta=chunk.delta or "",
-                    subagent_run_id=owner,
+                    subagent_run_id=_owner(pending, chunk),
                     metadata=chunk.metadata,
                     raw_event=chunk.raw_event,
                 )
@@ -329,13 +338,12 @@ class ChunkExpander:
                     metadata=chunk.metadata,
                 )
             )
-        owner = pending.owner if chunk.subagent_run_id is None else chunk.subagent_run_id
-        if chunk.delta is not None or chunk.raw_event is not None or _metadata_only(chunk, out):
+        if _carries_content(chunk, out):
             out.append(
                 ReasoningMessageContentEvent(
                     message_id=pending.id,
                     delta=chunk.delta or "",
-                    subagent_run_id=owner,
+                    subagent_run_id=_owner(pending, chunk),
                     metadata=chunk.metadata,
                     raw_event=chunk.raw_event,
                 )

@@ -179,9 +179,11 @@ def _load_agent(spec: str | None) -> Any:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from agui.runner import run_command, summary_command
+
     if args.summary:
-        return asyncio.run(_run_summary(args))
-    from agui.runner import run_command
+        conversation = asyncio.run(summary_command(args))
+        return 2 if conversation is None else _report(conversation, True)
 
     return asyncio.run(run_command(args))
 
@@ -208,25 +210,6 @@ def _report(conversation: Any, summary: bool) -> int:
     if result["error"] is not None and not summary:
         print(f"agui: {result['error']}", file=sys.stderr)
     return 0 if result["outcome"] == "completed" else 1
-
-
-async def _run_summary(args: argparse.Namespace) -> int:
-    from agui.client import HttpAgent
-    from agui.conversation import Conversation
-    from agui.runner import _input
-
-    try:
-        run_input = _input(args)
-    except (OSError, DecodeError) as exc:
-        print(f"agui run: cannot use {args.input}: {exc}", file=sys.stderr)
-        return 2
-    seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
-    conversation = Conversation(run_input.thread_id, messages=run_input.messages, **seed)
-    try:
-        await conversation.run(HttpAgent(args.url), input=run_input)
-    except Exception:  # recorded in conversation.failures; the summary reports it
-        pass
-    return _report(conversation, True)
 
 
 def _recorded(data: bytes) -> Iterator[Any]:

@@ -69,11 +69,18 @@ async def _stream(url: str, run_input: RunAgentInput, as_json: bool) -> int:
     return 1 if failed else 0
 
 
-async def run_command(args: argparse.Namespace) -> int:
+def _load_input(args: argparse.Namespace) -> RunAgentInput | None:
+    """The run's input, or None after saying on stderr why it cannot be used."""
     try:
-        run_input = _input(args)
+        return _input(args)
     except (OSError, DecodeError) as exc:
         print(f"agui run: cannot use {args.input}: {exc}", file=sys.stderr)
+        return None
+
+
+async def run_command(args: argparse.Namespace) -> int:
+    run_input = _load_input(args)
+    if run_input is None:
         return 2
     import httpx
 
@@ -82,6 +89,22 @@ async def run_command(args: argparse.Namespace) -> int:
     except httpx.HTTPError as exc:
         print(f"agui run: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+
+
+async def summary_command(args: argparse.Namespace) -> Any:
+    """`agui run --summary`: run through the whole client pipeline; return the Conversation."""
+    from agui.conversation import Conversation
+
+    run_input = _load_input(args)
+    if run_input is None:
+        return None
+    seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
+    conversation = Conversation(run_input.thread_id, messages=run_input.messages, **seed)
+    try:
+        await conversation.run(HttpAgent(args.url), input=run_input)
+    except Exception:  # recorded in conversation.failures; the summary reports it
+        pass
+    return conversation
 
 
 def free_port() -> int:
