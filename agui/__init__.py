@@ -1,87 +1,98 @@
 """agui: the AG-UI protocol for Python, generated from one canonical spec.
 
 Every model class, enum and union of the spec is available here (`agui.RunAgentInput`,
-`agui.TextMessageContentEvent`, `agui.Role`, `agui.Event`, `agui.Message`, ...), with `encode`
-and `decode` for the wire form, SSE framing, the `Agent` protocol, the ASGI server `AgentApp`, the
-httpx client `HttpAgent`, the client-side stream processing (`Pipeline`, `Conversation`),
-`to_pydantic`/`from_pydantic` for the generated pydantic binding (`agui_pydantic`), and the binary
-protobuf transport (`encode_proto`, `decode_proto`, `proto_frame`, `ProtoFrameDecoder`,
-`to_message`/`from_message`).
+`agui.TextMessageContentEvent`, `agui.Role`, `agui.Event`, `agui.Message`, ...), with a small set
+of hand-written names: the codec (`decode`, `encode`, ...), SSE and protobuf framing, the errors,
+the `Agent` protocol, the ASGI server `AgentApp`, the httpx client `HttpAgent`, and the client-side
+stream processing (`Pipeline`, `Conversation`). The model agent is `agui.model`; everything else is
+imported from the layer that holds it (`agui.wire`, `agui.agent`, `agui.stream`, `agui.http`,
+`agui.cli`).
+
+Nothing is imported until it is first used (PEP 562), so `import agui` loads neither the models
+nor httpx, uvicorn, jsonpatch or protobuf.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 import agui_generated as _generated
-from agui_generated import *  # noqa: F403 - the generated models are the public API
 
-from agui.agent import Agent
-from agui.chunks import ChunkExpander
-from agui.client import HttpAgent, HttpError, StreamError
-from agui.codec import EncodeError, UnknownEvent, decode, decode_json, encode, to_json
-from agui.conversation import Conversation, ExpiredInterruptError, PendingInterruptsError
-from agui.model import ModelAgent, OpenAIChatModel, ScriptedModel, to_prompt, tool
-from agui.pipeline import Pipeline
-from agui.proto import (
-    DEFAULT_MAX_PROTO_FRAME_BYTES,
-    PROTO_MEDIA_TYPE,
-    ProtoFrameDecoder,
-    ProtoStreamError,
-    accepts_proto,
-    decode_proto,
-    decode_proto_json,
-    encode_proto,
-    from_message,
-    proto_frame,
-    to_message,
-)
-from agui.pydantic import from_pydantic, to_pydantic
-from agui.reducer import Reducer, RunResult
-from agui.server import AgentApp
-from agui.sse import SSEDecoder, SSEError, SSEMessage, sse_frame
-from agui.stream import ProtocolError, StreamWarning
-from agui.verify import Verifier
+if TYPE_CHECKING:
+    from agui_generated import *  # noqa: F403 - the generated models are the public API
 
-__all__ = [
-    "ModelAgent",
-    "OpenAIChatModel",
-    "ScriptedModel",
-    "to_prompt",
-    "tool",
-    "DEFAULT_MAX_PROTO_FRAME_BYTES",
-    "PROTO_MEDIA_TYPE",
-    "Agent",
-    "AgentApp",
-    "ChunkExpander",
-    "Conversation",
-    "EncodeError",
-    "ExpiredInterruptError",
-    "HttpAgent",
-    "HttpError",
-    "PendingInterruptsError",
-    "Pipeline",
-    "ProtoFrameDecoder",
-    "ProtoStreamError",
-    "ProtocolError",
-    "Reducer",
-    "RunResult",
-    "SSEDecoder",
-    "SSEError",
-    "SSEMessage",
-    "StreamError",
-    "StreamWarning",
-    "UnknownEvent",
-    "Verifier",
-    "accepts_proto",
-    "decode",
-    "decode_json",
-    "decode_proto",
-    "decode_proto_json",
-    "encode",
-    "encode_proto",
-    "from_message",
-    "from_pydantic",
-    "proto_frame",
-    "sse_frame",
-    "to_json",
-    "to_message",
-    "to_pydantic",
-]
-__all__ += _generated.__all__
+    from agui import model as model
+    from agui.agent.protocol import Agent as Agent
+    from agui.errors import (
+        EncodeError as EncodeError,
+        ExpiredInterruptError as ExpiredInterruptError,
+        HttpError as HttpError,
+        InterruptError as InterruptError,
+        PendingInterruptsError as PendingInterruptsError,
+        ProtocolError as ProtocolError,
+        StreamError as StreamError,
+    )
+    from agui.http.client import HttpAgent as HttpAgent
+    from agui.http.server import AgentApp as AgentApp
+    from agui.stream.conversation import Conversation as Conversation
+    from agui.stream.pipeline import Pipeline as Pipeline
+    from agui.stream.reducer import RunResult as RunResult
+    from agui.stream.warning import StreamWarning as StreamWarning
+    from agui.wire.codec import (
+        decode as decode,
+        decode_json as decode_json,
+        encode as encode,
+        to_json as to_json,
+    )
+    from agui.wire.proto import decode_proto as decode_proto, encode_proto as encode_proto
+    from agui.wire.pydantic import from_pydantic as from_pydantic, to_pydantic as to_pydantic
+    from agui.wire.sse import SSEDecoder as SSEDecoder, sse_frame as sse_frame
+
+# The hand-written public names and the module that defines each.
+_HOMES: dict[str, str] = {
+    "Agent": "agui.agent.protocol",
+    "AgentApp": "agui.http.server",
+    "Conversation": "agui.stream.conversation",
+    "EncodeError": "agui.errors",
+    "ExpiredInterruptError": "agui.errors",
+    "HttpAgent": "agui.http.client",
+    "HttpError": "agui.errors",
+    "InterruptError": "agui.errors",
+    "PendingInterruptsError": "agui.errors",
+    "Pipeline": "agui.stream.pipeline",
+    "ProtocolError": "agui.errors",
+    "RunResult": "agui.stream.reducer",
+    "SSEDecoder": "agui.wire.sse",
+    "StreamError": "agui.errors",
+    "StreamWarning": "agui.stream.warning",
+    "decode": "agui.wire.codec",
+    "decode_json": "agui.wire.codec",
+    "decode_proto": "agui.wire.proto",
+    "encode": "agui.wire.codec",
+    "encode_proto": "agui.wire.proto",
+    "from_pydantic": "agui.wire.pydantic",
+    "sse_frame": "agui.wire.sse",
+    "to_json": "agui.wire.codec",
+    "to_pydantic": "agui.wire.pydantic",
+}
+
+__all__ = sorted([*_HOMES, *_generated.__all__])
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(home), name)
+    elif name in _generated.__all__:
+        value = getattr(_generated, name)
+    elif name == "model":
+        value = importlib.import_module("agui.model")
+    else:
+        raise AttributeError(f"module 'agui' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, "model"})

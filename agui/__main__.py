@@ -1,6 +1,6 @@
 """`python -m agui` is the `agui` command line."""
 
-from agui.cli import main
+from agui.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

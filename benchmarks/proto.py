@@ -7,10 +7,10 @@ On the benchmark corpus (benchmarks/corpus.py: one 599-event chat run), in this 
 * bytes on the wire: the whole run as SSE frames (``data: <json>\\n\\n``), as bare JSON documents,
   and as protobuf frames (4-byte length + ``ag_ui.Event``), also per event type;
 * encode: model -> SSE frame (``agui.sse_frame``) versus model -> protobuf frame
-  (``agui.proto_frame``);
+  (``proto_frame``);
 * decode: one frame's payload -> checked model, JSON (``agui.decode``) versus protobuf
   (``agui.decode_proto``). Both end in the same generated checks; protobuf first reads the bytes
-  into the event's JSON object (``agui.decode_proto_json``), which is also timed alone;
+  into the event's JSON object (``decode_proto_json``), which is also timed alone;
 * for reference, when the protobuf runtime is installed, its C parser alone
   (``ag_ui.Event.FromString``), which yields no AG-UI model.
 
@@ -36,6 +36,7 @@ from typing import Any
 from corpus import load
 
 import agui
+from agui.wire.proto import decode_proto_json, proto_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / ".bench" / "proto.json"
@@ -52,7 +53,7 @@ def sizes(
             continue
         json_bytes = sum(len(events[i]) for i in picked)
         sse_bytes = sum(len(agui.sse_frame(models[i])) for i in picked)
-        proto_bytes = sum(len(agui.proto_frame(models[i])) for i in picked)
+        proto_bytes = sum(len(proto_frame(models[i])) for i in picked)
         rows.append(
             {
                 "group": group,
@@ -126,10 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p = [frames[i] for i in picked]
         n = len(picked)
         cases[(group, "encode json (sse_frame)")] = (loop(agui.sse_frame, m), n)
-        cases[(group, "encode proto (proto_frame)")] = (loop(agui.proto_frame, m), n)
+        cases[(group, "encode proto (proto_frame)")] = (loop(proto_frame, m), n)
         cases[(group, "decode json (decode)")] = (loop(agui.decode, j), n)
         cases[(group, "decode proto (decode_proto)")] = (loop(agui.decode_proto, p), n)
-        cases[(group, "  proto bytes -> JSON object")] = (loop(agui.decode_proto_json, p), n)
+        cases[(group, "  proto bytes -> JSON object")] = (loop(decode_proto_json, p), n)
         if parse_only is not None:
             cases[(group, "  upb parse only (reference)")] = (loop(parse_only, p), n)
 

@@ -30,8 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ag_ui.core import Event as OfficialEvent
-from ag_ui.core import RunAgentInput as OfficialRunAgentInput
+from ag_ui.core import Event as OfficialEvent, RunAgentInput as OfficialRunAgentInput
 from ag_ui.encoder import EventEncoder
 from corpus import Corpus, load
 from pydantic import TypeAdapter

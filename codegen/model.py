@@ -162,21 +162,29 @@ class Spec:
         return tuple(d for d in self.definitions if isinstance(d, Union))
 
     @property
+    def exports(self) -> dict[str, str]:
+        """What the generated package exports (the protocol's shapes, its version and the decoding
+        errors), by name, sorted, with the module that defines each. The codec tables, the codec
+        entry points and the converter stay in their own modules."""
+        homes = {e.name: "enums" for e in self.enums}
+        homes.update({d.name: "models" for d in self.definitions})
+        homes.update({a.name: "models" for a in self.aliases})
+        homes.update({"JsonObject": "models", "JsonValue": "models"})
+        homes.update({n: "_runtime" for n in ("AguiError", "DecodeError", "Problem", "UnknownEvent")})
+        return dict(sorted(homes.items()))
+
+    @property
     def public_names(self) -> list[str]:
-        """What the generated package exports, sorted."""
-        names = [e.name for e in self.enums] + [d.name for d in self.definitions]
-        names += [a.name for a in self.aliases]
-        names += [
-            "DEFINITIONS",
-            "DecodeError",
-            "JsonObject",
-            "JsonValue",
-            "PROTOCOL_VERSION",
-            "Problem",
-            "TAGS",
-        ]
-        names += ["configure_converter", "decode_value", "encode_value", "make_converter"]
-        return sorted(names)
+        """The generated package's __all__: its exports and PROTOCOL_VERSION, sorted."""
+        return sorted([*self.exports, "PROTOCOL_VERSION"])
+
+    @property
+    def export_groups(self) -> dict[str, list[str]]:
+        """The exports grouped by the module that defines them (modules and names sorted)."""
+        groups: dict[str, list[str]] = {}
+        for name, module in self.exports.items():
+            groups.setdefault(module, []).append(name)
+        return dict(sorted(groups.items()))
 
     @property
     def alias_constraints(self) -> dict[str, Constraints]:

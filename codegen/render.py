@@ -14,9 +14,13 @@ import jinja2
 
 from codegen.load import load_ledger
 from codegen.model import Spec
-from codegen.proto import FILES as PROTO_FILES
-from codegen.proto import PACKAGE as PROTO_PACKAGE
-from codegen.proto import ProtoSchema, build_proto, file_descriptors
+from codegen.proto import (
+    FILES as PROTO_FILES,
+    PACKAGE as PROTO_PACKAGE,
+    ProtoSchema,
+    build_proto,
+    file_descriptors,
+)
 from codegen.pydantic_binding import DMCG_VERSION, generate_models
 from codegen.regex import python_regex
 

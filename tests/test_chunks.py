@@ -1,4 +1,4 @@
-"""Chunk expansion (agui.chunks.ChunkExpander): one test per rule of protocol.md §3.4."""
+"""Chunk expansion (agui.stream.chunks.ChunkExpander): one test per rule of protocol.md §3.4."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import attrs
 import pytest
 
 import agui
-from agui.chunks import ChunkExpander
-from agui.codec import UnknownEvent
-from agui.stream import ProtocolError
+from agui.errors import ProtocolError
+from agui.stream.chunks import ChunkExpander
+from agui.wire.codec import UnknownEvent
 
 TEXT = agui.TextMessageChunkEvent
 TOOL = agui.ToolCallChunkEvent

@@ -26,8 +26,7 @@ import pytest
 
 import agui
 from agui import AgentApp, HttpAgent, HttpError, StreamError
-from agui.demo import DemoAgent
-from agui.runner import free_port
+from agui.cli.demo import DemoAgent, free_port
 
 from .conftest import run_input
 

@@ -8,6 +8,7 @@ import attrs
 import pytest
 
 import agui
+from agui.wire.codec import make_converter
 
 
 def _problems(data: bytes, cls: object = agui.Event, strict: bool = True) -> list[tuple[str, str]]:
@@ -192,7 +193,7 @@ def test_encode_rejects_what_is_not_a_model_or_not_json() -> None:
 
 
 def test_cattrs_converter_uses_the_generated_hooks() -> None:
-    converter = agui.make_converter()
+    converter = make_converter()
     event = converter.structure({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, agui.Event)
     assert isinstance(event, agui.RunStartedEvent)
     assert converter.unstructure(event) == {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}

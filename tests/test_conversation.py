@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 
 import agui
-from agui.conversation import (
+from agui.errors import ProtocolError
+from agui.stream.conversation import (
     Conversation,
     ExpiredInterruptError,
     InterruptError,
     PendingInterruptsError,
     expires,
 )
-from agui.pipeline import Pipeline
-from agui.stream import ProtocolError
+from agui.stream.pipeline import Pipeline
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 RUN = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
@@ -359,9 +359,10 @@ def test_a_rejected_event_keeps_what_came_before() -> None:
 
 
 def test_a_malformed_event_is_a_failure_not_a_crash() -> None:
-    """A known field with the wrong type rejects the stream with a DecodeError."""
+    """A known field with the wrong type rejects the stream with a StreamError naming the frame
+    (as HttpAgent.run raises it)."""
     conversation = Conversation("t")
-    with pytest.raises(agui.DecodeError):
+    with pytest.raises(agui.StreamError, match="frame 2"):
         conversation.consume([RUN, {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 42}])
     summary = conversation.summary()
     assert summary["outcome"] == "failed" and "/delta" in summary["error"]

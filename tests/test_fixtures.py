@@ -13,6 +13,7 @@ import pytest
 from agui_generated.converter import CLASSES
 
 import agui
+from agui.wire.codec import TAGS
 
 from .conftest import FIXTURES
 
@@ -48,7 +49,7 @@ def test_valid_fixture_round_trips_byte_exact(path: Path) -> None:
 def test_valid_fixture_decodes_as_its_own_class_through_its_unions(path: Path) -> None:
     """A member of a union decodes to the same class through the union, with no warning."""
     cls = _definition(path)
-    for union, members in agui.TAGS.items():
+    for union, members in TAGS.items():
         if cls in members.values():
             warnings: list[agui.Problem] = []
             model = agui.decode(path.read_bytes(), getattr(agui, union), warnings=warnings)
@@ -68,11 +69,11 @@ def test_invalid_fixture_fails_at_the_expected_pointer(path: Path) -> None:
 def test_every_definition_has_fixtures() -> None:
     """At least three valid and two invalid documents per event, message role and union; at
     least one of each for every other object of the spec."""
-    names = [cls.__name__ for cls in CLASSES] + list(agui.TAGS)
+    names = [cls.__name__ for cls in CLASSES] + list(TAGS)
     for name in names:
         valid = len(_in(name, "valid"))
         invalid = len(_in(name, "invalid"))
-        major = name in agui.TAGS or name.endswith("Event") or name.endswith("Message")
+        major = name in TAGS or name.endswith("Event") or name.endswith("Message")
         need_valid, need_invalid = (3, 2) if major else (1, 1)
         assert valid >= need_valid and invalid >= need_invalid, (name, valid, invalid)
 

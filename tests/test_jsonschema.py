@@ -25,6 +25,7 @@ import referencing
 from referencing.jsonschema import DRAFT202012
 
 import agui
+from agui.wire.codec import DEFINITIONS, TAGS
 from codegen.regex import python_regex
 
 from .conftest import FIXTURES, ROOT
@@ -126,7 +127,7 @@ def test_every_definition_has_its_anchor_and_a_description() -> None:
     for name, definition in SCHEMA["$defs"].items():
         assert definition["$anchor"] == name
         assert definition["description"]
-    spec_names = [*agui.DEFINITIONS, "Metadata", "JsonPointer", "JsonPatch", "EventType", "Role"]
+    spec_names = [*DEFINITIONS, "Metadata", "JsonPointer", "JsonPatch", "EventType", "Role"]
     assert set(spec_names) <= set(SCHEMA["$defs"])
 
 
@@ -147,7 +148,7 @@ def test_objects_are_closed_except_the_open_ones() -> None:
 
 
 def test_unions_are_discriminated() -> None:
-    for union, members in agui.TAGS.items():
+    for union, members in TAGS.items():
         definition = SCHEMA["$defs"][union]
         assert definition["oneOf"] == [
             {"$ref": f"#/$defs/{cls.__name__}"} for cls in members.values()
@@ -204,7 +205,7 @@ def test_valid_fixture_is_valid_against_its_definition(path: Path) -> None:
     assert ok
     errors = [e.message for e in validator(name).iter_errors(value)]
     assert errors == []
-    for union, members in agui.TAGS.items():  # and through every union it belongs to
+    for union, members in TAGS.items():  # and through every union it belongs to
         if getattr(agui, name) in members.values():
             assert validator(union).is_valid(value), union
 

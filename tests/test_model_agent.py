@@ -1054,8 +1054,7 @@ def test_cli_serve_serves_a_model_with_the_demo_tools(
     import sys
     import time
 
-    from agui.demo import DEMO_SYSTEM_PROMPT
-    from agui.runner import free_port
+    from agui.cli.demo import DEMO_SYSTEM_PROMPT, free_port
 
     from .test_client import SUBPROCESS, cli_env
 
@@ -1109,7 +1108,7 @@ def test_cli_serve_model_url_needs_a_model() -> None:
 
     done = agui_cli("serve", "--model-url", "http://127.0.0.1:9/v1")
     assert done.returncode == 2 and "--model NAME" in done.stderr
-    done = agui_cli("serve", "agui.demo:DemoAgent", "--model", "x")
+    done = agui_cli("serve", "agui.cli.demo:DemoAgent", "--model", "x")
     assert done.returncode == 2 and "not both" in done.stderr
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import agui
+from agui.cli.demo import free_port
 from agui.model import (
     AssistantPrompt,
     Finish,
@@ -35,7 +36,6 @@ from agui.model import (
     ToolSpec,
     UserPrompt,
 )
-from agui.runner import free_port
 
 from .fake_openai import (
     MODEL,

@@ -12,10 +12,10 @@ from typing import Any
 import orjson
 import pytest
 from agui_generated.converter import CLASSES
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agui
+from agui.wire.codec import TAGS
 from codegen.load import load_spec
 from codegen.model import Constraints, Object, TypeRef, build
 
@@ -118,7 +118,7 @@ def union_instances(name: str) -> Any:
 def test_strategies_cover_every_generated_class_and_union() -> None:
     """Every class and union the package exports is a definition these tests generate."""
     assert {cls.__name__ for cls in CLASSES} == set(OBJECTS)
-    assert set(agui.TAGS) == set(UNIONS)
+    assert set(TAGS) == set(UNIONS)
 
 
 # ── round trips ──────────────────────────────────────────────────────────────────────────────

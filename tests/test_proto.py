@@ -23,6 +23,15 @@ from agui_generated import proto_wire
 
 import agui
 from agui import AgentApp, HttpAgent, StreamError
+from agui.errors import ProtoStreamError
+from agui.wire.proto import (
+    ProtoFrameDecoder,
+    accepts_proto,
+    decode_proto_json,
+    from_message,
+    proto_frame,
+    to_message,
+)
 from codegen.load import SPEC_PATH, SpecError, load_ledger, read_spec
 from codegen.model import build
 from codegen.proto import build_proto, parse_ledger
@@ -72,9 +81,9 @@ def test_every_valid_event_round_trips(path: Path) -> None:
 def test_the_verified_bytes() -> None:
     """Reference §4.4: bytes @ag-ui/encoder 1.0.0 produced."""
     content = agui.TextMessageContentEvent(message_id="m", delta="hi")
-    assert agui.proto_frame(content).hex() == "0000000d120b0a02080112016d1a026869"
+    assert proto_frame(content).hex() == "0000000d120b0a02080112016d1a026869"
     started = agui.RunStartedEvent(thread_id="t", run_id="r", timestamp=1700000000000)
-    assert agui.proto_frame(started).hex() == "0000001362110a09080b1080d095ffbc311201741a0172"
+    assert proto_frame(started).hex() == "0000001362110a09080b1080d095ffbc311201741a0172"
 
 
 def test_text_message_start_writes_no_type() -> None:
@@ -203,18 +212,18 @@ def pb2() -> Any:
 @pytest.mark.parametrize("path", EVENT_FIXTURES, ids=fixture_id)
 def test_the_protobuf_runtime_reads_and_writes_the_same_events(path: Path, pb2: Any) -> None:
     event = load(path)
-    message = agui.to_message(event)
+    message = to_message(event)
     assert isinstance(message, pb2.Event)
     assert message.WhichOneof("event") == event.type.lower()
     expected = agui.decode_proto(agui.encode_proto(event))
-    assert agui.from_message(message) == expected
+    assert from_message(message) == expected
     # the runtime's own serialization (map entries in its order) reads back the same
     again = pb2.Event.FromString(message.SerializeToString(deterministic=True))
-    assert agui.from_message(again) == expected
+    assert from_message(again) == expected
 
 
 def test_the_runtime_sees_the_fields_by_name(pb2: Any) -> None:
-    message = agui.to_message(
+    message = to_message(
         agui.RunFinishedEvent(
             thread_id="t",
             run_id="r",
@@ -313,12 +322,12 @@ def test_a_broken_ledger_fails_generation(edit: tuple[str, str], message: str) -
 
 # ── framing ─────────────────────────────────────────────────────────────────────────────────────
 EVENTS = [load(p) for p in EVENT_FIXTURES[:40]]
-STREAM = b"".join(agui.proto_frame(e) for e in EVENTS)
+STREAM = b"".join(proto_frame(e) for e in EVENTS)
 
 
 @pytest.mark.parametrize("size", [1, 3, 4, 5, 17, 4096, len(STREAM)])
 def test_frames_are_found_however_the_stream_is_chunked(size: int) -> None:
-    decoder = agui.ProtoFrameDecoder()
+    decoder = ProtoFrameDecoder()
     messages = []
     for i in range(0, len(STREAM), size):
         messages += decoder.feed(STREAM[i : i + size])
@@ -328,20 +337,20 @@ def test_frames_are_found_however_the_stream_is_chunked(size: int) -> None:
 
 
 def test_an_oversized_frame_is_refused_before_it_arrives() -> None:
-    decoder = agui.ProtoFrameDecoder()
-    good = agui.proto_frame(EVENTS[0])
+    decoder = ProtoFrameDecoder()
+    good = proto_frame(EVENTS[0])
     assert decoder.feed(good + (10 * 1024 * 1024 + 1).to_bytes(4, "big")) == [good[4:]]
-    with pytest.raises(agui.ProtoStreamError, match=r"frame 2: message size 10485761 bytes"):
+    with pytest.raises(ProtoStreamError, match=r"frame 2: message size 10485761 bytes"):
         decoder.feed(b"")
-    small = agui.ProtoFrameDecoder(max_frame_bytes=8)
-    with pytest.raises(agui.ProtoStreamError, match="exceeds the maximum of 8 bytes"):
+    small = ProtoFrameDecoder(max_frame_bytes=8)
+    with pytest.raises(ProtoStreamError, match="exceeds the maximum of 8 bytes"):
         small.feed(good)
 
 
 def test_a_stream_ending_mid_frame_is_an_error() -> None:
-    decoder = agui.ProtoFrameDecoder()
+    decoder = ProtoFrameDecoder()
     decoder.feed(STREAM[:-3])
-    with pytest.raises(agui.ProtoStreamError, match=r"ended mid-frame: .* trailing bytes"):
+    with pytest.raises(ProtoStreamError, match=r"ended mid-frame: .* trailing bytes"):
         decoder.close()
 
 
@@ -363,7 +372,7 @@ def test_a_stream_ending_mid_frame_is_an_error() -> None:
     ],
 )
 def test_accept_names_the_media_type_explicitly(accept: Any, binary: bool) -> None:
-    assert agui.accepts_proto(accept) is binary
+    assert accepts_proto(accept) is binary
 
 
 # ── the transport ───────────────────────────────────────────────────────────────────────────────
@@ -423,7 +432,7 @@ async def post(app: Any, accept: str | None) -> httpx.Response:
 
 
 def events_of(response: httpx.Response) -> list[Any]:
-    decoder = agui.ProtoFrameDecoder()
+    decoder = ProtoFrameDecoder()
     frames = decoder.feed(response.content)
     decoder.close()
     return [agui.decode_proto(f, strict=True) for f in frames]
@@ -510,7 +519,7 @@ def test_a_conversation_runs_over_the_binary_transport(serve: Any) -> None:
 
 
 def test_a_broken_binary_stream_raises_stream_error(serve: Any) -> None:
-    good = agui.proto_frame(agui.RunStartedEvent(thread_id="t", run_id="r"))
+    good = proto_frame(agui.RunStartedEvent(thread_id="t", run_id="r"))
 
     def app_sending(body: bytes) -> Any:
         async def app(scope: Any, receive: Any, send: Any) -> None:
@@ -536,7 +545,7 @@ def test_a_broken_binary_stream_raises_stream_error(serve: Any) -> None:
 def test_json_of_a_frame_is_plain_json() -> None:
     """decode_proto_json gives the JSON object, before any check (what HttpAgent.frames yields)."""
     event = load(FIXTURES / "Event" / "valid" / "run-started-full-input.json")
-    value = agui.decode_proto_json(agui.encode_proto(event))
+    value = decode_proto_json(agui.encode_proto(event))
     assert json.loads(json.dumps(value)) == value
     assert agui.decode_json(value) == event
 

@@ -21,6 +21,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import agui
+from agui.wire.codec import DEFINITIONS, TAGS
 
 from .conftest import FIXTURES, ROOT
 
@@ -78,7 +79,7 @@ def test_conversion_both_ways_preserves_equality(path: Path) -> None:
 @pytest.mark.parametrize("path", _cases("valid"), ids=_id)
 def test_union_members_come_back_as_their_own_class(path: Path) -> None:
     name = path.parent.parent.name
-    for union, members in agui.TAGS.items():
+    for union, members in TAGS.items():
         if getattr(agui, name) in members.values():
             value = adapter(union).validate_json(path.read_bytes(), by_name=False)
             assert type(value).__name__ == name
@@ -89,9 +90,9 @@ def test_union_members_come_back_as_their_own_class(path: Path) -> None:
 
 
 def test_closed_models_forbid_extras_and_patch_operations_keep_them() -> None:
-    open_ = {name for name in agui.TAGS["JsonPatchOperation"].values()}
-    for name, cls in agui.DEFINITIONS.items():
-        if name in agui.TAGS:
+    open_ = {name for name in TAGS["JsonPatchOperation"].values()}
+    for name, cls in DEFINITIONS.items():
+        if name in TAGS:
             continue
         model = getattr(agui_pydantic, name)
         assert issubclass(model, agui_pydantic.WireModel)

@@ -1,4 +1,4 @@
-"""The reducer (agui.reducer.Reducer): one test per rule of how events change messages and state.
+"""The reducer (agui.stream.reducer.Reducer): one test per rule of how events change messages and state.
 
 Events are written in wire form and decoded strictly, so each test reads like the stream it is.
 """
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import agui
-from agui.reducer import TRUNCATED, Reducer, merge_metadata
-from agui.stream import ProtocolError
+from agui.errors import ProtocolError
+from agui.stream.reducer import TRUNCATED, Reducer, merge_metadata
 
 RUN = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 DONE = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}

@@ -378,7 +378,7 @@ def test_agent_raising_mid_run_ends_in_exactly_one_run_error(
         yield agui.TextMessageContentEvent(message_id="m", delta="partial")
         raise RuntimeError(f"connection failed: {secret}")
 
-    caplog.set_level(logging.INFO, logger="agui.server")
+    caplog.set_level(logging.INFO, logger="agui.agent")
     url = serve(AgentApp(agent))
     response = post(url)
     events = events_of(response.content)
@@ -391,7 +391,8 @@ def test_agent_raising_mid_run_ends_in_exactly_one_run_error(
     assert _terminals(events) == ["RUN_ERROR"]
     assert events[-1]["message"]
     assert secret not in response.text and "RuntimeError" not in response.text
-    logged = [r for r in caplog.records if r.name == "agui.server" and r.exc_info]
+    # the run lifecycle (shared with client-side runs of local agents) logs it
+    logged = [r for r in caplog.records if r.name == "agui.agent" and r.exc_info]
     assert logged, "the failure was not logged"
     assert secret in caplog.text  # the details go to the log, not to the client
     assert "Traceback" in caplog.text and "RuntimeError" in caplog.text

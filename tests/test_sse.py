@@ -11,11 +11,10 @@ import itertools
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import agui
-from agui.sse import KEEPALIVE, SSEDecoder, SSEError, SSEMessage, sse_frame
+from agui.wire.sse import KEEPALIVE, SSEDecoder, SSEError, SSEMessage, sse_frame
 
 BOM = b"\xef\xbb\xbf"
 LS = "\u2028".encode()  # LINE SEPARATOR: a line break for str.splitlines, not for SSE

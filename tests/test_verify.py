@@ -1,4 +1,4 @@
-"""Verification (agui.verify.Verifier): one test per rule of protocol.md §3.5, the rules the issue
+"""Verification (agui.stream.verify.Verifier): one test per rule of protocol.md §3.5, the rules the issue
 adds (thread/run agreement, one thread per stream, unique interrupt ids, truncation) and the
 protocol-version warning of §3.9."""
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 import agui
-from agui.codec import UnknownEvent
-from agui.stream import ProtocolError
-from agui.verify import TRUNCATED, Verifier
+from agui.errors import ProtocolError
+from agui.stream.verify import TRUNCATED, Verifier
+from agui.wire.codec import UnknownEvent
 
 # ── event shorthands ─────────────────────────────────────────────────────────────────────────
 

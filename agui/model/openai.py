@@ -58,7 +58,7 @@ from agui.model.interface import (
     ToolSpec,
     UserPrompt,
 )
-from agui.sse import SSEDecoder, SSEError
+from agui.wire.sse import SSEDecoder, SSEError
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIChatModel", "chat_messages", "chat_tools"]
 

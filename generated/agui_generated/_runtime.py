@@ -4,6 +4,7 @@
 slow paths that run only when a value is wrong. The fast paths live inline in codec.py."""
 
 import functools
+import logging
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -45,7 +46,13 @@ class Problem:
         return f"{self.pointer or '(document)'}: {self.message}"
 
 
-class DecodeError(ValueError):
+class AguiError(Exception):
+    """The root of every exception the package raises on purpose (agui.errors draws the tree).
+
+    It lives here because generated code never imports the hand-written layer."""
+
+
+class DecodeError(AguiError, ValueError):
     """A document does not satisfy the contract. `problems` lists every problem found."""
 
     def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
@@ -54,6 +61,45 @@ class DecodeError(ValueError):
         if len(self.problems) > 20:
             lines.append(f"... and {len(self.problems) - 20} more")
         super().__init__("\n".join(lines))
+
+
+@attrs.frozen(kw_only=True)
+class UnknownEvent:
+    """An event whose type this package does not know, kept whole so it can be forwarded.
+
+    Only tolerant decoding produces it (with a warning); strict decoding rejects the type. It
+    encodes as it was received."""
+
+    type: str
+    """The event's type string, as received."""
+    raw: dict[str, Any]
+    """The whole event object, as received."""
+
+
+_log = logging.getLogger("agui")
+
+
+def report(result: Any, found: list[Problem], value: Any, warnings: list[Problem] | None) -> Any:
+    """Finish a tolerant decode that found something: an event of an unknown type (DROP at the
+    root) becomes an UnknownEvent, and the warnings go to `warnings`, or to the "agui" logger
+    when no list is given. Every decoding entry point (agui.decode, the cattrs converter) ends
+    here, so they report alike."""
+    if result is DROP:
+        tag = value["type"]
+        found = [
+            Problem(
+                "/type",
+                "unknown_tag",
+                f"unknown event type {describe(tag)}; passed on as UnknownEvent",
+            )
+        ]
+        result = UnknownEvent(type=tag, raw=value)
+    if warnings is not None:
+        warnings.extend(found)
+    else:
+        for problem in found:
+            _log.warning("%s", problem)
+    return result
 
 
 class Ctx:

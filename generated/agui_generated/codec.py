@@ -6734,6 +6734,10 @@ def _e_AgentCapabilities(o: AgentCapabilities) -> dict[str, Any]:
     return d
 
 
+def _e_UnknownEvent(o: _rt.UnknownEvent) -> dict[str, Any]:
+    return o.raw
+
+
 _ENC: Final[dict[type, Callable[[Any], dict[str, Any]]]] = {
     TextPart: _e_TextPart,
     DataSource: _e_DataSource,
@@ -6814,6 +6818,7 @@ _ENC: Final[dict[type, Callable[[Any], dict[str, Any]]]] = {
     ExecutionCapabilities: _e_ExecutionCapabilities,
     HumanInTheLoopCapabilities: _e_HumanInTheLoopCapabilities,
     AgentCapabilities: _e_AgentCapabilities,
+    _rt.UnknownEvent: _e_UnknownEvent,
 }
 
 # id(definition) -> (decoder, discriminator, tag, is_union). Keyed by identity: hashing a union

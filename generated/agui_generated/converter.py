@@ -10,6 +10,7 @@ from typing import Any
 
 import cattrs
 
+from ._runtime import Problem, report
 from .codec import decode_value, encode_value
 from .models import (
     ActivityDeltaEvent,
@@ -192,11 +193,18 @@ UNIONS: tuple[Any, ...] = (
 )
 
 
-def configure_converter(converter: cattrs.Converter, *, strict: bool = True) -> None:
-    """Register structure and unstructure hooks for every model class and union."""
+def configure_converter(
+    converter: cattrs.Converter, *, strict: bool = True, warnings: list[Problem] | None = None
+) -> None:
+    """Register structure and unstructure hooks for every model class and union.
+
+    Tolerant decoding (strict=False) reports what it removes as agui.decode does: into `warnings`
+    when a list is given, else on the "agui" logger; an event of an unknown type becomes an
+    UnknownEvent."""
 
     def structure(value: Any, cls: Any) -> Any:
-        return decode_value(value, cls, strict)[0]
+        result, found = decode_value(value, cls, strict, cls is Event)
+        return report(result, found, value, warnings) if found else result
 
     for cls in CLASSES:
         converter.register_structure_hook(cls, structure)
@@ -208,8 +216,10 @@ def configure_converter(converter: cattrs.Converter, *, strict: bool = True) -> 
     converter.register_structure_hook_func(is_union, structure)
 
 
-def make_converter(*, strict: bool = True) -> cattrs.Converter:
-    """A new cattrs converter configured for the AG-UI models."""
+def make_converter(
+    *, strict: bool = True, warnings: list[Problem] | None = None
+) -> cattrs.Converter:
+    """A new cattrs converter configured for the AG-UI models (see configure_converter)."""
     converter = cattrs.Converter()
-    configure_converter(converter, strict=strict)
+    configure_converter(converter, strict=strict, warnings=warnings)
     return converter

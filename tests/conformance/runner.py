@@ -30,8 +30,8 @@ import attrs
 from agui_generated import DecodeError
 
 import agui
-from agui.conversation import Conversation
-from agui.stream import ProtocolError
+from agui.errors import StreamError
+from agui.stream.conversation import Conversation
 
 __all__ = [
     "CASES",
@@ -63,7 +63,7 @@ EXPECT_KEYS = {
     "warnings",
     "pendingInterrupts",
 }
-REJECTIONS = (ProtocolError, DecodeError)
+REJECTIONS = (StreamError, DecodeError)
 """What a client-side rejection raises; anything else escaping a run is a bug, not an outcome."""
 
 

@@ -16,11 +16,10 @@ import json
 from typing import Any
 
 import attrs
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agui
-from agui.conversation import Conversation
+from agui.stream.conversation import Conversation
 
 from .runner import _same
 

@@ -32,9 +32,9 @@ from typing import Any
 import pytest
 from agui_generated import RunAgentInput
 
-from agui.client import HttpAgent
-from agui.codec import decode
-from agui.conversation import Conversation
+from agui.http.client import HttpAgent
+from agui.stream.conversation import Conversation
+from agui.wire.codec import decode
 from tests.conftest import live_server
 
 pytestmark = pytest.mark.skipif(

@@ -36,15 +36,13 @@ import orjson
 import pytest
 from agui_generated import PROTOCOL_VERSION, RunAgentInput, UserMessage
 
-from agui.client import HttpAgent
-from agui.codec import encode
-from agui.demo import DemoAgent
+from agui.cli.demo import DemoAgent
+from agui.http.client import HttpAgent
+from agui.http.server import AgentApp
 from agui.model import ModelAgent, OpenAIChatModel
-from agui.server import AgentApp
+from agui.wire.codec import encode
 from tests.conftest import live_server
-from tests.fake_openai import MODEL as FAKE_MODEL
-from tests.fake_openai import SECRET, FakeOpenAI
-from tests.fake_openai import reply as fake_reply
+from tests.fake_openai import MODEL as FAKE_MODEL, SECRET, FakeOpenAI, reply as fake_reply
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("AGUI_INTEROP") != "1",

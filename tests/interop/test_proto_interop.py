@@ -23,7 +23,8 @@ import httpx
 import pytest
 
 import agui
-from agui.server import AgentApp
+from agui.http.server import AgentApp
+from agui.wire.proto import PROTO_MEDIA_TYPE, ProtoFrameDecoder
 from tests.conftest import live_server
 from tests.test_proto import scripted
 
@@ -134,10 +135,10 @@ def test_http_agent_reads_the_official_encoders_binary_stream(ts_proto_server: s
     response = httpx.post(
         ts_proto_server,
         content=agui.encode(input),
-        headers={"content-type": "application/json", "accept": agui.PROTO_MEDIA_TYPE},
+        headers={"content-type": "application/json", "accept": PROTO_MEDIA_TYPE},
     )
-    assert response.headers["content-type"] == agui.PROTO_MEDIA_TYPE
-    decoder = agui.ProtoFrameDecoder()
+    assert response.headers["content-type"] == PROTO_MEDIA_TYPE
+    decoder = ProtoFrameDecoder()
     frames = decoder.feed(response.content)
     decoder.close()
     assert [agui.decode_proto(f, strict=True) for f in frames] == binary

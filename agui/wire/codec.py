@@ -1,40 +1,39 @@
 """encode and decode: wire JSON <-> the generated models.
 
 The per-definition work is generated (agui_generated.codec); this module adds the JSON text layer
-(orjson), the tolerant treatment of unknown event types, and where warnings go.
+(orjson), the tolerant treatment of unknown event types, and where warnings go. The cattrs
+converter and the codec tables are re-exported here for code that needs them (they are not part
+of `agui`'s own names).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any, TypeVar, overload
 
-import attrs
 import orjson
-from agui_generated import DecodeError, Event, Problem, decode_value, encode_value
-from agui_generated._runtime import DROP, describe
+from agui_generated import DecodeError, Event, Problem, UnknownEvent
+from agui_generated._runtime import report
+from agui_generated.codec import DEFINITIONS, TAGS, decode_value, encode_value
+from agui_generated.converter import configure_converter, make_converter
 
-__all__ = ["EncodeError", "UnknownEvent", "decode", "decode_json", "encode", "to_json"]
+from agui.errors import EncodeError, StreamError
+
+__all__ = [
+    "DEFINITIONS",
+    "TAGS",
+    "UnknownEvent",
+    "configure_converter",
+    "decode",
+    "decode_frame",
+    "decode_json",
+    "dumps",
+    "encode",
+    "make_converter",
+    "to_json",
+]
 
 T = TypeVar("T")
-log = logging.getLogger("agui")
-
-
-class EncodeError(ValueError):
-    """A model could not be written as JSON (a value inside it is not JSON, or it is no model)."""
-
-
-@attrs.frozen(kw_only=True)
-class UnknownEvent:
-    """An event whose type this package does not know, kept whole so it can be forwarded.
-
-    Only tolerant decoding produces it (with a warning); strict decoding rejects the type."""
-
-    type: str
-    """The event's type string, as received."""
-    raw: dict[str, Any]
-    """The whole event object, as received."""
 
 
 @overload
@@ -74,7 +73,7 @@ def decode(
         raise DecodeError([Problem("", "json", f"not valid JSON: {exc}")]) from None
     result, found = decode_value(value, cls, strict, cls is Event)
     if found:
-        return _warned(result, found, value, warnings)
+        return report(result, found, value, warnings)
     return result
 
 
@@ -84,33 +83,12 @@ def decode_json(
     """Like decode, for a document already parsed into Python JSON values."""
     result, found = decode_value(value, cls, strict, cls is Event)
     if found:
-        return _warned(result, found, value, warnings)
-    return result
-
-
-def _warned(result: Any, found: list[Problem], value: Any, warnings: list[Problem] | None) -> Any:
-    if result is DROP:  # an event of a type this package does not know
-        tag = value["type"]
-        found = [
-            Problem(
-                "/type",
-                "unknown_tag",
-                f"unknown event type {describe(tag)}; passed on as UnknownEvent",
-            )
-        ]
-        result = UnknownEvent(type=tag, raw=value)
-    if warnings is not None:
-        warnings.extend(found)
-    else:
-        for problem in found:
-            log.warning("%s", problem)
+        return report(result, found, value, warnings)
     return result
 
 
 def to_json(obj: Any) -> Any:
     """The JSON object of a model, as Python values (wire names, spec order, absent omitted)."""
-    if type(obj) is UnknownEvent:
-        return obj.raw
     try:
         return encode_value(obj)
     except (TypeError, AttributeError) as exc:
@@ -145,3 +123,30 @@ def dumps(value: Any) -> bytes:
         if "ecursion" not in str(exc):
             raise
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def decode_frame(
+    data: bytes | bytearray | memoryview | str | dict[str, Any],
+    frame: int,
+    *,
+    strict: bool = False,
+    warnings: list[Problem] | None = None,
+) -> Any:
+    """Decode the event carried by frame number `frame` of a stream (its JSON text, or the object
+    a binary frame held). A frame that is not a valid event raises StreamError naming the frame,
+    with the problems found: every consumer of a stream (HttpAgent, Pipeline) fails alike."""
+    try:
+        if isinstance(data, dict):
+            return decode_json(data, strict=strict, warnings=warnings)
+        return decode(data, strict=strict, warnings=warnings)
+    except DecodeError as exc:
+        if isinstance(data, dict):
+            preview = str(data)[:80]
+        else:
+            text = data if isinstance(data, str) else bytes(data[:80]).decode("utf-8", "replace")
+            preview = text[:80]
+        raise StreamError(
+            f"frame {frame} is not a valid AG-UI event ({exc.problems[0]}): {preview!r}",
+            frame=frame,
+            problems=exc.problems,
+        ) from None

@@ -23,7 +23,8 @@ from agui_generated.proto_wire import (
     encode_event,
 )
 
-from agui.codec import EncodeError, decode_json, to_json
+from agui.errors import EncodeError, ProtoStreamError
+from agui.wire.codec import decode_json, to_json
 
 __all__ = [
     "DEFAULT_MAX_PROTO_FRAME_BYTES",
@@ -47,10 +48,6 @@ DEFAULT_MAX_PROTO_FRAME_BYTES = 10 * 1024 * 1024
 """The TypeScript client's limit on one message: a larger length prefix is an error."""
 
 _MIB = 1024 * 1024
-
-
-class ProtoStreamError(ValueError):
-    """A binary stream is broken: a frame over the size limit, or a stream that ends mid-frame."""
 
 
 def encode_proto(event: Any) -> bytes:

@@ -16,17 +16,17 @@ from typing import Any
 import httpx
 from agui_generated import DecodeError, Problem, RunAgentInput
 
-from agui.codec import decode, decode_json, encode
-from agui.proto import (
+from agui.errors import HttpError, ProtoStreamError, SSEError, StreamError
+from agui.wire.codec import decode_frame, encode
+from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
     PROTO_MEDIA_TYPE,
     ProtoFrameDecoder,
-    ProtoStreamError,
     decode_proto_json,
 )
-from agui.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder, SSEError
+from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder
 
-__all__ = ["HttpAgent", "HttpError", "StreamError"]
+__all__ = ["HttpAgent"]
 
 log = logging.getLogger("agui.client")
 
@@ -40,26 +40,6 @@ class _Unset:
 _UNSET = _Unset()
 _SSE = "text/event-stream"
 _MAX_ERROR_BODY = 64 * 1024
-
-
-class HttpError(Exception):
-    """The server answered with a non-2xx status. `message` is the server's text (or JSON)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        self.status = status
-        self.message = message
-        super().__init__(f"HTTP {status}: {message}")
-
-
-class StreamError(Exception):
-    """The event stream broke the protocol: a frame is not a valid event, or too large."""
-
-    def __init__(
-        self, message: str, *, frame: int | None = None, problems: tuple[Problem, ...] = ()
-    ) -> None:
-        self.frame = frame
-        self.problems = problems
-        super().__init__(message)
 
 
 class HttpAgent:
@@ -180,20 +160,7 @@ class HttpAgent:
 
     def _event(self, data: bytes | dict[str, Any], count: int) -> Any:
         warnings: list[Problem] = []
-        try:
-            if isinstance(data, dict):
-                event = decode_json(data, strict=self.strict, warnings=warnings)
-            else:
-                event = decode(data, strict=self.strict, warnings=warnings)
-        except DecodeError as exc:
-            preview = (
-                str(data)[:80] if isinstance(data, dict) else data[:80].decode("utf-8", "replace")
-            )
-            raise StreamError(
-                f"frame {count} is not a valid AG-UI event ({exc.problems[0]}): {preview!r}",
-                frame=count,
-                problems=exc.problems,
-            ) from None
+        event = decode_frame(data, count, strict=self.strict, warnings=warnings)
         for warning in warnings:
             log.warning("frame %d: %s", count, warning)
         return event

@@ -1,6 +1,6 @@
 """A conversation: one thread's messages, state and pending interrupts, across runs.
 
-    from agui.conversation import Conversation
+    from agui.stream.conversation import Conversation
 
     agent = agui.HttpAgent(url)
     conversation = Conversation()
@@ -37,35 +37,16 @@ from agui_generated import (
     UserMessage,
 )
 
-from agui.agent import Agent
-from agui.codec import to_json
-from agui.pipeline import Pipeline, describe
-from agui.reducer import Reducer, RunResult
-from agui.stream import StreamWarning
+from agui.agent.protocol import Agent
+from agui.errors import ExpiredInterruptError, InterruptError, PendingInterruptsError
+from agui.stream.pipeline import Pipeline, describe
+from agui.stream.reducer import Reducer, RunResult
+from agui.stream.warning import StreamWarning, warning_json
+from agui.wire.codec import to_json
 
-__all__ = [
-    "Conversation",
-    "ExpiredInterruptError",
-    "InterruptError",
-    "PendingInterruptsError",
-    "RunResult",
-    "expires",
-    "warning_json",
-]
+__all__ = ["Conversation", "expires"]
 
 _DEFAULT_STATE: Any = object()
-
-
-class InterruptError(ValueError):
-    """An interrupt cannot be answered the way it was asked to be."""
-
-
-class PendingInterruptsError(InterruptError):
-    """The next run would leave pending interrupts unanswered."""
-
-
-class ExpiredInterruptError(InterruptError):
-    """An interrupt past its expiresAt was answered with anything but a cancellation."""
 
 
 def _expired_message(interrupt: Interrupt) -> str:
@@ -85,16 +66,6 @@ def expires(interrupt: Interrupt) -> datetime | None:
     except ValueError:
         return None
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-
-
-def warning_json(warning: StreamWarning) -> dict[str, Any]:
-    """A warning as a JSON object: kind, message, pointer, event."""
-    return {
-        "kind": warning.kind,
-        "message": warning.message,
-        "pointer": warning.pointer,
-        "event": warning.event,
-    }
 
 
 class Conversation:

@@ -6,8 +6,9 @@ stripped, each with a warning); an event of an unknown type is dropped with a wa
 TypeScript client does. Every stage's warnings end up in one list, `warnings`, in stream order and
 numbered by the event's index as received.
 
-A rule the stream breaks raises (ProtocolError, or DecodeError for a frame that is not a valid
-event); the run that was open is then recorded as truncated. A producer's RUN_ERROR is an event.
+A rule the stream breaks raises (ProtocolError, or StreamError for a frame that is not a valid
+event, as HttpAgent.run raises it); the run that was open is then recorded as truncated. A
+producer's RUN_ERROR is an event.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
-from agui_generated import DecodeError, Problem
+from agui_generated import DecodeError, Problem, UnknownEvent
 
-from agui.chunks import ChunkExpander
-from agui.codec import UnknownEvent, decode, decode_json
-from agui.reducer import TRUNCATED, Reducer
-from agui.stream import ProtocolError, StreamWarning
-from agui.verify import Verifier
+from agui.errors import ProtocolError, StreamError
+from agui.stream.chunks import ChunkExpander
+from agui.stream.reducer import TRUNCATED, Reducer
+from agui.stream.verify import Verifier
+from agui.stream.warning import StreamWarning
+from agui.wire.codec import decode_frame
 
 __all__ = ["NO_EVENTS", "Pipeline", "describe"]
 
@@ -79,7 +81,7 @@ class Pipeline:
         self.received += 1
         try:
             event = self._decode(item, at)
-        except DecodeError as exc:
+        except StreamError as exc:
             self.reducer.abort(describe(exc))
             raise
         return [] if event is None else self._through([event], at, finishing=False)
@@ -113,10 +115,8 @@ class Pipeline:
 
     def _decode(self, item: Any, at: int) -> Any:
         problems: list[Problem] = []
-        if isinstance(item, bytes | bytearray | memoryview | str):
-            event = decode(item, strict=self.strict, warnings=problems)
-        elif isinstance(item, dict):
-            event = decode_json(item, strict=self.strict, warnings=problems)
+        if isinstance(item, bytes | bytearray | memoryview | str | dict):
+            event = decode_frame(item, at + 1, strict=self.strict, warnings=problems)
         else:
             event = item
         if isinstance(event, UnknownEvent):

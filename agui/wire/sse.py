@@ -12,7 +12,8 @@ from typing import Any
 
 import attrs
 
-from agui.codec import encode
+from agui.errors import SSEError
+from agui.wire.codec import encode
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -35,10 +36,6 @@ _BOM = b"\xef\xbb\xbf"
 def sse_frame(event: Any) -> bytes:
     """One event as an SSE frame: `data: <compact JSON>` and a blank line."""
     return b"data: " + encode(event) + b"\n\n"
-
-
-class SSEError(ValueError):
-    """The byte stream is not acceptable SSE (a frame over the size limit)."""
 
 
 @attrs.frozen

@@ -16,9 +16,13 @@ answers with the count; declined or cancelled, the model says it did not count.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import socket
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
 
+import orjson
 from agui_generated import (
     ActivitySnapshotEvent,
     AddOperation,
@@ -26,8 +30,14 @@ from agui_generated import (
     RunAgentInput,
     StateDeltaEvent,
     StateSnapshotEvent,
+    TextMessageContentEvent,
+    ToolCallArgsEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
 )
 
+from agui.cli.run import build_input
+from agui.http.client import HttpAgent
 from agui.model.agent import DECLINED, ModelAgent
 from agui.model.interface import (
     LanguageModel,
@@ -39,7 +49,7 @@ from agui.model.interface import (
 from agui.model.scripted import ScriptedModel, Step, call, say, think
 from agui.model.tools import ServerTool, ToolContext, tool
 
-__all__ = ["DEMO_SYSTEM_PROMPT", "DemoAgent", "demo_tools"]
+__all__ = ["DEMO_SYSTEM_PROMPT", "DemoAgent", "demo", "demo_tools", "free_port"]
 
 DEMO_SYSTEM_PROMPT = (
     "You are the agui demo assistant. When the user says something, call count_characters on "
@@ -126,3 +136,68 @@ class DemoAgent(ModelAgent):
             max_steps=4,
             steps=True,
         )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def demo_command(args: argparse.Namespace) -> int:
+    """Serve the demo agent on a free loopback port, converse with it, print the transcript."""
+    import uvicorn
+
+    from agui.cli.demo import DemoAgent
+    from agui.http.server import AgentApp
+
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            AgentApp(DemoAgent(delay=0.01), path="/agent"),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+        )
+    )
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        if serving.done():
+            return 1
+        await asyncio.sleep(0.01)
+    url = f"http://127.0.0.1:{port}/agent"
+    try:
+        print(f"demo agent at {url}")
+        run_input = build_input(args)
+        print(f"user: {args.message}")
+        kinds: list[str] = []
+        text: list[str] = []
+        state: Any = None
+        calls: dict[str, list[str]] = {}  # id -> [name, arguments]
+        async for event in HttpAgent(url).run(run_input):
+            kinds.append(str(event.type))
+            if isinstance(event, TextMessageContentEvent):
+                text.append(event.delta)
+            elif isinstance(event, ToolCallStartEvent):
+                calls[event.tool_call_id] = [event.tool_call_name, ""]
+            elif isinstance(event, ToolCallArgsEvent) and event.tool_call_id in calls:
+                calls[event.tool_call_id][1] += event.delta
+            elif isinstance(event, ToolCallResultEvent) and event.tool_call_id in calls:
+                name, arguments = calls[event.tool_call_id]
+                result = event.content if isinstance(event.content, str) else "(content parts)"
+                print(f"tool: {name}({arguments}) -> {result}")
+            snapshot = getattr(event, "snapshot", None)
+            if snapshot is not None:
+                state = snapshot
+        print(f"assistant: {''.join(text).strip()}")
+        print(f"events: {len(kinds)} ({kinds[0]} ... {kinds[-1]})")
+        print(f"first state snapshot: {orjson.dumps(state).decode()}")
+        return 0 if kinds and kinds[-1] == "RUN_FINISHED" else 1
+    finally:
+        server.should_exit = True
+        await serving
+
+
+def demo(args: argparse.Namespace) -> int:
+    return asyncio.run(demo_command(args))

@@ -20,22 +20,22 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-import attrs
 import orjson
 from agui_generated import (
-    PROTOCOL_VERSION,
     DecodeError,
     Problem,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
-    RunStartedEvent,
+    UnknownEvent,
 )
 
-from agui.agent import Agent
-from agui.codec import EncodeError, UnknownEvent, decode
-from agui.proto import PROTO_MEDIA_TYPE, accepts_proto, proto_frame
-from agui.sse import KEEPALIVE, sse_frame
+from agui.agent.lifecycle import INVALID_EVENT, run_error, run_lifecycle, run_started
+from agui.agent.protocol import Agent, InputValidator
+from agui.errors import EncodeError
+from agui.wire.codec import decode
+from agui.wire.proto import PROTO_MEDIA_TYPE, accepts_proto, proto_frame
+from agui.wire.sse import KEEPALIVE, sse_frame
 
 __all__ = ["AgentApp"]
 
@@ -46,7 +46,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-_TERMINAL = (RunFinishedEvent, RunErrorEvent)
+_TERMINAL = frozenset((RunFinishedEvent, RunErrorEvent))
 _STREAM_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -97,6 +97,7 @@ class AgentApp:
         self.strict_input = strict_input
         self.queue_size = queue_size
         self.protobuf = protobuf
+        self._validator = agent if isinstance(agent, InputValidator) else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -153,10 +154,8 @@ class AgentApp:
             raise _BadRequest(400, "the body is not a valid RunAgentInput", exc.problems) from None
         for warning in warnings:
             log.warning("request body: %s", warning)
-        assert isinstance(run_input, RunAgentInput)
         # An agent with a validate(input) method can refuse a run before the stream opens.
-        validate = getattr(self.agent, "validate", None)
-        refused = tuple(validate(run_input)) if callable(validate) else ()
+        refused = tuple(self._validator.validate(run_input)) if self._validator else ()
         if refused:
             raise _BadRequest(400, "the agent cannot run this input", refused)
         return run_input
@@ -193,23 +192,13 @@ class AgentApp:
     async def _produce(
         self, run_input: RunAgentInput, outbox: _Outbox, binary: bool = False
     ) -> None:
-        """Drive the agent; queue its frames inside a correct run lifecycle; None marks the end."""
+        """Drive the agent through the run lifecycle; queue its frames; None marks the end."""
         put = outbox.put
         frame_of = proto_frame if binary else sse_frame
-        started = terminal = False
-        stream: Any = None
+        sent = False
+        stream = run_lifecycle(self.agent, run_input)
         try:
-            # Inside the try: an agent whose call itself raises must end in RUN_ERROR too (outside
-            # it, the producer died without ending the queue and the response never finished).
-            stream = self.agent(run_input)
             async for event in stream:
-                if terminal:
-                    log.warning(
-                        "run %s: dropped %s sent after the terminal event",
-                        run_input.run_id,
-                        _name(event),
-                    )
-                    continue
                 if binary and type(event) is UnknownEvent:
                     # an event of a type the binary form has no arm for cannot be sent
                     log.warning(
@@ -218,56 +207,27 @@ class AgentApp:
                         event.type,
                     )
                     continue
-                if not started:
-                    started = True
-                    if type(event) is RunStartedEvent:
-                        if event.protocol_version is None:
-                            event = _with_version(event)
-                    else:
-                        await put(frame_of(_run_started(run_input)))
                 try:
                     frame = frame_of(event)
                 except EncodeError:
                     log.exception(
                         "run %s: the agent sent an event that cannot be encoded", run_input.run_id
                     )
+                    if not sent:  # the RUN_STARTED itself could not be written
+                        await put(frame_of(run_started(run_input)))
                     await put(
-                        frame_of(
-                            _run_error("The agent produced an invalid event.", "INVALID_EVENT")
-                        )
+                        frame_of(run_error("The agent produced an invalid event.", INVALID_EVENT))
                     )
-                    terminal = True
                     await put(None)
-                    break
+                    return
+                sent = True
                 await put(frame)
-                if isinstance(event, _TERMINAL):
-                    # End the response now: the client is done even if the agent is not. Whatever
-                    # the agent still yields is dropped and logged until the run is torn down.
-                    terminal = True
+                if type(event) in _TERMINAL:
+                    # End the response now: the client is done even if the agent is not. The
+                    # lifecycle drops (and logs) whatever the agent still yields.
                     await put(None)
-        except Exception:
-            log.exception("run %s: the agent failed", run_input.run_id)
-            if not started:
-                started = True
-                await put(frame_of(_run_started(run_input)))
-            if not terminal:
-                await put(frame_of(_run_error("The agent failed while running.", "AGENT_ERROR")))
-                await put(None)
-                terminal = True
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except Exception:  # the run still needs its end: never leave the queue open
-                    log.exception("run %s: closing the agent failed", run_input.run_id)
-        if not started:
-            await put(frame_of(_run_started(run_input)))
-        if not terminal:
-            await put(
-                frame_of(RunFinishedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id))
-            )
-            await put(None)
+            await stream.aclose()
 
 
 class _Outbox:
@@ -397,21 +357,3 @@ def _relative(scope: Scope) -> str:
     path: str = scope["path"]
     root: str = scope.get("root_path", "")
     return path[len(root) :] if root and path.startswith(root) else path
-
-
-def _run_started(run_input: RunAgentInput) -> RunStartedEvent:
-    return RunStartedEvent(
-        thread_id=run_input.thread_id, run_id=run_input.run_id, protocol_version=PROTOCOL_VERSION
-    )
-
-
-def _with_version(event: RunStartedEvent) -> RunStartedEvent:
-    return attrs.evolve(event, protocol_version=PROTOCOL_VERSION)
-
-
-def _run_error(message: str, code: str) -> RunErrorEvent:
-    return RunErrorEvent(message=message, code=code)
-
-
-def _name(event: Any) -> str:
-    return str(getattr(event, "type", type(event).__name__))

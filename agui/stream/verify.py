@@ -56,8 +56,9 @@ from agui_generated import (
     ToolCallStartEvent,
 )
 
-from agui.codec import UnknownEvent
-from agui.stream import ProtocolError, StreamWarning
+from agui.errors import ProtocolError
+from agui.stream.warning import StreamWarning
+from agui.wire.codec import UnknownEvent
 
 __all__ = ["TRUNCATED", "Verifier"]
 

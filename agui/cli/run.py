@@ -1,33 +1,35 @@
-"""The client side of the command line: `agui run` and `agui demo`."""
+"""`agui run` (post a run to an agent, print what streams back, or a summary) and `agui replay`
+(process a recorded stream without a server)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import sys
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
 from agui_generated import (
     PROTOCOL_VERSION,
     DecodeError,
+    Problem,
     RunAgentInput,
     RunErrorEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
-    ToolCallArgsEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
     UserMessage,
 )
 
-from agui.client import HttpAgent, HttpError, StreamError
-from agui.codec import decode, encode
+from agui.errors import HttpError, StreamError
+from agui.http.client import HttpAgent
+from agui.wire.codec import decode, dumps, encode
+
+__all__ = ["build_input", "replay", "run"]
 
 
-def _input(args: argparse.Namespace) -> RunAgentInput:
+def build_input(args: argparse.Namespace) -> RunAgentInput:
     if getattr(args, "input", None):
         with open(args.input, "rb") as fh:
             value: RunAgentInput = decode(fh.read(), RunAgentInput)
@@ -72,7 +74,7 @@ async def _stream(url: str, run_input: RunAgentInput, as_json: bool) -> int:
 def _load_input(args: argparse.Namespace) -> RunAgentInput | None:
     """The run's input, or None after saying on stderr why it cannot be used."""
     try:
-        return _input(args)
+        return build_input(args)
     except (OSError, DecodeError) as exc:
         print(f"agui run: cannot use {args.input}: {exc}", file=sys.stderr)
         return None
@@ -93,7 +95,7 @@ async def run_command(args: argparse.Namespace) -> int:
 
 async def summary_command(args: argparse.Namespace) -> Any:
     """`agui run --summary`: run through the whole client pipeline; return the Conversation."""
-    from agui.conversation import Conversation
+    from agui.stream.conversation import Conversation
 
     run_input = _load_input(args)
     if run_input is None:
@@ -107,62 +109,65 @@ async def summary_command(args: argparse.Namespace) -> Any:
     return conversation
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def run(args: argparse.Namespace) -> int:
+
+    if args.summary:
+        conversation = asyncio.run(summary_command(args))
+        return 2 if conversation is None else _report(conversation, True)
+
+    return asyncio.run(run_command(args))
 
 
-async def demo_command(args: argparse.Namespace) -> int:
-    """Serve the demo agent on a free loopback port, converse with it, print the transcript."""
-    import uvicorn
+def _report(conversation: Any, summary: bool) -> int:
+    """Print the summary (or, for replay without --summary, the delivered events and the error);
+    return the exit code."""
+    result = conversation.summary()
+    out = sys.stdout.buffer
+    if summary:
+        out.write(dumps(result) + b"\n")
+    else:
+        for event in result["events"]:
+            out.write(dumps(event) + b"\n")
+    out.flush()
+    if result["error"] is not None and not summary:
+        print(f"agui: {result['error']}", file=sys.stderr)
+    return 0 if result["outcome"] == "completed" else 1
 
-    from agui.demo import DemoAgent
-    from agui.server import AgentApp
 
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            AgentApp(DemoAgent(delay=0.01), path="/agent"),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-        )
-    )
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        if serving.done():
-            return 1
-        await asyncio.sleep(0.01)
-    url = f"http://127.0.0.1:{port}/agent"
+def _recorded(data: bytes) -> Iterator[Any]:
+    """The events of a recording: JSON Lines, a JSON array, or an SSE capture (by content)."""
+    from agui.wire.sse import SSEDecoder
+
+    body = data.removeprefix(b"\xef\xbb\xbf")
+    head = body.lstrip()[:1]
+    if head == b"{":
+        for line in body.splitlines():
+            if line.strip():
+                yield line
+    elif head == b"[":
+        try:
+            items = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise DecodeError([Problem("", "json", f"not valid JSON: {exc}")]) from None
+        yield from items
+    else:
+        decoder = SSEDecoder()
+        for message in [*decoder.feed(body), *decoder.close()]:
+            yield message.data
+
+
+def replay(args: argparse.Namespace) -> int:
+    from agui.stream.conversation import Conversation
+
     try:
-        print(f"demo agent at {url}")
-        run_input = _input(args)
-        print(f"user: {args.message}")
-        kinds: list[str] = []
-        text: list[str] = []
-        state: Any = None
-        calls: dict[str, list[str]] = {}  # id -> [name, arguments]
-        async for event in HttpAgent(url).run(run_input):
-            kinds.append(str(event.type))
-            if isinstance(event, TextMessageContentEvent):
-                text.append(event.delta)
-            elif isinstance(event, ToolCallStartEvent):
-                calls[event.tool_call_id] = [event.tool_call_name, ""]
-            elif isinstance(event, ToolCallArgsEvent) and event.tool_call_id in calls:
-                calls[event.tool_call_id][1] += event.delta
-            elif isinstance(event, ToolCallResultEvent) and event.tool_call_id in calls:
-                name, arguments = calls[event.tool_call_id]
-                result = event.content if isinstance(event.content, str) else "(content parts)"
-                print(f"tool: {name}({arguments}) -> {result}")
-            snapshot = getattr(event, "snapshot", None)
-            if snapshot is not None:
-                state = snapshot
-        print(f"assistant: {''.join(text).strip()}")
-        print(f"events: {len(kinds)} ({kinds[0]} ... {kinds[-1]})")
-        print(f"first state snapshot: {orjson.dumps(state).decode()}")
-        return 0 if kinds and kinds[-1] == "RUN_FINISHED" else 1
-    finally:
-        server.should_exit = True
-        await serving
+        with open(args.file, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        print(f"agui replay: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    conversation = Conversation()
+    try:
+        conversation.consume(_recorded(data))
+    except Exception:  # recorded in conversation.failures; the summary reports it
+        pass
+    return _report(conversation, args.summary)

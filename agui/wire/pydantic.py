@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agui.codec import decode_json, to_json
+from agui.wire.codec import decode_json, to_json
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -63,8 +63,9 @@ from agui_generated import (
     ToolCallStartEvent,
 )
 
-from agui.codec import decode_json, to_json
-from agui.stream import ProtocolError, StreamWarning
+from agui.errors import ProtocolError
+from agui.stream.warning import StreamWarning
+from agui.wire.codec import decode_json, to_json
 
 __all__ = ["ACTIVITY_HISTORY_KEY", "TRUNCATED", "Reducer", "RunResult", "merge_metadata"]
 

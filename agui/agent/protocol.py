@@ -1,0 +1,45 @@
+"""The Agent abstraction: anything that turns a RunAgentInput into a stream of events.
+
+A local agent (an async generator function, or an object with such a `__call__`) and a remote one
+(`agui.HttpAgent`) are interchangeable: AgentApp serves either, and `Conversation.run` runs
+either, with the same lifecycle (agui.agent.lifecycle) applied to a local one as the server
+applies, so the same agent gives the same messages both ways.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from agui_generated import Problem, RunAgentInput
+
+__all__ = ["Agent", "FrameSource", "InputValidator"]
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Call it with the run's input; iterate the events of that run.
+
+    The stream may carry RUN_STARTED and a terminal RUN_FINISHED / RUN_ERROR itself; whatever is
+    missing is added (agui.agent.lifecycle). Events are the generated models (an
+    `agui.UnknownEvent` passes through unchanged)."""
+
+    def __call__(self, input: RunAgentInput, /) -> AsyncIterator[Any]: ...
+
+
+@runtime_checkable
+class InputValidator(Protocol):
+    """An agent that can refuse an input before any event is sent: AgentApp calls `validate`
+    once the body is decoded and answers 400 with the problems when there are any
+    (agui.model.ModelAgent refuses clashing tool names this way)."""
+
+    def validate(self, input: RunAgentInput, /) -> Sequence[Problem]: ...
+
+
+@runtime_checkable
+class FrameSource(Protocol):
+    """An agent that can hand over its stream undecoded (HttpAgent): the data of each SSE frame,
+    or the JSON object of each protobuf frame. A consumer that decodes and reports what it strips
+    itself (agui.Pipeline) reads these instead of decoded events."""
+
+    def frames(self, input: RunAgentInput, /) -> AsyncIterator[bytes | dict[str, Any]]: ...

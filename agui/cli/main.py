@@ -1,0 +1,116 @@
+"""The argument parser of the `agui` command line and its entry point (the usage is in
+agui.cli's docstring); each command lives in its own module, imported when it runs."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["main", "parser"]
+
+
+# Each command is imported only when it runs (so `agui validate` never loads httpx or uvicorn).
+def _validate(args: argparse.Namespace) -> int:
+    from agui.cli.validate import validate
+
+    return validate(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from agui.cli.serve import serve
+
+    return serve(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from agui.cli.run import run
+
+    return run(args)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from agui.cli.run import replay
+
+    return replay(args)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from agui.cli.demo import demo
+
+    return demo(args)
+
+
+SUMMARY_HELP = (
+    'after the stream ends, print one JSON object {"outcome", "error", "events", "eventTypes", '
+    '"messages", "state", "warnings", "pendingInterrupts"}. outcome is "completed" (exit 0) when '
+    'every run ended with RUN_FINISHED, "failed" (exit 1) when the client rejected the stream, it '
+    "ended inside a run (truncated), or the producer sent RUN_ERROR: that run did not complete"
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="agui", description="The AG-UI protocol for Python.")
+    commands = top.add_subparsers(dest="command", required=True)
+    v = commands.add_parser("validate", help="validate JSON documents against the spec")
+    v.add_argument(
+        "files", nargs="*", metavar="FILE", help="JSON files (default: JSON Lines on stdin)"
+    )
+    v.add_argument(
+        "--as",
+        dest="definition",
+        default="Event",
+        metavar="DEFINITION",
+        help="the definition to validate against (default: Event)",
+    )
+    v.add_argument(
+        "--strict", action="store_true", help="exactly the contract: no unknown members or types"
+    )
+    v.set_defaults(run=_validate)
+    s = commands.add_parser("serve", help="serve an agent under uvicorn")
+    s.add_argument(
+        "agent",
+        nargs="?",
+        metavar="MODULE:ATTR",
+        help="the agent to serve (default: the demo agent)",
+    )
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--path", default="/agent")
+    s.add_argument(
+        "--model-url",
+        metavar="URL",
+        help="the base URL of an OpenAI-compatible chat-completions server, e.g. "
+        "http://127.0.0.1:8080/v1 (default: AGUI_MODEL_URL, OPENAI_BASE_URL or api.openai.com); "
+        "the key comes from AGUI_MODEL_API_KEY or OPENAI_API_KEY",
+    )
+    s.add_argument(
+        "--model", metavar="NAME", help="serve this model with the demo tools (a model agent)"
+    )
+    s.set_defaults(run=_serve)
+    r = commands.add_parser("run", help="post a run to an agent and print what streams back")
+    r.add_argument("url")
+    r.add_argument("--message", help="the user message (default: read --input, or say hello)")
+    r.add_argument("--input", metavar="FILE", help="a RunAgentInput JSON file to post")
+    r.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    r.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
+    r.set_defaults(run=_run)
+    p = commands.add_parser(
+        "replay", help="process a recorded stream (JSON Lines or SSE capture) without a server"
+    )
+    p.add_argument("file", metavar="FILE", help="the recording: one event per line, or SSE frames")
+    p.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
+    p.set_defaults(run=_replay)
+    d = commands.add_parser("demo", help="run the demo agent end to end on a loopback port")
+    d.add_argument("--message", default="Hello from the agui demo")
+    d.set_defaults(run=_demo)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
