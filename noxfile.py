@@ -1,9 +1,11 @@
-"""Sessions: generate, tests, interop, crosscheck, bench. Each one builds its own environment."""
+"""Sessions: generate, demo, tests, docs, interop, crosscheck, bench. Each one builds its own
+environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...` picks another)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import nox
@@ -11,9 +13,23 @@ import nox
 nox.needs_version = ">=2024.4.15"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
 nox.options.sessions = ["tests"]
 
-PYTHON = "3.11"
+MINIMUM_PYTHON = (3, 11)
+"""The oldest Python the package supports (pyproject.toml's requires-python says the same)."""
+
+if sys.version_info < MINIMUM_PYTHON:
+    # Say it plainly instead of letting every session skip or fail obscurely.
+    raise SystemExit(
+        f"agui needs Python {'.'.join(map(str, MINIMUM_PYTHON))} or newer; nox is running on "
+        f"{sys.version.split()[0]} ({sys.executable}). Run nox with a newer Python, e.g. "
+        "`python3.13 -m pip install nox && python3.13 -m nox -s tests`."
+    )
+
+# None: every session runs on the interpreter nox runs under, so the README's commands work on
+# whatever supported Python the user has and never skip for want of a pinned version.
+PYTHON = None
 
 
 @nox.session(python=PYTHON)
@@ -60,6 +76,19 @@ def tests(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
     session.run("pytest", *session.posargs)
+    session.notify("docs")
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site (mkdocs-material, API reference by mkdocstrings) into
+    site/, strictly: a broken link, a missing page or a docstring mkdocstrings cannot read fails.
+    `nox -s docs -- serve` serves it on 127.0.0.1:8000 instead."""
+    session.install("-e", ".[docs]")
+    if session.posargs[:1] == ["serve"]:
+        session.run("mkdocs", "serve", "--strict", *session.posargs[1:])
+    else:
+        session.run("mkdocs", "build", "--strict", "--site-dir", "site", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -89,14 +118,18 @@ def bench(session: nox.Session) -> None:
     """Decode/encode/SSE benchmarks, then the transport benchmark (a 100,000-event run through
     uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios. Then the
     binary transport against JSON (benchmarks/proto.py): speed both ways and bytes on the wire.
+    First the import time of `agui` against `ag_ui.core` + `ag_ui.encoder` (benchmarks/imports.py),
+    last the peak memory of a long run through Conversation.run (benchmarks/memory.py).
 
-    Posargs go to the codec benchmarks; `--quick` also shortens the transport run to 20,000 events.
+    Posargs go to the codec benchmarks; `--quick` also shortens the transport and memory runs.
     """
     session.install("-e", ".[server,proto]", "ag-ui-protocol==1.0.0", "fastapi")
+    session.run("python", "benchmarks/imports.py")
     session.run("python", "benchmarks/run.py", *session.posargs)
     quick = ["--quick"] if "--quick" in session.posargs else []
     session.run("python", "benchmarks/transport.py", *quick)
     session.run("python", "benchmarks/proto.py", *quick)
+    session.run("python", "benchmarks/memory.py", *quick)
 
 
 def _npm_ci(session: nox.Session, source: Path, work: Path) -> None:
