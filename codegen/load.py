@@ -11,7 +11,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_PATH = ROOT / "spec" / "agui.yaml"
-FORMAT_PATH = ROOT / "spec" / "agui.schema.json"
+FORMAT_PATH = ROOT / "spec" / "spec-format.schema.json"
 LEDGER_PATH = ROOT / "spec" / "proto-ledger.txt"
 
 
