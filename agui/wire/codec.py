@@ -1,9 +1,10 @@
 """encode and decode: wire JSON <-> the generated models.
 
-The per-definition work is generated (agui_generated.codec); this module adds the JSON text layer
-(orjson), the tolerant treatment of unknown event types, and where warnings go. The cattrs
-converter and the codec tables are re-exported here for code that needs them (they are not part
-of `agui`'s own names).
+The per-definition work is generated (agui_generated.codec and its runtime, which also turns an
+event of an unknown type into UnknownEvent and reports tolerant-mode warnings); this module adds
+the JSON text layer (orjson), stream frames (`decode_frame`) and wire names (`wire_name`). The
+cattrs converter and the codec tables are re-exported here for code that needs them (they are
+not among `agui`'s own names).
 """
 
 from __future__ import annotations
@@ -11,16 +12,18 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar, overload
 
+import attrs
 import orjson
 from agui_generated import DecodeError, Event, Problem, UnknownEvent
 from agui_generated._runtime import report
-from agui_generated.codec import DEFINITIONS, TAGS, decode_value, encode_value
+from agui_generated.codec import DEFINITIONS, DISCRIMINATORS, TAGS, decode_value, encode_value
 from agui_generated.converter import configure_converter, make_converter
 
 from agui.errors import EncodeError, StreamError
 
 __all__ = [
     "DEFINITIONS",
+    "DISCRIMINATORS",
     "TAGS",
     "UnknownEvent",
     "configure_converter",
@@ -31,6 +34,7 @@ __all__ = [
     "encode",
     "make_converter",
     "to_json",
+    "wire_name",
 ]
 
 T = TypeVar("T")
@@ -150,3 +154,11 @@ def decode_frame(
             frame=frame,
             problems=exc.problems,
         ) from None
+
+
+def wire_name(cls: type, attribute: str) -> str:
+    """The wire name of a model attribute (`wire_name(ToolMessage, "tool_call_id")` is
+    "toolCallId"), read from the generated class, so hand-written code that builds or edits wire
+    JSON directly never restates a key the spec defines."""
+    name: str = attrs.fields_dict(cls)[attribute].metadata["wire"]
+    return name

@@ -7117,6 +7117,17 @@ TAGS: Final[dict[str, dict[str, type]]] = {
 }
 """Each union's discriminator values and the class each one selects."""
 
+DISCRIMINATORS: Final[dict[str, str]] = {
+    "PartSource": "type",
+    "ContentPart": "type",
+    "Message": "role",
+    "JsonPatchOperation": "op",
+    "RunFinishedOutcome": "type",
+    "SubagentFinishedOutcome": "type",
+    "Event": "type",
+}
+"""Each union's discriminator: the wire name of the member whose value selects the class."""
+
 
 def decode_value(
     value: Any, cls: Any, strict: bool, drop_unknown: bool = False
