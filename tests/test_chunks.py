@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+import inspect
+import re
+from typing import Any, ClassVar
 
 import attrs
 import pytest
@@ -413,3 +416,43 @@ def test_the_error_names_the_index_of_the_offending_event() -> None:
     with pytest.raises(ProtocolError) as info:
         expander.feed(TEXT(role=agui.TextMessageRole.USER))
     assert info.value.event == 2
+
+
+# ── events a newer spec adds ─────────────────────────────────────────────────────────────────
+
+
+class _NewType(enum.Enum):
+    PROGRESS = "PROGRESS"
+
+
+@attrs.frozen(kw_only=True)
+class ProgressEvent:
+    """Stands for an event class the generator made from a newer spec than this stage knows."""
+
+    type: ClassVar[_NewType] = _NewType.PROGRESS
+    label: str
+    subagent_run_id: str | None = None
+
+
+def test_an_event_class_the_stage_has_no_rule_for_passes_through_without_closing() -> None:
+    for progress in (ProgressEvent(label="half"), ProgressEvent(label="x", subagent_run_id="p")):
+        out = expand(TEXT(message_id="p", delta="a"), progress, TEXT(delta="b"))
+        assert out == [
+            agui.TextMessageStartEvent(message_id="p", role=agui.TextMessageRole.ASSISTANT),
+            agui.TextMessageContentEvent(message_id="p", delta="a"),
+            progress,
+            agui.TextMessageContentEvent(message_id="p", delta="b"),
+        ]
+
+
+def test_the_messages_name_the_chunk_types_and_fields_the_models_define() -> None:
+    from agui.stream import chunks
+
+    assert chunks._CHUNK_TYPE == {
+        "text": "TEXT_MESSAGE_CHUNK",
+        "tool": "TOOL_CALL_CHUNK",
+        "reasoning": "REASONING_MESSAGE_CHUNK",
+    }
+    assert chunks._ID_FIELD == {"text": "messageId", "tool": "toolCallId", "reasoning": "messageId"}
+    source = inspect.getsource(chunks)
+    assert not re.search(r"^\s*assert\b", source, re.M)

@@ -15,7 +15,9 @@ Behaviour follows the official TypeScript client (chunks/transform.ts, @ag-ui/cl
 * Other events end open streams before they are passed on: the bracket, state, step, custom,
   TOOL_CALL_RESULT and reasoning-span events end their own lane, the run events and
   MESSAGES_SNAPSHOT end every lane, SUBAGENT_FINISHED/SUBAGENT_ERROR end the lane they name.
-  RAW, ACTIVITY_*, REASONING_ENCRYPTED_VALUE, SUBAGENT_STARTED and unknown events end nothing.
+  Every other event ends nothing and is passed on as it is: RAW, ACTIVITY_*,
+  REASONING_ENCRYPTED_VALUE, SUBAGENT_STARTED, unknown events, and any event a later spec adds
+  (the reference transform's `default` case does the same).
 * At the end of the stream pending lanes are dropped without an END; a stream that stops mid
   message is for verification to judge, not for this stage to repair.
 """
@@ -26,13 +28,9 @@ from typing import Literal, TypeAlias
 
 import attrs
 from agui_generated import (
-    ActivityDeltaEvent,
-    ActivitySnapshotEvent,
     CustomEvent,
     Event,
     MessagesSnapshotEvent,
-    RawEvent,
-    ReasoningEncryptedValueEvent,
     ReasoningEndEvent,
     ReasoningMessageChunkEvent,
     ReasoningMessageContentEvent,
@@ -48,7 +46,6 @@ from agui_generated import (
     StepStartedEvent,
     SubagentErrorEvent,
     SubagentFinishedEvent,
-    SubagentStartedEvent,
     TextMessageChunkEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -63,7 +60,7 @@ from agui_generated import (
 
 from agui.errors import ProtocolError
 from agui.stream.warning import StreamWarning
-from agui.wire.codec import UnknownEvent
+from agui.wire.codec import UnknownEvent, wire_name
 
 __all__ = ["ChunkExpander"]
 
@@ -91,22 +88,32 @@ _CLOSES_OWN_LANE = (
 )
 _CLOSES_ALL_LANES = (RunStartedEvent, RunFinishedEvent, RunErrorEvent, MessagesSnapshotEvent)
 _CLOSES_NAMED_LANE = (SubagentFinishedEvent, SubagentErrorEvent)
-_PASSES_THROUGH = (
-    RawEvent,
-    ActivitySnapshotEvent,
-    ActivityDeltaEvent,
-    ReasoningEncryptedValueEvent,
-    SubagentStartedEvent,
-    UnknownEvent,
-)
+# Every other event (and UnknownEvent) passes through: no list of them, so an event a later spec
+# adds flows on untouched.
 
-_ENTITY = {"text": "text message", "tool": "tool call", "reasoning": "reasoning message"}
-_ID_FIELD = {"text": "messageId", "tool": "toolCallId", "reasoning": "messageId"}
-_CHUNK_TYPE = {
-    "text": "TEXT_MESSAGE_CHUNK",
-    "tool": "TOOL_CALL_CHUNK",
-    "reasoning": "REASONING_MESSAGE_CHUNK",
+_ENTITY: dict[Kind, str] = {
+    "text": "text message",
+    "tool": "tool call",
+    "reasoning": "reasoning message",
 }
+# What the messages say about the chunk kinds is read from the generated models.
+_CHUNK_TYPE: dict[Kind, str] = {
+    "text": TextMessageChunkEvent.type.value,
+    "tool": ToolCallChunkEvent.type.value,
+    "reasoning": ReasoningMessageChunkEvent.type.value,
+}
+"""The wire type of each chunk kind: TEXT_MESSAGE_CHUNK, ..."""
+_ID_FIELD: dict[Kind, str] = {
+    "text": wire_name(TextMessageChunkEvent, "message_id"),
+    "tool": wire_name(ToolCallChunkEvent, "tool_call_id"),
+    "reasoning": wire_name(ReasoningMessageChunkEvent, "message_id"),
+}
+"""The wire name of the member a chunk kind names its stream by: messageId, toolCallId."""
+_ROLE = wire_name(TextMessageChunkEvent, "role")
+_NAME = wire_name(TextMessageChunkEvent, "name")
+_TOOL_CALL_NAME = wire_name(ToolCallChunkEvent, "tool_call_name")
+_PARENT_MESSAGE_ID = wire_name(ToolCallChunkEvent, "parent_message_id")
+_SUBAGENT_RUN_ID = wire_name(TextMessageChunkEvent, "subagent_run_id")
 
 
 @attrs.define
@@ -171,8 +178,7 @@ class ChunkExpander:
             return [*self._close_all(), event]
         if isinstance(event, _CLOSES_NAMED_LANE):
             return [*self._close(event.subagent_run_id), event]
-        assert isinstance(event, _PASSES_THROUGH), type(event)
-        return [event]
+        return [event]  # ends nothing: RAW, ACTIVITY_*, ..., unknown and newer events
 
     def finish(self) -> list[Item]:
         """End of stream: pending lanes are dropped, no END is synthesized."""
@@ -209,8 +215,8 @@ class ChunkExpander:
                     if tag is not None and tag != lane:
                         held = "(the parent agent)" if lane is None else lane
                         raise self._fail(
-                            f"Cannot continue {_ENTITY[kind]} '{entity_id}': chunk subagentRunId "
-                            f"'{tag}' does not match the open stream's subagent '{held}'."
+                            f"Cannot continue {_ENTITY[kind]} '{entity_id}': chunk "
+                            f"{_SUBAGENT_RUN_ID} '{tag}' does not match the open stream's subagent '{held}'."
                         )
                     return lane
             return tag
@@ -223,23 +229,23 @@ class ChunkExpander:
         if len(candidates) > 1:
             raise self._fail(
                 f"Ambiguous {_CHUNK_TYPE[kind]}: it carries neither a {_ID_FIELD[kind]} nor a "
-                f"subagentRunId, but {len(candidates)} lanes have an open {_ENTITY[kind]}. "
+                f"{_SUBAGENT_RUN_ID}, but {len(candidates)} lanes have an open {_ENTITY[kind]}. "
                 "Attribute the chunk to the subagent it belongs to."
             )
         return candidates[0] if candidates else None
 
     def _continuing(
         self, kind: Kind, lane: str | None, entity_id: str | None
-    ) -> tuple[_Pending | None, list[Item]]:
-        """(the lane's stream, []) when the chunk continues it; otherwise (None, the END of
-        whatever the lane held), after checking that the chunk can open a stream."""
+    ) -> tuple[_Pending | str, list[Item]]:
+        """(the lane's stream, []) when the chunk continues it; otherwise (the id of the stream
+        the chunk opens, the END of whatever the lane held), after checking that it has an id."""
         pending = self._lanes.get(lane)
         if pending is not None and pending.kind == kind and entity_id in (None, pending.id):
             return pending, []
         closed = self._close(lane)
         if entity_id is None:
             raise self._fail(f"First {_CHUNK_TYPE[kind]} must have a {_ID_FIELD[kind]}")
-        return None, closed
+        return entity_id, closed
 
     def _agree(self, pending: _Pending, field: str, incoming: str | None, held: str | None) -> None:
         if incoming is not None and incoming != held:
@@ -254,18 +260,18 @@ class ChunkExpander:
         lane = self._lane_for("text", chunk.message_id, chunk.subagent_run_id)
         pending, out = self._continuing("text", lane, chunk.message_id)
         role = None if chunk.role is None else chunk.role.value
-        if pending is not None:
-            self._agree(pending, "role", role, pending.role)
-            self._agree(pending, "name", chunk.name, pending.name)
+        if isinstance(pending, _Pending):
+            self._agree(pending, _ROLE, role, pending.role)
+            self._agree(pending, _NAME, chunk.name, pending.name)
         else:
-            assert chunk.message_id is not None
+            message_id = pending
             start_role = TextMessageRole.ASSISTANT if chunk.role is None else chunk.role
             pending = self._lanes[lane] = _Pending(
-                "text", chunk.message_id, chunk.subagent_run_id, start_role.value, chunk.name
+                "text", message_id, chunk.subagent_run_id, start_role.value, chunk.name
             )
             out.append(
                 TextMessageStartEvent(
-                    message_id=chunk.message_id,
+                    message_id=message_id,
                     role=start_role,
                     name=chunk.name,
                     subagent_run_id=chunk.subagent_run_id,
@@ -287,25 +293,25 @@ class ChunkExpander:
     def _tool(self, chunk: ToolCallChunkEvent) -> list[Item]:
         lane = self._lane_for("tool", chunk.tool_call_id, chunk.subagent_run_id)
         pending, out = self._continuing("tool", lane, chunk.tool_call_id)
-        if pending is not None:
-            self._agree(pending, "toolCallName", chunk.tool_call_name, pending.tool_call_name)
+        if isinstance(pending, _Pending):
+            self._agree(pending, _TOOL_CALL_NAME, chunk.tool_call_name, pending.tool_call_name)
             self._agree(
-                pending, "parentMessageId", chunk.parent_message_id, pending.parent_message_id
+                pending, _PARENT_MESSAGE_ID, chunk.parent_message_id, pending.parent_message_id
             )
         else:
-            assert chunk.tool_call_id is not None
+            tool_call_id = pending
             if chunk.tool_call_name is None:
-                raise self._fail("First TOOL_CALL_CHUNK must have a toolCallName")
+                raise self._fail(f"First {_CHUNK_TYPE['tool']} must have a {_TOOL_CALL_NAME}")
             pending = self._lanes[lane] = _Pending(
                 "tool",
-                chunk.tool_call_id,
+                tool_call_id,
                 chunk.subagent_run_id,
                 tool_call_name=chunk.tool_call_name,
                 parent_message_id=chunk.parent_message_id,
             )
             out.append(
                 ToolCallStartEvent(
-                    tool_call_id=chunk.tool_call_id,
+                    tool_call_id=tool_call_id,
                     tool_call_name=chunk.tool_call_name,
                     parent_message_id=chunk.parent_message_id,
                     subagent_run_id=chunk.subagent_run_id,
@@ -327,14 +333,12 @@ class ChunkExpander:
     def _reasoning(self, chunk: ReasoningMessageChunkEvent) -> list[Item]:
         lane = self._lane_for("reasoning", chunk.message_id, chunk.subagent_run_id)
         pending, out = self._continuing("reasoning", lane, chunk.message_id)
-        if pending is None:
-            assert chunk.message_id is not None
-            pending = self._lanes[lane] = _Pending(
-                "reasoning", chunk.message_id, chunk.subagent_run_id
-            )
+        if not isinstance(pending, _Pending):
+            message_id = pending
+            pending = self._lanes[lane] = _Pending("reasoning", message_id, chunk.subagent_run_id)
             out.append(
                 ReasoningMessageStartEvent(
-                    message_id=chunk.message_id,
+                    message_id=message_id,
                     subagent_run_id=chunk.subagent_run_id,
                     metadata=chunk.metadata,
                 )
