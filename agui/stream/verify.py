@@ -14,6 +14,8 @@ uninterpretable declaration is warned about (never rejected), an older or absent
 
 Unknown events (UnknownEvent from tolerant decoding) pass through without touching the state: the
 reference client drops them before verification, so they can neither break nor satisfy a rule.
+An event this module has no rule for (one a newer spec adds, say) is checked only against the run
+lifecycle (it must come inside a run) and then passes untouched.
 """
 
 from __future__ import annotations
@@ -330,7 +332,8 @@ class Verifier:
                 )
             del self._subagents[sid]
             self._closed_subagents.add(sid)
-        # STATE_*, RAW, CUSTOM: no rule beyond the lifecycle checks in feed().
+        # STATE_*, RAW, CUSTOM and any event without a branch above (an event a newer spec adds):
+        # no rule beyond the lifecycle checks in feed().
 
     def _run_started(self, event: RunStartedEvent) -> None:
         if self._started and not (self._finished or self._errored):
@@ -369,10 +372,12 @@ class Verifier:
             )
 
     def _run_finished(self, event: RunFinishedEvent) -> None:
-        assert self._run is not None  # feed() admits RUN_FINISHED only inside a run
+        if self._run is None:  # feed() admits RUN_FINISHED only after a RUN_STARTED
+            raise self._fail("Cannot send 'RUN_FINISHED': no run has been started.")
+        thread_id, run_id = self._run
         for field, got, want in (
-            ("threadId", event.thread_id, self._run[0]),
-            ("runId", event.run_id, self._run[1]),
+            ("threadId", event.thread_id, thread_id),
+            ("runId", event.run_id, run_id),
         ):
             if got != want:
                 raise self._fail(
