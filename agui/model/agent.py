@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import typing
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
@@ -701,19 +702,30 @@ def _arrange(
     return arranged
 
 
-_COUNTS = (
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "reasoning_tokens",
-    "cached_input_tokens",
-    "cache_write_input_tokens",
-)
+def _counters(cls: type) -> tuple[str, ...]:
+    """The attributes of a usage class that are token counters: every integer-typed field
+    (`int`, or `int | None` for an optional one), read from the generated class so a counter the
+    spec adds is summed without an edit here."""
+    hints = typing.get_type_hints(cls)
+    counters = []
+    for field in attrs.fields(cls):
+        hint = hints.get(field.name, field.type)
+        options = [o for o in typing.get_args(hint) if o is not type(None)] or [hint]
+        if options == [int]:
+            counters.append(field.name)
+    return tuple(counters)
+
+
+_COUNTERS = _counters(TokenUsage)
+"""input_tokens, output_tokens, ...: TokenUsage's integer fields, in spec order."""
 
 
 def _sum_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
+    """Two usage entries of one provider and model as one: each counter is the sum when both
+    report it, the one reported when only one does, absent when neither does; every other
+    field (provider, model) is `a`'s."""
     summed: dict[str, Any] = {}
-    for name in _COUNTS:
+    for name in _COUNTERS:
         x, y = getattr(a, name), getattr(b, name)
         summed[name] = None if x is None and y is None else (x or 0) + (y or 0)
     return attrs.evolve(a, **summed)
