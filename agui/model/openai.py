@@ -432,7 +432,9 @@ def chat_messages(prompt: Sequence[PromptMessage]) -> list[dict[str, Any]]:
 def _user_part(part: ContentPart) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
-    source = part.source
+    source = getattr(part, "source", None)
+    if source is None:  # a kind of part newer than this adapter, without a media source
+        return _left_out(part.type)
     if isinstance(part, ImagePart):
         if isinstance(source, UrlSource):
             return {"type": "image_url", "image_url": {"url": source.value}}
@@ -456,6 +458,10 @@ def _user_part(part: ContentPart) -> dict[str, Any]:
     kind = part.type
     if isinstance(source, UrlSource):
         return {"type": "text", "text": f"[{kind} at {source.value}]"}
+    return _left_out(kind)
+
+
+def _left_out(kind: str) -> dict[str, Any]:
     return {"type": "text", "text": f"[{kind} left out: this model adapter cannot send it]"}
 
 

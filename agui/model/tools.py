@@ -34,18 +34,15 @@ from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, overloa
 import attrs
 import orjson
 from agui_generated import (
-    AudioPart,
-    DocumentPart,
-    ImagePart,
+    ContentPart,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
-    TextPart,
-    VideoPart,
 )
 
 from agui.model.interface import ToolSpec
+from agui.wire.codec import DEFINITIONS, to_json
 
 __all__ = [
     "TOOL_NAME",
@@ -63,7 +60,10 @@ ApprovalRule: TypeAlias = "bool | Callable[[RunAgentInput, dict[str, Any]], bool
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A tool name model APIs accept (fullmatch)."""
-_PARTS = (TextPart, ImagePart, AudioPart, VideoPart, DocumentPart)
+_PARTS: tuple[type, ...] = get_args(ContentPart)
+"""The content part classes (TextPart, ImagePart, ...): the members of the generated union."""
+_MODELS = frozenset(cls for cls in DEFINITIONS.values() if isinstance(cls, type))
+"""Every class of the spec, written in wire form when a tool returns one."""
 _LIFECYCLE = (RunStartedEvent, RunFinishedEvent, RunErrorEvent)
 
 
@@ -588,7 +588,9 @@ def _same(a: Any, b: Any) -> bool:
 
 def result_content(value: Any) -> str | tuple[Any, ...]:
     """What a tool returned, as TOOL_CALL_RESULT content: text as it is, content parts as parts,
-    anything else as JSON text. Raises TypeError for a value that is not JSON."""
+    anything else as JSON text. An agui model anywhere in the value is written in wire form
+    (camelCase names, absent members left out), another attrs instance as its fields. Raises
+    TypeError for a value that is not JSON."""
     if isinstance(value, str):
         return value
     if isinstance(value, list | tuple) and value and all(isinstance(p, _PARTS) for p in value):
@@ -600,8 +602,10 @@ def result_content(value: Any) -> str | tuple[Any, ...]:
 
 
 def _plain(value: Any) -> Any:
-    if attrs.has(type(value)):
-        return attrs.asdict(value)
+    if type(value) in _MODELS:
+        return to_json(value)
+    if attrs.has(type(value)):  # one level only: models nested inside still come here
+        return attrs.asdict(value, recurse=False)
     if isinstance(value, set | frozenset):
         return list(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
