@@ -85,7 +85,7 @@ def test_next_input_text_joins_the_history_as_a_user_message() -> None:
     run_input = conversation.next_input("hello")
     assert [type(m) for m in run_input.messages] == [agui.SystemMessage, agui.UserMessage]
     assert run_input.messages[1].content == "hello"
-    assert [m["id"] for m in conversation.messages] == ["s", run_input.messages[1].id]
+    assert [m["id"] for m in conversation.messages_json()] == ["s", run_input.messages[1].id]
 
 
 def test_next_input_leaves_activity_messages_out() -> None:
@@ -296,7 +296,7 @@ def test_a_successful_run_leaves_nothing_pending() -> None:
 
 def test_consume_runs_the_whole_pipeline() -> None:
     """Chunks are expanded, events verified and applied; the run's result is returned."""
-    conversation = Conversation("t")
+    conversation = Conversation("t", keep_events=True)
     result = conversation.consume(
         [
             json.dumps(RUN),
@@ -306,7 +306,7 @@ def test_consume_runs_the_whole_pipeline() -> None:
         ]
     )
     assert result is not None and result.outcome == "success" and result.result == [1]
-    assert conversation.messages == [{"id": "m", "role": "assistant", "content": "Hello"}]
+    assert conversation.messages_json() == [{"id": "m", "role": "assistant", "content": "Hello"}]
     assert conversation.summary()["eventTypes"] == [
         "RUN_STARTED",
         "TEXT_MESSAGE_START",
@@ -319,7 +319,7 @@ def test_consume_runs_the_whole_pipeline() -> None:
 
 def test_stripped_members_and_unknown_events_are_warnings() -> None:
     """Unknown members are stripped and unknown events dropped, each reported with its index."""
-    conversation = Conversation("t")
+    conversation = Conversation("t", keep_events=True)
     conversation.consume([RUN, {"type": "FUTURE_EVENT"}, {**DONE, "futureProp": 1}])
     warnings = conversation.summary()["warnings"]
     assert [(w["kind"], w["pointer"], w["event"]) for w in warnings] == [
@@ -331,7 +331,7 @@ def test_stripped_members_and_unknown_events_are_warnings() -> None:
 
 def test_a_truncated_stream_is_rejected_and_recorded() -> None:
     """A stream ending inside a run raises; the run is truncated and the summary failed."""
-    conversation = Conversation("t")
+    conversation = Conversation("t", keep_events=True)
     with pytest.raises(ProtocolError, match="without a terminal event"):
         conversation.consume([RUN, {"type": "TEXT_MESSAGE_START", "messageId": "m"}])
     assert conversation.runs[-1].outcome == "truncated"
@@ -343,7 +343,7 @@ def test_a_truncated_stream_is_rejected_and_recorded() -> None:
 
 def test_a_rejected_event_keeps_what_came_before() -> None:
     """Events before the one the verifier rejects are delivered and applied."""
-    conversation = Conversation("t")
+    conversation = Conversation("t", keep_events=True)
     with pytest.raises(ProtocolError, match="No active text message found with ID 'x'"):
         conversation.consume(
             [
@@ -369,13 +369,71 @@ def test_a_malformed_event_is_a_failure_not_a_crash() -> None:
 
 
 def test_a_producer_run_error_is_an_event_not_an_exception() -> None:
-    """RUN_ERROR is delivered; the run is recorded as error and the summary fails with its message."""
-    conversation = Conversation("t")
+    """RUN_ERROR is delivered; the run is recorded as error and the summary says "error" (the
+    agent's, not a rejection by the client) with its message."""
+    conversation = Conversation("t", keep_events=True)
     result = conversation.consume([RUN, {"type": "RUN_ERROR", "message": "model overloaded"}])
     assert result is not None and result.outcome == "error"
     summary = conversation.summary()
-    assert (summary["outcome"], summary["error"]) == ("failed", "model overloaded")
+    assert (summary["outcome"], summary["error"]) == ("error", "model overloaded")
     assert summary["eventTypes"] == ["RUN_STARTED", "RUN_ERROR"]
+
+
+def test_runs_after_a_run_error_are_processed() -> None:
+    """A RUN_ERROR ends its run, not the stream: a second run in the same stream is applied, and
+    the summary still reports "error" (some run did not complete)."""
+    conversation = Conversation("t", keep_events=True)
+    conversation.consume(
+        [
+            RUN,
+            {"type": "RUN_ERROR", "message": "first attempt failed"},
+            {**RUN, "runId": "r2"},
+            {"type": "TEXT_MESSAGE_CHUNK", "messageId": "b", "delta": "second"},
+            {**DONE, "runId": "r2"},
+        ]
+    )
+    assert [r.outcome for r in conversation.runs] == ["error", "success"]
+    summary = conversation.summary()
+    assert (summary["outcome"], summary["error"]) == ("error", "first attempt failed")
+    assert summary["messages"] == [{"id": "b", "role": "assistant", "content": "second"}]
+
+
+def test_an_interrupt_after_a_completed_run_is_the_outcome() -> None:
+    """The last run's interrupt decides: the summary says "interrupt", with no error."""
+    conversation = Conversation("t")
+    conversation.consume(
+        [
+            RUN,
+            DONE,
+            {**RUN, "runId": "r2"},
+            {
+                **DONE,
+                "runId": "r2",
+                "outcome": {"type": "interrupt", "interrupts": [{"id": "i", "reason": "x"}]},
+            },
+        ]
+    )
+    assert conversation.outcome() == ("interrupt", None)
+
+
+def test_events_are_not_kept_by_default() -> None:
+    """Without keep_events the conversation holds messages and state, not the events; on_event
+    still sees each one as it is applied."""
+    seen: list[str] = []
+    conversation = Conversation("t", on_event=lambda e: seen.append(e.type.value))
+    conversation.consume(
+        [RUN, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "x"}, DONE]
+    )
+    assert conversation.events == []
+    assert conversation.summary()["eventTypes"] == []
+    assert seen == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    assert [m.content for m in conversation.messages] == ["x"]
 
 
 def test_an_empty_stream_is_not_a_success() -> None:
@@ -400,7 +458,7 @@ def test_several_runs_in_one_stream() -> None:
         ]
     )
     assert [r.run_id for r in conversation.runs] == ["r", "r2"]
-    assert [m["content"] for m in conversation.messages] == ["1", "2"]
+    assert [m["content"] for m in conversation.messages_json()] == ["1", "2"]
 
 
 def test_summary_has_exactly_the_documented_keys() -> None:
@@ -408,7 +466,7 @@ def test_summary_has_exactly_the_documented_keys() -> None:
     conversation = interrupted({"id": "i1", "reason": "a"})
     summary = conversation.summary()
     assert set(summary) == SUMMARY_KEYS
-    assert summary["outcome"] == "completed" and summary["error"] is None
+    assert summary["outcome"] == "interrupt" and summary["error"] is None
     assert summary["pendingInterrupts"] == [{"id": "i1", "reason": "a"}]
     json.dumps(summary)
 
@@ -476,13 +534,14 @@ def test_run_an_agent_across_an_interrupt() -> None:
             {"interruptId": "approve", "status": "resolved", "payload": {"ok": True}}
         ]
         assert [type(m) for m in agent.inputs[1].messages] == [agui.UserMessage]
-        assert [m["role"] for m in conversation.messages] == ["user", "assistant"]
+        assert [m["role"] for m in conversation.messages_json()] == ["user", "assistant"]
 
     asyncio.run(main())
 
 
 def test_run_records_a_failing_agent() -> None:
-    """An agent that raises mid-stream leaves a truncated run and a recorded failure."""
+    """A local agent that raises mid-stream ends its run in RUN_ERROR AGENT_ERROR, as behind a
+    server: the run is recorded as error, the exception's text stays out of the conversation."""
 
     async def broken(run_input: agui.RunAgentInput) -> AsyncIterator[Any]:
         yield agui.RunStartedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id)
@@ -490,10 +549,11 @@ def test_run_records_a_failing_agent() -> None:
 
     async def main() -> None:
         conversation = Conversation("t")
-        with pytest.raises(ConnectionError):
-            await conversation.run(broken, "hi")
-        assert conversation.runs[-1].outcome == "truncated"
-        assert conversation.summary()["error"] == "connection reset"
+        result = await conversation.run(broken, "hi")
+        assert result is not None and result.outcome == "error"
+        assert result.error_code == "AGENT_ERROR"
+        outcome, error = conversation.outcome()
+        assert outcome == "error" and error is not None and "connection reset" not in error
 
     asyncio.run(main())
 
@@ -597,22 +657,57 @@ def test_replay_an_sse_capture(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("events", "error"),
+    ("events", "outcome", "error"),
     [
-        ([{"type": "TEXT_MESSAGE_START", "messageId": "m"}], "First event must be 'RUN_STARTED'"),
-        ([RUN], "without a terminal event"),
-        ([RUN, {"type": "RUN_ERROR", "message": "overloaded"}], "overloaded"),
-        ([RUN, {"type": "STATE_DELTA", "delta": "nope"}], "/delta"),
+        (
+            [{"type": "TEXT_MESSAGE_START", "messageId": "m"}],
+            "failed",
+            "First event must be 'RUN_STARTED'",
+        ),
+        ([RUN], "failed", "without a terminal event"),
+        ([RUN, {"type": "STATE_DELTA", "delta": "nope"}], "failed", "/delta"),
+        ([RUN, {"type": "RUN_ERROR", "message": "overloaded"}], "error", "overloaded"),
     ],
 )
 def test_replay_failures_exit_1_with_a_summary(
-    tmp_path: Path, events: list[Any], error: str
+    tmp_path: Path, events: list[Any], outcome: str, error: str
 ) -> None:
-    """Rejections, truncation and RUN_ERROR give outcome failed, exit 1, and no traceback."""
+    """Rejections and truncation give outcome failed, a RUN_ERROR gives error; both exit 1,
+    with no traceback."""
+    code, out, err = cli("replay", jsonl(tmp_path / "s.jsonl", events), "--summary")
+    summary = summary_of(out)
+    assert code == 1 and summary["outcome"] == outcome
+    assert error in summary["error"]
+    assert "Traceback" not in err
+
+
+def test_replay_of_an_error_then_a_second_run(tmp_path: Path) -> None:
+    """A RUN_ERROR, then a second run in the same stream: "error", exit 1, and the second run's
+    messages are in the summary."""
+    events = [
+        RUN,
+        {"type": "RUN_ERROR", "message": "overloaded"},
+        {**RUN, "runId": "r2"},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "b", "delta": "retry worked"},
+        {**DONE, "runId": "r2"},
+    ]
     code, out, _ = cli("replay", jsonl(tmp_path / "s.jsonl", events), "--summary")
     summary = summary_of(out)
-    assert code == 1 and summary["outcome"] == "failed"
-    assert error in summary["error"]
+    assert (code, summary["outcome"], summary["error"]) == (1, "error", "overloaded")
+    assert summary["messages"] == [{"id": "b", "role": "assistant", "content": "retry worked"}]
+    assert summary["eventTypes"][-1] == "RUN_FINISHED"
+
+
+def test_replay_of_an_interrupt_exits_0(tmp_path: Path) -> None:
+    """A run that finishes with an interrupt is "interrupt" and exits 0 (it did what it meant)."""
+    events = [
+        RUN,
+        {**DONE, "outcome": {"type": "interrupt", "interrupts": [{"id": "i", "reason": "x"}]}},
+    ]
+    code, out, _ = cli("replay", jsonl(tmp_path / "s.jsonl", events), "--summary")
+    summary = summary_of(out)
+    assert (code, summary["outcome"], summary["error"]) == (0, "interrupt", None)
+    assert summary["pendingInterrupts"] == [{"id": "i", "reason": "x"}]
 
 
 def test_replay_without_summary_prints_events(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def kinds(reducer: Reducer) -> list[str]:
 def test_text_start_creates_an_assistant_message_by_default() -> None:
     """TEXT_MESSAGE_START without a role creates an assistant message with empty content."""
     r = reduce({"type": "TEXT_MESSAGE_START", "messageId": "m"})
-    assert r.messages == [{"id": "m", "role": "assistant", "content": ""}]
+    assert r.messages_json() == [{"id": "m", "role": "assistant", "content": ""}]
 
 
 def test_text_start_keeps_role_name_and_subagent() -> None:
@@ -60,7 +60,7 @@ def test_text_start_keeps_role_name_and_subagent() -> None:
             "subagentRunId": "s1",
         }
     )
-    assert r.messages == [
+    assert r.messages_json() == [
         {"id": "m", "role": "user", "content": "", "name": "ann", "subagentRunId": "s1"}
     ]
 
@@ -69,13 +69,13 @@ def test_content_appends_deltas_verbatim() -> None:
     """Deltas are concatenated as they are: no Unicode normalisation, zero-width kept, "" fine."""
     deltas = ("e\u0301", "", "\u200b", "x")
     r = reduce(*text("m", *deltas))
-    assert r.messages[0]["content"] == "".join(deltas)
+    assert r.messages_json()[0]["content"] == "".join(deltas)
 
 
 def test_reopening_a_closed_message_appends() -> None:
     """A second START with the same id continues the message instead of replacing it."""
     r = reduce(*text("m", "Hello"), *text("m", ", world"))
-    assert r.messages == [{"id": "m", "role": "assistant", "content": "Hello, world"}]
+    assert r.messages_json() == [{"id": "m", "role": "assistant", "content": "Hello, world"}]
 
 
 def test_text_start_on_an_activity_message_is_dropped_with_a_warning() -> None:
@@ -89,7 +89,7 @@ def test_text_start_on_an_activity_message_is_dropped_with_a_warning() -> None:
         },
         *text("a", "oops"),
     )
-    assert r.messages == [
+    assert r.messages_json() == [
         {"id": "a", "role": "activity", "activityType": "plan", "content": {"k": 1}}
     ]
     assert kinds(r) == ["activity", "activity", "activity"]
@@ -98,7 +98,7 @@ def test_text_start_on_an_activity_message_is_dropped_with_a_warning() -> None:
 def test_content_for_an_unknown_message_warns() -> None:
     """CONTENT naming no message changes nothing and is reported."""
     r = reduce({"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "x"})
-    assert r.messages == []
+    assert r.messages_json() == []
     assert kinds(r) == ["missing"]
 
 
@@ -108,8 +108,8 @@ def test_many_appends_read_back_mid_stream() -> None:
     for i in range(1000):
         r.feed(ev({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": str(i % 10)}))
         if i == 499:
-            assert len(r.messages[0]["content"]) == 500
-    assert r.messages[0]["content"] == "0123456789" * 100
+            assert len(r.messages_json()[0]["content"]) == 500
+    assert r.messages_json()[0]["content"] == "0123456789" * 100
 
 
 # ── reasoning ────────────────────────────────────────────────────────────────────────────────
@@ -125,7 +125,7 @@ def test_reasoning_messages_are_assembled_and_spans_make_none() -> None:
         {"type": "REASONING_MESSAGE_END", "messageId": "rm"},
         {"type": "REASONING_END", "messageId": "span"},
     )
-    assert r.messages == [{"id": "rm", "role": "reasoning", "content": "thinking"}]
+    assert r.messages_json() == [{"id": "rm", "role": "reasoning", "content": "thinking"}]
 
 
 def test_reasoning_start_on_an_activity_message_is_dropped_with_a_warning() -> None:
@@ -134,7 +134,7 @@ def test_reasoning_start_on_an_activity_message_is_dropped_with_a_warning() -> N
         {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "plan", "content": {}},
         {"type": "REASONING_MESSAGE_START", "messageId": "a", "role": "reasoning"},
     )
-    assert r.messages[0]["role"] == "activity"
+    assert r.messages_json()[0]["role"] == "activity"
     assert kinds(r) == ["activity"]
 
 
@@ -156,7 +156,7 @@ def test_tool_call_joins_its_parent_assistant_message() -> None:
             "parentMessageId": "m",
         },
     )
-    assert r.messages == [
+    assert r.messages_json() == [
         {"id": "m", "role": "assistant", "content": "Let me look.", "toolCalls": [call("c")]}
     ]
 
@@ -164,7 +164,7 @@ def test_tool_call_joins_its_parent_assistant_message() -> None:
 def test_tool_call_without_parent_creates_a_message_named_after_the_call() -> None:
     """Without parentMessageId the call gets a new assistant message whose id is the call's."""
     r = reduce({"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "search"})
-    assert r.messages == [{"id": "c", "role": "assistant", "toolCalls": [call("c")]}]
+    assert r.messages_json() == [{"id": "c", "role": "assistant", "toolCalls": [call("c")]}]
 
 
 def test_tool_call_with_an_unknown_parent_creates_that_message() -> None:
@@ -178,7 +178,7 @@ def test_tool_call_with_an_unknown_parent_creates_that_message() -> None:
             "subagentRunId": "s",
         }
     )
-    assert r.messages == [
+    assert r.messages_json() == [
         {"id": "p", "role": "assistant", "toolCalls": [call("c")], "subagentRunId": "s"}
     ]
 
@@ -194,8 +194,8 @@ def test_tool_call_whose_parent_is_not_an_assistant_falls_back_to_the_call_id() 
             "parentMessageId": "u",
         },
     )
-    assert [m["id"] for m in r.messages] == ["u", "c"]
-    assert "toolCalls" not in r.messages[0]
+    assert [m["id"] for m in r.messages_json()] == ["u", "c"]
+    assert "toolCalls" not in r.messages_json()[0]
     assert kinds(r) == ["tool_call"]
 
 
@@ -208,7 +208,7 @@ def test_tool_call_args_append_to_the_arguments_text() -> None:
         {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": '"x"'},
         {"type": "TOOL_CALL_END", "toolCallId": "c"},
     )
-    assert r.messages[0]["toolCalls"] == [call("c", arguments='{"q": "x"')]
+    assert r.messages_json()[0]["toolCalls"] == [call("c", arguments='{"q": "x"')]
 
 
 def test_repeated_tool_call_start_renames_instead_of_duplicating() -> None:
@@ -217,7 +217,7 @@ def test_repeated_tool_call_start_renames_instead_of_duplicating() -> None:
         {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "search"},
         {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "fetch"},
     )
-    assert r.messages[0]["toolCalls"] == [call("c", "fetch")]
+    assert r.messages_json()[0]["toolCalls"] == [call("c", "fetch")]
     assert kinds(r) == ["tool_call"]
 
 
@@ -234,7 +234,7 @@ def test_tool_call_metadata_goes_to_the_call_not_the_message() -> None:
         },
         {"type": "TOOL_CALL_END", "toolCallId": "c", "metadata": {"b": 2}},
     )
-    message = r.messages[0]
+    message = r.messages_json()[0]
     assert "metadata" not in message
     assert message["toolCalls"][0]["metadata"] == {"a": 1, "b": 2}
 
@@ -261,8 +261,13 @@ def test_tool_result_follows_its_assistant_message_after_earlier_results() -> No
         {"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": "c1", "content": "one"},
         {"type": "TOOL_CALL_RESULT", "messageId": "t2", "toolCallId": "c2", "content": "two"},
     )
-    assert [m["id"] for m in r.messages] == ["m", "t1", "t2", "later"]
-    assert r.messages[1] == {"id": "t1", "role": "tool", "content": "one", "toolCallId": "c1"}
+    assert [m["id"] for m in r.messages_json()] == ["m", "t1", "t2", "later"]
+    assert r.messages_json()[1] == {
+        "id": "t1",
+        "role": "tool",
+        "content": "one",
+        "toolCallId": "c1",
+    }
 
 
 def test_tool_result_for_an_unknown_call_is_appended_with_its_parts() -> None:
@@ -282,7 +287,7 @@ def test_tool_result_for_an_unknown_call_is_appended_with_its_parts() -> None:
             "metadata": {"k": None},
         },
     )
-    assert r.messages[-1] == {
+    assert r.messages_json()[-1] == {
         "id": "t",
         "role": "tool",
         "content": parts,
@@ -308,7 +313,7 @@ def test_metadata_merges_shallowly_last_write_wins_keeping_nulls() -> None:
         },
         {"type": "TEXT_MESSAGE_END", "messageId": "m", "metadata": {"b": None, "c": [1]}},
     )
-    assert r.messages[0]["metadata"] == {"a": {"y": 2}, "b": None, "c": [1]}
+    assert r.messages_json()[0]["metadata"] == {"a": {"y": 2}, "b": None, "c": [1]}
 
 
 def test_merge_metadata_does_not_alias_the_event() -> None:
@@ -424,21 +429,21 @@ def test_snapshot_reconciles_by_id() -> None:
     not in it go; new ones are appended in snapshot order."""
     r = Reducer([user("a"), user("b"), user("c")])
     reduce(snapshot(user("new1"), user("c", "C"), user("a", "A"), user("new2")), reducer=r)
-    assert r.messages == [user("a", "A"), user("c", "C"), user("new1"), user("new2")]
+    assert r.messages_json() == [user("a", "A"), user("c", "C"), user("new1"), user("new2")]
 
 
 def test_snapshot_keeps_client_only_activity_when_it_has_none() -> None:
     """Without activity messages and without a declaration, the snapshot leaves activity alone."""
     r = Reducer([user("a"), activity("act")])
     reduce(snapshot(user("a")), reducer=r)
-    assert [m["id"] for m in r.messages] == ["a", "act"]
+    assert [m["id"] for m in r.messages_json()] == ["a", "act"]
 
 
 def test_snapshot_with_activity_owns_all_activity() -> None:
     """A snapshot carrying activity messages replaces the client's activity messages."""
     r = Reducer([activity("act")])
     reduce(snapshot(activity("other")), reducer=r)
-    assert [m["id"] for m in r.messages] == ["other"]
+    assert [m["id"] for m in r.messages_json()] == ["other"]
 
 
 def test_snapshot_declared_activity_types_are_authoritative() -> None:
@@ -446,7 +451,7 @@ def test_snapshot_declared_activity_types_are_authoritative() -> None:
     r = Reducer([activity("p", "plan"), activity("s", "search")])
     meta = {"@ag-ui/client": {"authoritativeActivityTypes": ["plan"]}}
     reduce(snapshot(**meta), reducer=r)
-    assert [m["id"] for m in r.messages] == ["s"]
+    assert [m["id"] for m in r.messages_json()] == ["s"]
 
 
 def test_snapshot_declaring_null_owns_every_activity_type() -> None:
@@ -455,14 +460,14 @@ def test_snapshot_declaring_null_owns_every_activity_type() -> None:
     reduce(
         snapshot(user("u"), **{"@ag-ui/client": {"authoritativeActivityTypes": None}}), reducer=r
     )
-    assert [m["id"] for m in r.messages] == ["u"]
+    assert [m["id"] for m in r.messages_json()] == ["u"]
 
 
 def test_snapshot_with_an_invalid_declaration_deletes_no_activity() -> None:
     """A malformed declaration owns nothing, even when the snapshot carries activity."""
     r = Reducer([activity("p", "plan")])
     reduce(snapshot(activity("q"), **{"@ag-ui/client": "everything"}), reducer=r)
-    assert [m["id"] for m in r.messages] == ["p", "q"]
+    assert [m["id"] for m in r.messages_json()] == ["p", "q"]
 
 
 def test_snapshot_keeps_reasoning_unless_it_carries_some() -> None:
@@ -470,16 +475,16 @@ def test_snapshot_keeps_reasoning_unless_it_carries_some() -> None:
     reasoning = {"id": "r1", "role": "reasoning", "content": "hm"}
     r = Reducer([reasoning])
     reduce(snapshot(user("u")), reducer=r)
-    assert [m["id"] for m in r.messages] == ["r1", "u"]
+    assert [m["id"] for m in r.messages_json()] == ["r1", "u"]
     reduce(snapshot(user("u"), {"id": "r2", "role": "reasoning", "content": ""}), reducer=r)
-    assert [m["id"] for m in r.messages] == ["u", "r2"]
+    assert [m["id"] for m in r.messages_json()] == ["u", "r2"]
 
 
 def test_snapshot_replaces_tool_call_bookkeeping() -> None:
     """After a snapshot, tool calls are found in the snapshot's messages."""
     owner = {"id": "m", "role": "assistant", "toolCalls": [call("c")]}
     r = reduce(snapshot(owner), {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "{}"})
-    assert r.messages[0]["toolCalls"][0]["function"]["arguments"] == "{}"
+    assert r.messages_json()[0]["toolCalls"][0]["function"]["arguments"] == "{}"
 
 
 # ── activity ─────────────────────────────────────────────────────────────────────────────────
@@ -499,7 +504,7 @@ def act(message_id: str = "a", kind: str = "plan", **extra: Any) -> dict[str, An
 def test_activity_snapshot_creates_an_activity_message() -> None:
     """ACTIVITY_SNAPSHOT for a new id appends an activity message."""
     r = reduce(act(subagentRunId="s"))
-    assert r.messages == [
+    assert r.messages_json() == [
         {
             "id": "a",
             "role": "activity",
@@ -513,21 +518,21 @@ def test_activity_snapshot_creates_an_activity_message() -> None:
 def test_activity_snapshot_replaces_by_default() -> None:
     """replace absent means true: content and activityType are replaced."""
     r = reduce(act(), act(kind="search", content={"q": "x"}))
-    assert r.messages == [activity("a", "search", q="x")]
+    assert r.messages_json() == [activity("a", "search", q="x")]
 
 
 def test_activity_snapshot_without_replace_keeps_content_but_merges_metadata() -> None:
     """replace: false leaves the content; its metadata still merges."""
     r = reduce(act(), act(content={"other": 2}, replace=False, metadata={"m": 1}))
-    assert r.messages == [{**activity("a", step=1), "metadata": {"m": 1}}]
+    assert r.messages_json() == [{**activity("a", step=1), "metadata": {"m": 1}}]
 
 
 def test_activity_snapshot_over_another_message_replaces_it_only_when_replacing() -> None:
     """A non-activity message under the id is replaced by the activity unless replace is false."""
     kept = reduce(*text("a", "hi"), act(replace=False))
-    assert kept.messages[0]["role"] == "assistant"
+    assert kept.messages_json()[0]["role"] == "assistant"
     replaced = reduce(*text("a", "hi"), act())
-    assert replaced.messages == [activity("a", step=1)]
+    assert replaced.messages_json() == [activity("a", step=1)]
 
 
 def test_activity_delta_patches_the_content() -> None:
@@ -541,7 +546,7 @@ def test_activity_delta_patches_the_content() -> None:
             "patch": [{"op": "replace", "path": "/step", "value": 2}],
         },
     )
-    assert r.messages == [activity("a", step=2)]
+    assert r.messages_json() == [activity("a", step=2)]
 
 
 def test_activity_delta_to_a_missing_message_is_skipped_with_a_warning() -> None:
@@ -554,7 +559,7 @@ def test_activity_delta_to_a_missing_message_is_skipped_with_a_warning() -> None
             "patch": [{"op": "add", "path": "/x", "value": 1}],
         }
     )
-    assert r.messages == []
+    assert r.messages_json() == []
     assert kinds(r) == ["activity"]
 
 
@@ -564,7 +569,7 @@ def test_activity_delta_to_a_non_activity_message_warns() -> None:
         *text("m", "hi"),
         {"type": "ACTIVITY_DELTA", "messageId": "m", "activityType": "plan", "patch": []},
     )
-    assert r.messages[0]["content"] == "hi"
+    assert r.messages_json()[0]["content"] == "hi"
     assert kinds(r) == ["activity"]
 
 
@@ -582,7 +587,7 @@ def test_failed_activity_patch_keeps_the_content() -> None:
             ],
         },
     )
-    assert r.messages == [activity("a", step=1)]
+    assert r.messages_json() == [activity("a", step=1)]
     assert kinds(r) == ["patch_failed"]
 
 
@@ -604,13 +609,13 @@ def test_encrypted_value_attaches_to_a_tool_call() -> None:
         {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "s"},
         encrypted("tool-call", "c"),
     )
-    assert r.messages[0]["toolCalls"][0]["encryptedValue"] == "opaque"
+    assert r.messages_json()[0]["toolCalls"][0]["encryptedValue"] == "opaque"
 
 
 def test_encrypted_value_attaches_to_a_message() -> None:
     """subtype message stores the value on the named message."""
     r = reduce(*text("m", "x"), encrypted("message", "m"))
-    assert r.messages[0]["encryptedValue"] == "opaque"
+    assert r.messages_json()[0]["encryptedValue"] == "opaque"
 
 
 def test_encrypted_value_for_an_unknown_entity_or_activity_is_ignored() -> None:
@@ -618,7 +623,7 @@ def test_encrypted_value_for_an_unknown_entity_or_activity_is_ignored() -> None:
     r = reduce(
         act(), encrypted("message", "a"), encrypted("message", "x"), encrypted("tool-call", "x")
     )
-    assert r.messages == [activity("a", step=1)]
+    assert r.messages_json() == [activity("a", step=1)]
     assert r.warnings == []
 
 
@@ -635,7 +640,7 @@ def test_run_started_adds_input_messages_not_held() -> None:
         },
         reducer=r,
     )
-    assert r.messages == [user("a", "mine"), user("b")]
+    assert r.messages_json() == [user("a", "mine"), user("b")]
 
 
 def test_run_finished_records_success_with_result_and_usage() -> None:
@@ -756,33 +761,76 @@ def test_chunk_events_must_be_expanded_first(chunk: dict[str, Any]) -> None:
 # ── what it exposes ──────────────────────────────────────────────────────────────────────────
 
 
-def test_models_decodes_every_message() -> None:
-    """models() returns agui Message models equal to the wire messages."""
+def test_messages_are_the_typed_models() -> None:
+    """`messages` returns agui Message models equal to the wire messages."""
     r = reduce(
         *text("u", "hi", role="user"),
         {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "s", "parentMessageId": "m"},
         {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c", "content": "ok"},
         act(),
     )
-    models = r.models()
+    models = r.messages
     assert [type(m) for m in models] == [
         agui.UserMessage,
         agui.AssistantMessage,
         agui.ToolMessage,
         agui.ActivityMessage,
     ]
-    assert [agui.to_json(m) for m in models] == r.messages
+    assert [agui.to_json(m) for m in models] == r.messages_json()
 
 
-def test_messages_are_copies() -> None:
-    """Changing what `messages` returns does not change the conversation."""
+def test_messages_json_are_copies() -> None:
+    """Changing what `messages_json()` returns does not change the conversation."""
     r = reduce(*text("m", "x"))
-    r.messages[0]["content"] = "changed"
-    assert r.messages[0]["content"] == "x"
+    r.messages_json()[0]["content"] = "changed"
+    assert r.messages_json()[0]["content"] == "x"
+
+
+def test_reading_messages_again_costs_nothing() -> None:
+    """Without a change in between, `messages` is the same tuple; after one, only the changed
+    message is a new model, the others are the very same objects."""
+    r = reduce(*text("a", "one"), *text("b", "two"))
+    first = r.messages
+    assert r.messages is first
+    r.feed(agui.decode(b'{"type":"TEXT_MESSAGE_START","messageId":"b"}'))
+    r.feed(agui.decode(b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"b","delta":"!"}'))
+    second = r.messages
+    assert second is not first
+    assert second[0] is first[0]
+    assert second[1] is not first[1] and second[1].content == "two!"
+
+
+def test_messages_read_between_deltas_are_current() -> None:
+    """Reading while a message streams gives the text so far, every time (the cache of a
+    message is dropped by each change to it, metadata and tool-call arguments included)."""
+    r = Reducer()
+    r.feed(agui.decode(b'{"type":"TEXT_MESSAGE_START","messageId":"m"}'))
+    seen = []
+    for piece in ("a", "b", "c"):
+        r.feed(agui.TextMessageContentEvent(message_id="m", delta=piece))
+        seen.append(r.messages[0].content)
+    assert seen == ["a", "ab", "abc"]
+    r.feed(agui.TextMessageEndEvent(message_id="m", metadata={"k": 1}))
+    assert r.messages[0].metadata == {"k": 1}
+    r.feed(agui.ToolCallStartEvent(tool_call_id="c", tool_call_name="f", parent_message_id="m"))
+    r.feed(agui.ToolCallArgsEvent(tool_call_id="c", delta='{"x"'))
+    assert r.messages[0].tool_calls[0].function.arguments == '{"x"'
+    r.feed(agui.ToolCallArgsEvent(tool_call_id="c", delta=":1}"))
+    assert r.messages[0].tool_calls[0].function.arguments == '{"x":1}'
+
+
+def test_a_long_stream_of_deltas_joins_exactly() -> None:
+    """Thousands of deltas (joined in blocks as they arrive) give exactly their concatenation."""
+    r = Reducer()
+    r.feed(agui.decode(b'{"type":"TEXT_MESSAGE_START","messageId":"m"}'))
+    deltas = [f"{i}," for i in range(5000)]
+    for delta in deltas:
+        r.feed(agui.TextMessageContentEvent(message_id="m", delta=delta))
+    assert r.messages[0].content == "".join(deltas)
 
 
 def test_seeded_messages_and_state() -> None:
     """A reducer can start from messages (models or wire) and a state."""
     r = Reducer([agui.UserMessage(id="a", content="x"), user("b")], state=0)
-    assert [m["id"] for m in r.messages] == ["a", "b"]
+    assert [m["id"] for m in r.messages_json()] == ["a", "b"]
     assert r.state == 0

@@ -15,6 +15,9 @@ agui run URL [--message TEXT] [--input FILE] [--json] [--summary]
 agui replay FILE [--summary]
     Process a recorded stream (JSON Lines, one event per line, or an SSE capture) without a server;
     print every delivered event as a JSON line, or with --summary one summary JSON object.
+    The summary's outcome is completed, interrupt, error (the agent sent RUN_ERROR) or failed
+    (the client rejected the stream); run and replay exit 0 for completed and interrupt, 1 for
+    error and failed, 2 when the input cannot be read.
 agui demo
     Start the demo agent on a free loopback port, run a conversation against it, print it.
 """

@@ -41,9 +41,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 SUMMARY_HELP = (
     'after the stream ends, print one JSON object {"outcome", "error", "events", "eventTypes", '
-    '"messages", "state", "warnings", "pendingInterrupts"}. outcome is "completed" (exit 0) when '
-    'every run ended with RUN_FINISHED, "failed" (exit 1) when the client rejected the stream, it '
-    "ended inside a run (truncated), or the producer sent RUN_ERROR: that run did not complete"
+    '"messages", "state", "warnings", "pendingInterrupts"}. outcome: "completed" (every run ended '
+    'with RUN_FINISHED; exit 0), "interrupt" (the last run waits for answers to interrupts; exit '
+    '0), "error" (the agent sent RUN_ERROR; exit 1), "failed" (the client rejected the stream: a '
+    "broken rule, a malformed frame, a stream cut inside a run, a transport error; exit 1)"
 )
 
 

@@ -24,9 +24,13 @@ from agui_generated import (
 
 from agui.errors import HttpError, StreamError
 from agui.http.client import HttpAgent
+from agui.stream.conversation import Conversation
 from agui.wire.codec import decode, dumps, encode
 
-__all__ = ["build_input", "replay", "run"]
+__all__ = ["SUCCESSFUL", "build_input", "replay", "run"]
+
+SUCCESSFUL = ("completed", "interrupt")
+"""The summary outcomes that exit 0: the runs ended as the agent meant them to."""
 
 
 def build_input(args: argparse.Namespace) -> RunAgentInput:
@@ -93,15 +97,15 @@ async def run_command(args: argparse.Namespace) -> int:
         return 1
 
 
-async def summary_command(args: argparse.Namespace) -> Any:
+async def summary_command(args: argparse.Namespace) -> Conversation | None:
     """`agui run --summary`: run through the whole client pipeline; return the Conversation."""
-    from agui.stream.conversation import Conversation
-
     run_input = _load_input(args)
     if run_input is None:
         return None
     seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
-    conversation = Conversation(run_input.thread_id, messages=run_input.messages, **seed)
+    conversation = Conversation(
+        run_input.thread_id, messages=run_input.messages, keep_events=True, **seed
+    )
     try:
         await conversation.run(HttpAgent(args.url), input=run_input)
     except Exception:  # recorded in conversation.failures; the summary reports it
@@ -110,7 +114,6 @@ async def summary_command(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-
     if args.summary:
         conversation = asyncio.run(summary_command(args))
         return 2 if conversation is None else _report(conversation, True)
@@ -118,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(run_command(args))
 
 
-def _report(conversation: Any, summary: bool) -> int:
+def _report(conversation: Conversation, summary: bool) -> int:
     """Print the summary (or, for replay without --summary, the delivered events and the error);
-    return the exit code."""
+    return the exit code: 0 when the outcome is completed or interrupt, 1 for error or failed."""
     result = conversation.summary()
     out = sys.stdout.buffer
     if summary:
@@ -131,7 +134,7 @@ def _report(conversation: Any, summary: bool) -> int:
     out.flush()
     if result["error"] is not None and not summary:
         print(f"agui: {result['error']}", file=sys.stderr)
-    return 0 if result["outcome"] == "completed" else 1
+    return 0 if result["outcome"] in SUCCESSFUL else 1
 
 
 def _recorded(data: bytes) -> Iterator[Any]:
@@ -157,15 +160,13 @@ def _recorded(data: bytes) -> Iterator[Any]:
 
 
 def replay(args: argparse.Namespace) -> int:
-    from agui.stream.conversation import Conversation
-
     try:
         with open(args.file, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         print(f"agui replay: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    conversation = Conversation()
+    conversation = Conversation(keep_events=True)
     try:
         conversation.consume(_recorded(data))
     except Exception:  # recorded in conversation.failures; the summary reports it

@@ -1,9 +1,7 @@
 """A conversation: one thread's messages, state and pending interrupts, across runs.
 
-    from agui.stream.conversation import Conversation
-
     agent = agui.HttpAgent(url)
-    conversation = Conversation()
+    conversation = agui.Conversation()
     result = await conversation.run(agent, "What is the weather?")
     if result.outcome == "interrupt":
         conversation.resolve(result.interrupts[0].id, {"approved": True})
@@ -19,10 +17,10 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from agui_generated import (
     PROTOCOL_VERSION,
@@ -37,10 +35,11 @@ from agui_generated import (
     UserMessage,
 )
 
-from agui.agent.protocol import Agent
+from agui.agent.lifecycle import run_lifecycle
+from agui.agent.protocol import Agent, FrameSource
 from agui.errors import ExpiredInterruptError, InterruptError, PendingInterruptsError
 from agui.stream.pipeline import Pipeline, describe
-from agui.stream.reducer import Reducer, RunResult
+from agui.stream.reducer import TRUNCATED, Reducer, RunResult
 from agui.stream.warning import StreamWarning, warning_json
 from agui.wire.codec import to_json
 
@@ -68,11 +67,18 @@ def expires(interrupt: Interrupt) -> datetime | None:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
+Outcome: TypeAlias = Literal["completed", "interrupt", "error", "failed"]
+"""How a conversation's streams went, as `summary()` and the command line report it."""
+
+
 class Conversation:
     """One thread across runs: its messages, state, pending interrupts and run results.
 
     thread_id: the thread (default: a new UUID). messages / state: where the thread starts (state
     defaults to {}). clock: returns the current time, for interrupt expiry (default: now, UTC).
+    keep_events: keep every delivered event in `events` (off by default, so a long-lived
+    conversation holds its messages and state, not its history of events). on_event: called with
+    each event as it is applied, to watch runs live.
     """
 
     def __init__(
@@ -82,13 +88,18 @@ class Conversation:
         messages: Iterable[Message | Mapping[str, Any]] = (),
         state: Any = _DEFAULT_STATE,
         clock: Callable[[], datetime] | None = None,
+        keep_events: bool = False,
+        on_event: Callable[[Any], object] | None = None,
     ) -> None:
         self.thread_id = thread_id or str(uuid.uuid4())
         self.reducer = (
             Reducer(messages) if state is _DEFAULT_STATE else Reducer(messages, state=state)
         )
+        self.keep_events = keep_events
         self.events: list[Any] = []
-        """Every event delivered (after chunk expansion and verification), in order."""
+        """With keep_events: every event delivered (after chunk expansion and verification), in
+        order. Empty otherwise."""
+        self.on_event = on_event
         self.failures: list[str] = []
         """Client-side rejections: the stream broke a rule, or the transport failed."""
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -98,17 +109,18 @@ class Conversation:
     # ── what it holds ─────────────────────────────────────────────────────────────────────────
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
-        """The messages as wire JSON objects."""
+    def messages(self) -> tuple[Message, ...]:
+        """The messages as agui Message models (cached: reading again without a change in
+        between returns the same tuple)."""
         return self.reducer.messages
 
-    def models(self) -> list[Message]:
-        """The messages as agui Message models."""
-        return self.reducer.models()
+    def messages_json(self) -> list[dict[str, Any]]:
+        """The messages in wire form: JSON objects with the wire names (copies)."""
+        return self.reducer.messages_json()
 
     @property
     def state(self) -> Any:
-        """The state: any JSON value."""
+        """The state: any JSON value (a copy: changing it does not change the conversation)."""
         return self.reducer.state
 
     @property
@@ -220,7 +232,7 @@ class Conversation:
             run_id=str(uuid.uuid4()),
             protocol_version=PROTOCOL_VERSION,
             state=state,
-            messages=tuple(m for m in self.models() if not isinstance(m, ActivityMessage)),
+            messages=tuple(m for m in self.messages if not isinstance(m, ActivityMessage)),
             tools=tuple(tools),
             context=tuple(context),
             forwarded_props={} if forwarded_props is None else copy.deepcopy(forwarded_props),
@@ -232,19 +244,26 @@ class Conversation:
     def apply(self, event: Any) -> list[Any]:
         """Apply one already processed event (decoded, chunks expanded, verified) directly."""
         delivered = self.reducer.feed(event)
-        self.events += delivered
+        for applied in delivered:
+            self._applied(applied)
         return delivered
 
     def pipeline(self) -> Pipeline:
         """A new pipeline for one stream, applying to this conversation."""
-        return Pipeline(self.reducer)
+        return Pipeline(self.reducer, on_event=self._applied)
+
+    def _applied(self, event: Any) -> None:
+        if self.keep_events:
+            self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
 
     def consume(self, items: Iterable[Any]) -> RunResult | None:
         """Process one recorded stream (JSON text or bytes, parsed objects or models, one event
         per item) through the whole pipeline. Returns the last run's result.
 
-        A client-side rejection (ProtocolError, DecodeError, ...) is recorded in `failures`, the
-        open run becomes truncated, and the error is raised."""
+        A client-side rejection (StreamError, ProtocolError among them) is recorded in
+        `failures`, the open run becomes truncated, and the error is raised."""
         pipeline = self.pipeline()
         with self._stream(pipeline):
             for item in items:
@@ -264,7 +283,12 @@ class Conversation:
         input: RunAgentInput | None = None,
     ) -> RunResult | None:
         """Run `agent` on the next input (or on `input`, sent as given) and apply its stream.
-        Returns the last run's result; raises as `consume` does, and on transport errors."""
+        Returns the last run's result; raises as `consume` does, and on transport errors.
+
+        A local agent runs inside the same run lifecycle AgentApp gives it (RUN_STARTED and the
+        terminal event added when missing, an exception turned into RUN_ERROR), so it yields the
+        same messages here as behind a server. A FrameSource (HttpAgent) hands over its frames
+        undecoded, and the pipeline's own decoding reports what it strips."""
         if input is None:
             input = self.next_input(
                 message,
@@ -275,17 +299,17 @@ class Conversation:
             )
         pipeline = self.pipeline()
         with self._stream(pipeline):
-            # An HttpAgent can hand over undecoded frames: the pipeline's own tolerant decoding
-            # then reports what it strips, as warnings of this stream.
-            frames = getattr(agent, "frames", None)
-            stream = frames(input) if callable(frames) else agent(input)
+            stream: AsyncIterator[Any] = (
+                agent.frames(input)
+                if isinstance(agent, FrameSource)
+                else run_lifecycle(agent, input)
+            )
             try:
                 async for item in stream:
                     pipeline.feed(item)
             finally:
-                close = getattr(stream, "aclose", None)
-                if close is not None:
-                    await close()
+                if isinstance(stream, AsyncGenerator):
+                    await stream.aclose()
             pipeline.finish()
         return self.runs[-1] if self.runs else None
 
@@ -298,34 +322,46 @@ class Conversation:
             pipeline.abort(reason)
             self.failures.append(reason)
             raise
-        finally:
-            self.events += pipeline.delivered
 
     # ── summary ──────────────────────────────────────────────────────────────────────────────
 
-    def summary(self) -> dict[str, Any]:
-        """Everything this conversation saw, as one JSON object.
+    def outcome(self) -> tuple[Outcome, str | None]:
+        """How the streams went, and why when not completed:
 
-        outcome is "completed" when no stream was rejected and every run ended with RUN_FINISHED
-        (success, interrupt or cancelled); "failed" otherwise: a client-side rejection, a
-        truncated stream, a producer RUN_ERROR, or no run at all. error says why (the rejection
-        first, else the first run that did not complete), null when completed.
-        """
-        error: str | None = None
+        * "failed": the client rejected a stream (a verification error, a frame that is not a
+          valid event, a stream cut inside a run, a transport error), or no run was reported;
+        * "error": the agent reported RUN_ERROR in a run (the stream itself was consumed, and
+          runs after it were processed); the reason is that run's message;
+        * "interrupt": the last run finished with an interrupt outcome and waits for answers;
+        * "completed": every run ended with RUN_FINISHED.
+
+        "interrupt" and "error" are also RunResult.outcome words, with the same meaning."""
         if self.failures:
-            error = self.failures[-1]
-        elif not self.runs:
-            error = "No run was reported."
-        else:
-            failed = next((r for r in self.runs if not r.completed), None)
-            if failed is not None:
-                error = failed.error_message or failed.outcome
+            return "failed", self.failures[-1]
+        if not self.runs:
+            return "failed", "No run was reported."
+        truncated = next((r for r in self.runs if r.outcome == "truncated"), None)
+        if truncated is not None:
+            return "failed", truncated.error_message or TRUNCATED
+        errored = next((r for r in self.runs if r.outcome == "error"), None)
+        if errored is not None:
+            return "error", errored.error_message or "The agent reported an error."
+        if self.runs[-1].outcome == "interrupt":
+            return "interrupt", None
+        return "completed", None
+
+    def summary(self) -> dict[str, Any]:
+        """Everything this conversation saw, as one JSON object: "outcome" and "error" (see
+        `outcome()`; error is null unless the outcome is error or failed), the kept events
+        ("events", "eventTypes": empty unless keep_events), the messages and state in wire form,
+        the warnings and the pending interrupts."""
+        outcome, error = self.outcome()
         return {
-            "outcome": "completed" if error is None else "failed",
+            "outcome": outcome,
             "error": error,
             "events": [to_json(e) for e in self.events],
             "eventTypes": [str(e.type) for e in self.events],
-            "messages": self.messages,
+            "messages": self.messages_json(),
             "state": self.state,
             "warnings": [warning_json(w) for w in self.warnings],
             "pendingInterrupts": [to_json(i) for i in self.pending_interrupts],

@@ -14,8 +14,8 @@ producer's RUN_ERROR is an event.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 import attrs
 from agui_generated import DecodeError, Problem, UnknownEvent
@@ -32,6 +32,17 @@ __all__ = ["NO_EVENTS", "Pipeline", "describe"]
 log = logging.getLogger("agui.stream")
 
 NO_EVENTS = "The stream ended without any event: no run was reported."
+
+
+class Stage(Protocol):
+    """A pipeline stage between decoding and the reducer: it turns each event into the events to
+    pass on, may end the stream with more, and keeps what it warns about in `warnings`."""
+
+    warnings: list[StreamWarning]
+
+    def feed(self, event: Any, /) -> list[Any]: ...
+
+    def finish(self) -> list[Any]: ...
 
 
 def describe(exc: BaseException) -> str:
@@ -54,20 +65,22 @@ class Pipeline:
         reducer: Reducer | None = None,
         *,
         strict: bool = False,
-        stages: Iterable[Any] | None = None,
+        stages: Iterable[Stage] | None = None,
+        on_event: Callable[[Any], object] | None = None,
     ) -> None:
         self.reducer = reducer if reducer is not None else Reducer()
         self.strict = strict
         """Decode text and objects strictly: unknown members are errors instead of warnings."""
         if stages is None:
             stages = (ChunkExpander(), Verifier())
-        self.stages: list[Any] = list(stages)
+        self.stages: list[Stage] = list(stages)
         """The stages between decoding and the reducer (default: a new ChunkExpander and
-        Verifier); each has feed(event) -> list, finish() -> list and may keep `warnings`."""
+        Verifier)."""
+        self.on_event = on_event
+        """Called with every event as it is applied (also those before a rejection), in order:
+        to watch a stream live, or to keep its events. Nothing is kept otherwise."""
         self.received = 0
         """How many items were fed."""
-        self.delivered: list[Any] = []
-        """Every event delivered so far, as applied (also those before a rejection)."""
         self._drained = [0] * len(self.stages)
 
     @property
@@ -156,7 +169,8 @@ class Pipeline:
         a stage emits before a rejected event is applied, as in the TypeScript client."""
         if number == len(self.stages):
             self.reducer.feed(event, at=at)
-            self.delivered.append(event)
+            if self.on_event is not None:
+                self.on_event(event)
             out.append(event)
             return
         produced = self.stages[number].feed(event)
@@ -166,7 +180,7 @@ class Pipeline:
 
     def _drain(self, number: int, at: int) -> None:
         """Move a stage's new warnings into the stream's list, numbered as received."""
-        found = getattr(self.stages[number], "warnings", None) or []
+        found = self.stages[number].warnings
         for warning in found[self._drained[number] :]:
             self.reducer.warnings.append(attrs.evolve(warning, event=at))
         self._drained[number] = len(found)

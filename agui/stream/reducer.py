@@ -17,8 +17,11 @@ The rules are those of the official TypeScript client (apply/default.ts, @ag-ui/
 * RUN_STARTED adds the messages of its input the conversation does not hold yet; RUN_FINISHED and
   RUN_ERROR close the run, recorded as a RunResult.
 
-Messages are kept as mutable wire-form dicts (camelCase keys), so appends are cheap and JSON Patch
-applies directly; `messages` gives copies of them and `models()` decodes them into agui models.
+Messages are kept as mutable wire-form dicts, so appends are cheap and JSON Patch applies
+directly; every key the reducer writes is read from the generated models (`wire_name`), and new
+messages are built as models and encoded. `messages` is the typed view: the Message models,
+decoded once per change of a message and cached, so reading it repeatedly costs nothing;
+`messages_json()` gives copies of the wire form.
 """
 
 from __future__ import annotations
@@ -33,16 +36,21 @@ import jsonpatch
 import jsonpointer
 from agui_generated import (
     ActivityDeltaEvent,
+    ActivityMessage,
     ActivitySnapshotEvent,
+    AssistantMessage,
+    FunctionCall,
     Interrupt,
     Message,
     MessagesSnapshotEvent,
     ReasoningEncryptedValueEvent,
     ReasoningEncryptedValueSubtype,
+    ReasoningMessage,
     ReasoningMessageChunkEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
     ReasoningMessageStartEvent,
+    Role,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -56,16 +64,18 @@ from agui_generated import (
     TextMessageEndEvent,
     TextMessageStartEvent,
     TokenUsage,
+    ToolCall,
     ToolCallArgsEvent,
     ToolCallChunkEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    ToolMessage,
 )
 
 from agui.errors import ProtocolError
 from agui.stream.warning import StreamWarning
-from agui.wire.codec import decode_json, to_json
+from agui.wire.codec import DISCRIMINATORS, TAGS, decode_json, to_json, wire_name
 
 __all__ = ["ACTIVITY_HISTORY_KEY", "TRUNCATED", "Reducer", "RunResult", "merge_metadata"]
 
@@ -93,6 +103,25 @@ _PATCH_ERRORS = (
 )
 _UNDECLARED = object()
 _DEFAULT_STATE: Any = object()
+_PIECES = 1024
+"""Streamed deltas are kept as pieces and joined when read; every this many pieces they are joined
+into one block, so a long stream of small deltas holds its text, not a million small objects."""
+
+# The wire keys the reducer reads and writes, read from the generated models.
+_ID = wire_name(AssistantMessage, "id")
+_ROLE = DISCRIMINATORS["Message"]
+_CONTENT = wire_name(AssistantMessage, "content")
+_METADATA = wire_name(AssistantMessage, "metadata")
+_SUBAGENT = wire_name(AssistantMessage, "subagent_run_id")
+_ENCRYPTED = wire_name(AssistantMessage, "encrypted_value")
+_TOOL_CALLS = wire_name(AssistantMessage, "tool_calls")
+_FUNCTION = wire_name(ToolCall, "function")
+_FUNCTION_NAME = wire_name(FunctionCall, "name")
+_ARGUMENTS = wire_name(FunctionCall, "arguments")
+_ACTIVITY_TYPE = wire_name(ActivityMessage, "activity_type")
+_ASSISTANT = Role.ASSISTANT.value
+_ACTIVITY = Role.ACTIVITY.value
+_MESSAGE_CLASSES: Mapping[str, Any] = TAGS["Message"]
 
 
 @attrs.frozen(kw_only=True)
@@ -175,9 +204,14 @@ class Reducer:
         """Counts RUN_FINISHED events, so a holder of answers knows when they went stale."""
         self._state: Any = {} if state is _DEFAULT_STATE else copy.deepcopy(state)
         self._messages: list[Wire] = []
+        # The typed view. Every wire dict in _models is alive in _messages (a message leaves only
+        # through _reindex, which prunes), so an id() is never mistaken for another dict's.
+        self._models: dict[int, Message] = {}  # id(wire dict) -> its model, while unchanged
+        self._view: tuple[Message, ...] | None = None  # all the models, while nothing changed
         self._by_id: dict[str, Wire] = {}
         self._calls: dict[str, tuple[Wire, Wire]] = {}  # toolCallId -> (tool call, its message)
-        self._buffers: dict[tuple[int, str], tuple[Wire, str, list[str]]] = {}
+        # (id(target), key) -> (target, key, joined blocks, pieces since the last block)
+        self._buffers: dict[tuple[int, str], tuple[Wire, str, list[str], list[str]]] = {}
         self._index = -1
         self._at: int | None = None
         self._run: tuple[str, str] | None = None
@@ -210,19 +244,31 @@ class Reducer:
     # ── what it holds ─────────────────────────────────────────────────────────────────────────
 
     @property
-    def messages(self) -> list[Wire]:
-        """The conversation's messages as wire JSON objects (copies)."""
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation's messages as agui Message models. Each message is decoded once per
+        change and the tuple is kept until something changes, so repeated reads are free."""
+        view = self._view
+        if view is None:
+            self._flush()
+            cache = self._models
+            models: list[Message] = []
+            for wire in self._messages:
+                model = cache.get(id(wire))
+                if model is None:
+                    model = cache[id(wire)] = decode_json(wire, Message, strict=True)
+                models.append(model)
+            view = self._view = tuple(models)
+        return view
+
+    def messages_json(self) -> list[Wire]:
+        """The conversation's messages as wire JSON objects (copies the caller may change)."""
         self._flush()
         return copy.deepcopy(self._messages)
 
-    def models(self) -> list[Message]:
-        """The conversation's messages as agui Message models."""
-        self._flush()
-        return [decode_json(m, Message, strict=True) for m in self._messages]
-
     @property
     def state(self) -> Any:
-        """The state (a copy): any JSON value; {} until the producer says otherwise."""
+        """The state (a copy the caller may change): any JSON value; {} until the producer says
+        otherwise."""
         return copy.deepcopy(self._state)
 
     @property
@@ -237,7 +283,7 @@ class Reducer:
             wire = copy.deepcopy(
                 dict(message) if isinstance(message, Mapping) else to_json(message)
             )
-            if wire["id"] not in self._by_id:
+            if wire[_ID] not in self._by_id:
                 self._append(wire)
 
     # ── the stage interface ──────────────────────────────────────────────────────────────────
@@ -277,7 +323,7 @@ class Reducer:
 
     def _text_start(self, event: TextMessageStartEvent) -> None:
         message = self._by_id.get(event.message_id)
-        if message is not None and message["role"] == "activity":
+        if message is not None and message[_ROLE] == _ACTIVITY:
             self._warn(
                 "activity",
                 f"TEXT_MESSAGE_START: message '{event.message_id}' is an activity message; "
@@ -287,21 +333,20 @@ class Reducer:
             )
             return
         if message is None:
-            message = {
-                "id": event.message_id,
-                "role": event.role.value if event.role else "assistant",
-                "content": "",
-            }
-            if event.name is not None:
-                message["name"] = event.name
-            if event.subagent_run_id is not None:
-                message["subagentRunId"] = event.subagent_run_id
-            self._append(message)
-        self._merge(message, event.metadata)
+            role = event.role.value if event.role else _ASSISTANT
+            message = self._new(
+                _MESSAGE_CLASSES[role](
+                    id=event.message_id,
+                    content="",
+                    name=event.name,
+                    subagent_run_id=event.subagent_run_id,
+                )
+            )
+        self._merge(message, message, event.metadata)
 
     def _reasoning_start(self, event: ReasoningMessageStartEvent) -> None:
         message = self._by_id.get(event.message_id)
-        if message is not None and message["role"] == "activity":
+        if message is not None and message[_ROLE] == _ACTIVITY:
             self._warn(
                 "activity",
                 f"REASONING_MESSAGE_START: message '{event.message_id}' is an activity message; "
@@ -311,28 +356,29 @@ class Reducer:
             )
             return
         if message is None:
-            message = {"id": event.message_id, "role": "reasoning", "content": ""}
-            if event.subagent_run_id is not None:
-                message["subagentRunId"] = event.subagent_run_id
-            self._append(message)
-        self._merge(message, event.metadata)
+            message = self._new(
+                ReasoningMessage(
+                    id=event.message_id, content="", subagent_run_id=event.subagent_run_id
+                )
+            )
+        self._merge(message, message, event.metadata)
 
     def _text_content(self, event: TextMessageContentEvent | ReasoningMessageContentEvent) -> None:
         message = self._target(event.type.value, event.message_id)
         if message is not None:
-            self._extend(message, "content", event.delta)
-            self._merge(message, event.metadata)
+            self._extend(message, _CONTENT, event.delta, message)
+            self._merge(message, message, event.metadata)
 
     def _text_end(self, event: TextMessageEndEvent | ReasoningMessageEndEvent) -> None:
         message = self._target(event.type.value, event.message_id)
         if message is not None:
-            self._merge(message, event.metadata)
+            self._merge(message, message, event.metadata)
 
     def _target(self, kind: str, message_id: str) -> Wire | None:
         message = self._by_id.get(message_id)
         if message is None:
             self._warn("missing", f"{kind}: no message found with ID '{message_id}'", "/messageId")
-        elif message["role"] == "activity":
+        elif message[_ROLE] == _ACTIVITY:
             self._warn(
                 "activity",
                 f"{kind}: message '{message_id}' is an activity message; the event is dropped",
@@ -348,48 +394,45 @@ class Reducer:
         self._run_tool_calls.setdefault(call_id, None)
         held = self._calls.get(call_id)
         if held is not None:
-            call = held[0]
-            if call["function"]["name"] != event.tool_call_name:
+            call, owner = held
+            function = call[_FUNCTION]
+            if function[_FUNCTION_NAME] != event.tool_call_name:
                 self._warn(
                     "tool_call",
                     f"TOOL_CALL_START: tool call '{call_id}' already exists with name "
-                    f"'{call['function']['name']}'; renamed to '{event.tool_call_name}'",
+                    f"'{function[_FUNCTION_NAME]}'; renamed to '{event.tool_call_name}'",
                     "/toolCallName",
                 )
-                call["function"]["name"] = event.tool_call_name
-            self._merge(call, event.metadata)
+                function[_FUNCTION_NAME] = event.tool_call_name
+                self._touch(owner)
+            self._merge(call, owner, event.metadata)
             return
         owner = self._assistant_for(event.parent_message_id, call_id, event.subagent_run_id)
-        call = {
-            "id": call_id,
-            "type": "function",
-            "function": {"name": event.tool_call_name, "arguments": ""},
-        }
-        owner.setdefault("toolCalls", []).append(call)
+        call = to_json(
+            ToolCall(id=call_id, function=FunctionCall(name=event.tool_call_name, arguments=""))
+        )
+        owner.setdefault(_TOOL_CALLS, []).append(call)
+        self._touch(owner)
         self._calls[call_id] = (call, owner)
-        self._merge(call, event.metadata)
+        self._merge(call, owner, event.metadata)
 
     def _assistant_for(self, parent_id: str | None, call_id: str, subagent: str | None) -> Wire:
         """The assistant message a new tool call joins, created when there is none."""
         new_id = call_id
         if parent_id is not None:
             parent = self._by_id.get(parent_id)
-            if parent is not None and parent["role"] == "assistant":
+            if parent is not None and parent[_ROLE] == _ASSISTANT:
                 return parent
             if parent is None:
                 new_id = parent_id
             else:
                 self._warn(
                     "tool_call",
-                    f"TOOL_CALL_START: parentMessageId '{parent_id}' names a '{parent['role']}' "
+                    f"TOOL_CALL_START: parentMessageId '{parent_id}' names a '{parent[_ROLE]}' "
                     f"message, not an assistant message; the call gets a new message '{call_id}'",
                     "/parentMessageId",
                 )
-        created: Wire = {"id": new_id, "role": "assistant", "toolCalls": []}
-        if subagent is not None:
-            created["subagentRunId"] = subagent
-        self._append(created)
-        return created
+        return self._new(AssistantMessage(id=new_id, tool_calls=(), subagent_run_id=subagent))
 
     def _tool_args(self, event: ToolCallArgsEvent) -> None:
         held = self._calls.get(event.tool_call_id)
@@ -400,8 +443,9 @@ class Reducer:
                 "/toolCallId",
             )
             return
-        self._extend(held[0]["function"], "arguments", event.delta)
-        self._merge(held[0], event.metadata)
+        call, owner = held
+        self._extend(call[_FUNCTION], _ARGUMENTS, event.delta, owner)
+        self._merge(call, owner, event.metadata)
 
     def _tool_end(self, event: ToolCallEndEvent) -> None:
         held = self._calls.get(event.tool_call_id)
@@ -412,30 +456,36 @@ class Reducer:
                 "/toolCallId",
             )
             return
-        self._merge(held[0], event.metadata)
+        self._merge(held[0], held[1], event.metadata)
 
     def _tool_result(self, event: ToolCallResultEvent) -> None:
         self._answered.add(event.tool_call_id)
-        message: Wire = {
-            "id": event.message_id,
-            "role": "tool",
-            "content": copy.deepcopy(to_json(event)["content"]),
-            "toolCallId": event.tool_call_id,
-        }
-        if event.subagent_run_id is not None:
-            message["subagentRunId"] = event.subagent_run_id
-        self._merge(message, event.metadata)
+        message = copy.deepcopy(
+            to_json(
+                ToolMessage(
+                    id=event.message_id,
+                    content=event.content,
+                    tool_call_id=event.tool_call_id,
+                    subagent_run_id=event.subagent_run_id,
+                )
+            )
+        )
+        self._merge(message, message, event.metadata)
         held = self._calls.get(event.tool_call_id)
         position = len(self._messages)
-        if held is not None and held[1]["role"] == "assistant":
+        if held is not None and held[1][_ROLE] == _ASSISTANT:
             owner = held[1]
             at = next((i for i, m in enumerate(self._messages) if m is owner), None)
             if at is not None:
                 position = at + 1
-                while position < len(self._messages) and self._messages[position]["role"] == "tool":
+                while (
+                    position < len(self._messages)
+                    and self._messages[position][_ROLE] == Role.TOOL.value
+                ):
                     position += 1
         self._messages.insert(position, message)
-        self._by_id.setdefault(message["id"], message)
+        self._view = None
+        self._by_id.setdefault(message[_ID], message)
 
     # ── state ────────────────────────────────────────────────────────────────────────────────
 
@@ -457,23 +507,23 @@ class Reducer:
 
     def _messages_snapshot(self, event: MessagesSnapshotEvent) -> None:
         incoming = [copy.deepcopy(to_json(m)) for m in event.messages]
-        by_id = {m["id"]: m for m in incoming}
+        by_id = {m[_ID]: m for m in incoming}
         owned = _authority(event.metadata)
-        has_activity = any(m["role"] == "activity" for m in incoming)
-        has_reasoning = any(m["role"] == "reasoning" for m in incoming)
+        has_activity = any(m[_ROLE] == _ACTIVITY for m in incoming)
+        has_reasoning = any(m[_ROLE] == Role.REASONING.value for m in incoming)
 
         def kept_client_side(message: Wire) -> bool:
-            if message["role"] == "activity":
+            if message[_ROLE] == _ACTIVITY:
                 if isinstance(owned, list):
-                    return message.get("activityType") not in owned
+                    return message.get(_ACTIVITY_TYPE) not in owned
                 return owned is _UNDECLARED and not has_activity
-            return message["role"] == "reasoning" and not has_reasoning
+            return message[_ROLE] == Role.REASONING.value and not has_reasoning
 
         messages = [
-            by_id.get(m["id"], m) for m in self._messages if m["id"] in by_id or kept_client_side(m)
+            by_id.get(m[_ID], m) for m in self._messages if m[_ID] in by_id or kept_client_side(m)
         ]
-        held = {m["id"] for m in messages}
-        messages.extend(m for m in incoming if m["id"] not in held)
+        held = {m[_ID] for m in messages}
+        messages.extend(m for m in incoming if m[_ID] not in held)
         self._reindex(messages)
 
     # ── activity ─────────────────────────────────────────────────────────────────────────────
@@ -481,28 +531,31 @@ class Reducer:
     def _activity_snapshot(self, event: ActivitySnapshotEvent) -> None:
         replace = event.replace is None or event.replace
         existing = self._by_id.get(event.message_id)
-        fresh: Wire = {
-            "id": event.message_id,
-            "role": "activity",
-            "activityType": event.activity_type,
-            "content": copy.deepcopy(event.content),
-        }
-        if event.subagent_run_id is not None:
-            fresh["subagentRunId"] = event.subagent_run_id
+        fresh = copy.deepcopy(
+            to_json(
+                ActivityMessage(
+                    id=event.message_id,
+                    activity_type=event.activity_type,
+                    content=event.content,
+                    subagent_run_id=event.subagent_run_id,
+                )
+            )
+        )
         if existing is None:
             self._append(fresh)
-            self._merge(fresh, event.metadata)
-        elif existing["role"] == "activity":
+            self._merge(fresh, fresh, event.metadata)
+        elif existing[_ROLE] == _ACTIVITY:
             if replace:
-                existing["activityType"] = event.activity_type
-                existing["content"] = fresh["content"]
-                existing.pop("subagentRunId", None)
+                existing[_ACTIVITY_TYPE] = event.activity_type
+                existing[_CONTENT] = fresh[_CONTENT]
+                existing.pop(_SUBAGENT, None)
                 if event.subagent_run_id is not None:
-                    existing["subagentRunId"] = event.subagent_run_id
-            self._merge(existing, event.metadata)
+                    existing[_SUBAGENT] = event.subagent_run_id
+                self._touch(existing)
+            self._merge(existing, existing, event.metadata)
         elif replace:
             self._reindex([fresh if m is existing else m for m in self._messages])
-            self._merge(fresh, event.metadata)
+            self._merge(fresh, fresh, event.metadata)
 
     def _activity_delta(self, event: ActivityDeltaEvent) -> None:
         message = self._by_id.get(event.message_id)
@@ -513,17 +566,17 @@ class Reducer:
                 "/messageId",
             )
             return
-        if message["role"] != "activity":
+        if message[_ROLE] != _ACTIVITY:
             self._warn(
                 "activity",
                 f"ACTIVITY_DELTA: message '{event.message_id}' is not an activity message",
                 "/messageId",
             )
             return
-        self._merge(message, event.metadata)
+        self._merge(message, message, event.metadata)
         patch = [to_json(op) for op in event.patch]
         try:
-            content = jsonpatch.apply_patch(message["content"], patch)
+            content = jsonpatch.apply_patch(message[_CONTENT], patch)
             if not isinstance(content, dict):
                 raise TypeError("the patched content is not an object")
         except _PATCH_ERRORS as exc:
@@ -533,8 +586,9 @@ class Reducer:
                 "/patch",
             )
             return
-        message["content"] = content
-        message["activityType"] = event.activity_type
+        message[_CONTENT] = content
+        message[_ACTIVITY_TYPE] = event.activity_type
+        self._touch(message)
 
     # ── encrypted values ─────────────────────────────────────────────────────────────────────
 
@@ -542,11 +596,13 @@ class Reducer:
         if event.subtype == ReasoningEncryptedValueSubtype.TOOL_CALL:
             held = self._calls.get(event.entity_id)
             if held is not None:
-                held[0]["encryptedValue"] = event.encrypted_value
+                held[0][_ENCRYPTED] = event.encrypted_value
+                self._touch(held[1])
             return
         message = self._by_id.get(event.entity_id)
-        if message is not None and message["role"] != "activity":
-            message["encryptedValue"] = event.encrypted_value
+        if message is not None and message[_ROLE] != _ACTIVITY:
+            message[_ENCRYPTED] = event.encrypted_value
+            self._touch(message)
 
     # ── runs ─────────────────────────────────────────────────────────────────────────────────
 
@@ -613,35 +669,60 @@ class Reducer:
 
     # ── plumbing ─────────────────────────────────────────────────────────────────────────────
 
+    def _new(self, model: Any) -> Wire:
+        """Append a new message built as a model (so its wire form is the generated encoder's)."""
+        wire: Wire = to_json(model)
+        self._append(wire)
+        return wire
+
     def _append(self, message: Wire) -> None:
         self._messages.append(message)
-        self._by_id.setdefault(message["id"], message)
-        for call in message.get("toolCalls") or ():
+        self._view = None
+        self._by_id.setdefault(message[_ID], message)
+        for call in message.get(_TOOL_CALLS) or ():
             if isinstance(call, dict):
-                self._calls.setdefault(call["id"], (call, message))
+                self._calls.setdefault(call[_ID], (call, message))
 
     def _reindex(self, messages: list[Wire]) -> None:
+        kept = {id(m) for m in messages}
+        self._models = {key: model for key, model in self._models.items() if key in kept}
         self._messages, self._by_id, self._calls = [], {}, {}
         for message in messages:
             self._append(message)
 
-    def _merge(self, target: Wire, metadata: Mapping[str, Any] | None) -> None:
-        if metadata is not None:
-            target["metadata"] = merge_metadata(target.get("metadata"), metadata)
+    def _touch(self, message: Wire) -> None:
+        """`message` changed: its model is decoded again on the next read."""
+        self._models.pop(id(message), None)
+        self._view = None
 
-    def _extend(self, target: Wire, key: str, delta: str) -> None:
-        """Append to a string member; pieces are joined lazily, so long streams stay linear."""
+    def _merge(self, target: Wire, owner: Wire, metadata: Mapping[str, Any] | None) -> None:
+        """Merge metadata into `target` (a message, or a tool call inside `owner`)."""
+        if metadata is not None:
+            target[_METADATA] = merge_metadata(target.get(_METADATA), metadata)
+            self._touch(owner)
+
+    def _extend(self, target: Wire, key: str, delta: str, owner: Wire) -> None:
+        """Append to a string member of `target` (inside the message `owner`); pieces are joined
+        lazily, so long streams stay linear, and in blocks, so they stay compact."""
         slot = (id(target), key)
         buffer = self._buffers.get(slot)
         if buffer is None:
             base = target.get(key)
-            self._buffers[slot] = (target, key, [base if isinstance(base, str) else "", delta])
+            self._buffers[slot] = (target, key, [base if isinstance(base, str) else ""], [delta])
+            self._touch(owner)
         else:
-            buffer[2].append(delta)
+            pieces = buffer[3]
+            pieces.append(delta)
+            if len(pieces) >= _PIECES:
+                buffer[2].append("".join(pieces))
+                pieces.clear()
+            if self._view is not None:
+                self._touch(owner)
 
     def _flush(self) -> None:
-        for target, key, pieces in self._buffers.values():
-            target[key] = "".join(pieces)
+        for target, key, blocks, pieces in self._buffers.values():
+            blocks += pieces
+            target[key] = "".join(blocks)
         self._buffers.clear()
 
     def _warn(self, kind: str, message: str, pointer: str = "") -> None:

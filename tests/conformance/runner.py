@@ -51,7 +51,7 @@ CASES = Path(__file__).resolve().parent / "cases"
 DEFAULT_INPUT: dict[str, Any] = {"threadId": "t1", "runId": "r1", "messages": []}
 """The RunAgentInput of a case that gives none."""
 
-OUTCOMES = ("completed", "failed")
+OUTCOMES = ("completed", "interrupt", "error", "failed")
 CASE_KEYS = {"description", "input", "stream", "expect", "ts"}
 EXPECT_KEYS = {
     "outcome",
@@ -121,7 +121,11 @@ def load_case(path: Path) -> Case:
     _require(
         not set(expect) - EXPECT_KEYS, name, f"unknown expect keys {set(expect) - EXPECT_KEYS}"
     )
-    _require(expect.get("outcome") in OUTCOMES, name, "expect.outcome is completed or failed")
+    _require(
+        expect.get("outcome") in OUTCOMES,
+        name,
+        "expect.outcome is completed, interrupt, error or failed",
+    )
     _require(
         "error" in expect and (expect["error"] is None or isinstance(expect["error"], str)),
         name,
@@ -191,7 +195,9 @@ def _start(case: Case) -> tuple[agui.RunAgentInput, Conversation]:
     """The case's input (which must be valid) and a conversation seeded with its history."""
     run_input = agui.decode_json(case.input, agui.RunAgentInput, strict=True)
     seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
-    return run_input, Conversation(run_input.thread_id, messages=run_input.messages, **seed)
+    return run_input, Conversation(
+        run_input.thread_id, messages=run_input.messages, keep_events=True, **seed
+    )
 
 
 def run_replay(case: Case) -> dict[str, Any]:

@@ -7,9 +7,10 @@
 //
 // Prints one line of JSON on stdout: the report of the run, or a list of reports for a list.
 // A report:
-//   outcome             "completed" when runAgent() resolved and no RUN_ERROR event was delivered,
-//                       else "failed" (a producer RUN_ERROR does not reject runAgent in TypeScript;
-//                       it is mapped to "failed" here, as the Python package does)
+//   outcome             the Python package's summary words: "failed" when runAgent() rejected
+//                       (or timed out), "error" when a RUN_ERROR event was delivered (it does not
+//                       reject runAgent in TypeScript), "interrupt" when the run left pending
+//                       interrupts, else "completed"
 //   error               the rejection's message, else the first RUN_ERROR's message, else null
 //   rejected            whether runAgent() rejected (a client-side failure)
 //   messages, state     agent.messages / agent.state once the run is over
@@ -85,13 +86,18 @@ async function runCase(url, input) {
   let error = rejection;
   if (error === null && timedOut) error = `the run did not end within ${RUN_TIMEOUT_MS} ms`;
   if (error === null && runError !== null) error = runError.message ?? "RUN_ERROR";
+  const pending = agent.pendingInterrupts ?? [];
+  let outcome = "completed";
+  if (rejection !== null || timedOut) outcome = "failed";
+  else if (runError !== null) outcome = "error";
+  else if (pending.length > 0) outcome = "interrupt";
   return {
-    outcome: error === null ? "completed" : "failed",
+    outcome,
     error,
     rejected: rejection !== null,
     messages: agent.messages,
     state: agent.state === undefined ? null : agent.state,
-    pendingInterrupts: (agent.pendingInterrupts ?? []).map((i) => i.id),
+    pendingInterrupts: pending.map((i) => i.id),
     warnings: [...warnings],
     logs: [...logs],
     eventTypes,
