@@ -147,7 +147,7 @@ def test_rounds_with_parallel_server_tools(serve: Serve) -> None:
         reply("The sum is 15, and HI.", usage=(60, 9)),
         tools=[add, shout],
     )
-    conversation = Conversation("t-rounds")
+    conversation = Conversation("t-rounds", keep_events=True)
     result = converse(url, conversation, "Add things")
 
     assert result.outcome == "success" and result.pending_tool_call_ids == ()
@@ -181,8 +181,8 @@ def test_rounds_with_parallel_server_tools(serve: Serve) -> None:
     assert tool_messages(second) == {"call_add": "5", "call_shout": "HI"}
     assert tool_messages(third) == {"call_add": "5", "call_shout": "HI", "call_add2": "15"}
 
-    assert conversation.messages[-1] == {
-        "id": conversation.messages[-1]["id"],
+    assert conversation.messages_json()[-1] == {
+        "id": conversation.messages_json()[-1]["id"],
         "role": "assistant",
         "content": "The sum is 15, and HI.",
     }
@@ -200,7 +200,7 @@ def test_text_and_reasoning_are_streamed_as_events(serve: Serve) -> None:
     """Streaming: reasoning deltas become a reasoning span and message, text deltas a text
     message, in the order the model produced them, each delta as its own event."""
     _fake, url = served(serve, reply("Four.", reasoning="Two and two make four.", pieces=3))
-    conversation = Conversation("t-reasoning")
+    conversation = Conversation("t-reasoning", keep_events=True)
     converse(url, conversation, "2+2?")
     kinds = [e.type.value for e in run_events(conversation, object)]
     assert kinds == [
@@ -215,7 +215,7 @@ def test_text_and_reasoning_are_streamed_as_events(serve: Serve) -> None:
         "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
-    roles = [(m["role"], m.get("content")) for m in conversation.messages]
+    roles = [(m["role"], m.get("content")) for m in conversation.messages_json()]
     assert roles[1:] == [("reasoning", "Two and two make four."), ("assistant", "Four.")]
 
 
@@ -285,7 +285,7 @@ def test_a_frontend_tool_call_is_left_pending_and_answered_next_run(serve: Serve
         reply("Shown."),
         tools=[add],
     )
-    conversation = Conversation("t-frontend")
+    conversation = Conversation("t-frontend", keep_events=True)
     result = converse(url, conversation, "Where is Paris?", tools=[MAP_TOOL])
 
     assert result.outcome == "success"
@@ -305,7 +305,7 @@ def test_a_frontend_tool_call_is_left_pending_and_answered_next_run(serve: Serve
     second = converse(url, conversation, answer, tools=[MAP_TOOL])
     assert second.outcome == "success" and second.pending_tool_call_ids == ()
     assert tool_messages(fake.requests[1]) == {"call_map": "map shown", "call_add": "2"}
-    assert conversation.messages[-1]["content"] == "Shown."
+    assert conversation.messages_json()[-1]["content"] == "Shown."
 
 
 # ── approvals ──────────────────────────────────────────────────────────────────────────────────
@@ -329,7 +329,7 @@ def interrupted(serve: Serve, ledger: Ledger, *after: Any) -> tuple[FakeOpenAI, 
         *after,
         tools=[transfer_tool(ledger)],
     )
-    conversation = Conversation("t-approval")
+    conversation = Conversation("t-approval", keep_events=True)
     result = converse(url, conversation, "Send bob 100")
     assert result.outcome == "interrupt"
     return fake, url, conversation
@@ -399,7 +399,7 @@ def test_the_resume_entry_decides(
     (call_entry,) = [m for m in second["messages"] if m.get("tool_calls")]
     assert json.loads(call_entry["tool_calls"][0]["function"]["arguments"]) == arguments
     assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_t", "content": content}
-    assert conversation.messages[-1]["content"] == "Done."
+    assert conversation.messages_json()[-1]["content"] == "Done."
     assert conversation.pending_interrupts == ()
 
 
@@ -417,7 +417,7 @@ def test_approval_can_depend_on_the_run_and_the_arguments(serve: Serve) -> None:
         reply(calls=[("c_small", "send", {"amount": 5}), ("c_big", "send", {"amount": 500})]),
         tools=[rule],
     )
-    conversation = Conversation("t-rule")
+    conversation = Conversation("t-rule", keep_events=True)
     result = converse(url, conversation, "pay")
     assert result.outcome == "interrupt"
     assert [i.tool_call_id for i in result.interrupts] == ["c_big"]
@@ -557,7 +557,7 @@ def test_a_raising_tool_gives_the_model_an_error_result(
         reply("Sorry."),
         tools=[explode, refuse],
     )
-    conversation = Conversation("t-raise")
+    conversation = Conversation("t-raise", keep_events=True)
     with caplog.at_level(logging.ERROR, logger="agui.model"):
         result = converse(url, conversation, "try")
     assert result.outcome == "success"
@@ -594,7 +594,7 @@ def test_invalid_arguments_give_the_model_an_error_result(
         return a + b
 
     fake, url = served(serve, reply(calls=[("c1", "add", arguments)]), reply("Oops."), tools=[add])
-    conversation = Conversation("t-invalid")
+    conversation = Conversation("t-invalid", keep_events=True)
     result = converse(url, conversation, "add")
     assert result.outcome == "success"
     assert ledger.calls == []
@@ -606,7 +606,7 @@ def test_invalid_arguments_give_the_model_an_error_result(
 def test_an_unknown_tool_gives_the_model_an_error_result(serve: Serve) -> None:
     """Unknown tool: a call of a tool nobody offered gets an error result; the run goes on."""
     fake, url = served(serve, reply(calls=[("c1", "teleport", {})]), reply("Cannot."))
-    conversation = Conversation("t-unknown")
+    conversation = Conversation("t-unknown", keep_events=True)
     converse(url, conversation, "go")
     assert results(conversation) == {"c1": "Error: there is no tool named 'teleport'."}
     assert len(fake.requests) == 2
@@ -649,7 +649,7 @@ def test_max_steps_limits_the_rounds(serve: Serve) -> None:
 
     responses = [reply(calls=[(f"c{i}", "tick", {})]) for i in range(5)]
     fake, url = served(serve, *responses, tools=[tick], max_steps=2)
-    conversation = Conversation("t-steps")
+    conversation = Conversation("t-steps", keep_events=True)
     result = converse(url, conversation, "loop")
     assert result.outcome == "success" and result.pending_tool_call_ids == ()
     assert len(fake.requests) == 2
@@ -669,7 +669,7 @@ def test_steps_wrap_each_round(serve: Serve) -> None:
     _fake, url = served(
         serve, reply(calls=[("c0", "tick", {})]), reply("done"), tools=[tick], steps=True
     )
-    conversation = Conversation("t-step-events")
+    conversation = Conversation("t-step-events", keep_events=True)
     converse(url, conversation, "go")
     steps = [
         (e.type.value, e.step_name)
@@ -705,7 +705,7 @@ def test_usage_is_summed_per_model(serve: Serve) -> None:
         return "tock"
 
     url = serve(AgentApp(ModelAgent(Alternating(), tools=[tick])))
-    conversation = Conversation("t-usage")
+    conversation = Conversation("t-usage", keep_events=True)
     result = converse(url, conversation, "go")
     assert [r["model"] for r in fake.requests] == ["model-a", "model-b", "model-a"]
     assert result.usage == (
@@ -733,7 +733,7 @@ def test_a_provider_error_in_a_later_round_ends_the_run_with_run_error(serve: Se
     _fake, url = served(
         serve, reply(calls=[("c1", "tick", {})], usage=(10, 5)), Status(500, body), tools=[tick]
     )
-    conversation = Conversation("t-500")
+    conversation = Conversation("t-500", keep_events=True)
     result = converse(url, conversation, "go")
     assert result.outcome == "error"
     assert result.error_code == "MODEL_HTTP_ERROR"
@@ -752,10 +752,10 @@ def test_a_stream_dropped_mid_answer_ends_the_run_with_run_error(serve: Serve) -
     stream.chunks = stream.chunks[:3]
     stream.drop = True
     _fake, url = served(serve, stream)
-    conversation = Conversation("t-drop")
+    conversation = Conversation("t-drop", keep_events=True)
     result = converse(url, conversation, "go")
     assert result.outcome == "error" and result.error_code == "MODEL_STREAM_ERROR"
-    assert conversation.messages[-1]["content"].startswith("An answer")
+    assert conversation.messages_json()[-1]["content"].startswith("An answer")
 
 
 # ── what the model is told ─────────────────────────────────────────────────────────────────────
@@ -867,7 +867,7 @@ def test_a_reused_call_id_gets_a_fresh_one(serve: Serve) -> None:
         agui.AssistantMessage(id="a1", tool_calls=(HISTORY_CALL,)),
         agui.ToolMessage(id="t1", tool_call_id="call_old", content="old"),
     )
-    conversation = Conversation("t-reuse", messages=history)
+    conversation = Conversation("t-reuse", messages=history, keep_events=True)
     converse(url, conversation, "again")
     ((new_id, content),) = results(conversation).items()
     assert new_id != "call_old" and content == "tock"
@@ -1002,7 +1002,7 @@ def test_handlers_read_the_run_input_and_emit_events_from_a_thread() -> None:
         state={"color": None},
         forwarded_props={"tenant": "acme"},
     )
-    conversation = Conversation("thread-m", state={"color": None})
+    conversation = Conversation("thread-m", state={"color": None}, keep_events=True)
 
     async def main() -> None:
         await conversation.run(agent, input=input)
@@ -1084,7 +1084,7 @@ def test_cli_serve_serves_a_model_with_the_demo_tools(
                     break
                 except httpx.TransportError:
                     time.sleep(0.05)
-            conversation = Conversation("t-cli")
+            conversation = Conversation("t-cli", keep_events=True)
             result = converse(url, conversation, "served")
         finally:
             proc.send_signal(signal.SIGINT)
@@ -1092,7 +1092,7 @@ def test_cli_serve_serves_a_model_with_the_demo_tools(
     assert result.outcome == "success", conversation.summary()["error"]
     assert results(conversation) == {"call_c": "6"}
     assert conversation.state == {"echoes": 1, "last": "served", "characters": 6}
-    assert conversation.messages[-1]["content"] == "You said: served (6 characters)."
+    assert conversation.messages_json()[-1]["content"] == "You said: served (6 characters)."
     first = fake.requests[0]
     assert first["model"] == MODEL
     assert first["messages"][0] == {"role": "system", "content": DEMO_SYSTEM_PROMPT}
@@ -1135,7 +1135,7 @@ def test_the_readme_example_runs(serve: Serve) -> None:
     assert isinstance(agent, ModelAgent) and agent.max_steps == 5
     agent.model = model_for(serve, fake)
     url = serve(namespace["app"])
-    conversation = Conversation("t-readme")
+    conversation = Conversation("t-readme", keep_events=True)
     result = converse(url, conversation, "Dinner in Rome?")
     assert result.outcome == "interrupt"
     assert results(conversation) == {"c_w": '{"city":"Rome","temperature":21,"unit":"C"}'}
