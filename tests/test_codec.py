@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import attrs
@@ -199,6 +200,59 @@ def test_cattrs_converter_uses_the_generated_hooks() -> None:
     assert converter.unstructure(event) == {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
     with pytest.raises(agui.DecodeError):
         converter.structure({"type": "RUN_STARTED"}, agui.Event)
+
+
+UNKNOWN_MEMBER = {"type": "TEXT_MESSAGE_END", "messageId": "m", "future": 1}
+
+
+def test_tolerant_cattrs_converter_reports_into_the_warnings_list(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """make_converter(strict=False, warnings=lst): what tolerant decoding removes is appended to
+    the list (and not logged), as agui.decode does."""
+    warnings: list[agui.Problem] = []
+    converter = make_converter(strict=False, warnings=warnings)
+    with caplog.at_level(logging.WARNING, logger="agui"):
+        event = converter.structure(dict(UNKNOWN_MEMBER), agui.Event)
+    assert event == agui.TextMessageEndEvent(message_id="m")
+    assert [(w.pointer, w.kind) for w in warnings] == [("/future", "unknown_property")]
+    assert caplog.records == []
+
+
+def test_tolerant_cattrs_converter_logs_without_a_warnings_list(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Without a list, the warning goes to the "agui" logger."""
+    converter = make_converter(strict=False)
+    with caplog.at_level(logging.WARNING, logger="agui"):
+        event = converter.structure(dict(UNKNOWN_MEMBER), agui.Event)
+    assert event == agui.TextMessageEndEvent(message_id="m")
+    [record] = caplog.records
+    assert record.name == "agui" and record.levelno == logging.WARNING
+    assert "/future" in record.getMessage()
+
+
+def test_tolerant_cattrs_converter_passes_an_unknown_event_on() -> None:
+    """An event of an unknown type comes back as UnknownEvent, with the unknown_tag warning, and
+    agui.encode writes it as received."""
+    warnings: list[agui.Problem] = []
+    raw = b'{"type":"FUTURE_EVENT","payload":{"a":[1,2.5,null]},"n":1}'
+    event = make_converter(strict=False, warnings=warnings).structure(json.loads(raw), agui.Event)
+    assert event == agui.UnknownEvent(type="FUTURE_EVENT", raw=json.loads(raw))
+    assert [(w.pointer, w.kind) for w in warnings] == [("/type", "unknown_tag")]
+    assert agui.encode(event) == raw
+
+
+def test_strict_cattrs_converter_raises_on_what_tolerant_mode_removes() -> None:
+    warnings: list[agui.Problem] = []
+    converter = make_converter(warnings=warnings)  # strict is the default
+    with pytest.raises(agui.DecodeError) as info:
+        converter.structure(dict(UNKNOWN_MEMBER), agui.Event)
+    assert [(p.pointer, p.kind) for p in info.value.problems] == [("/future", "unknown_property")]
+    with pytest.raises(agui.DecodeError) as info:
+        converter.structure({"type": "FUTURE_EVENT"}, agui.Event)
+    assert [(p.pointer, p.kind) for p in info.value.problems] == [("/type", "unknown_tag")]
+    assert warnings == []
 
 
 def test_protocol_version() -> None:
