@@ -758,3 +758,28 @@ def test_run_summary_reports_an_unreachable_server() -> None:
     code, out, _ = cli("run", "http://127.0.0.1:9/agent", "--summary")
     summary = summary_of(out)
     assert code == 1 and summary["outcome"] == "failed" and summary["error"]
+
+
+def test_an_unexpected_failure_is_described_in_a_sentence() -> None:
+    """A failure that is not one of the package's errors (a bug, a transport error) reaches the
+    summary as a sentence with its type, never as a bare class name."""
+
+    async def agent_with_a_broken_transport(run_input: agui.RunAgentInput) -> AsyncIterator[Any]:
+        yield agui.RunStartedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id)
+
+    class BrokenSource:
+        """A frame source whose transport fails without a message."""
+
+        async def frames(self, input: agui.RunAgentInput, /) -> AsyncIterator[bytes]:
+            yield b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}'
+            raise LookupError()
+
+        def __call__(self, input: agui.RunAgentInput, /) -> AsyncIterator[Any]:
+            return agent_with_a_broken_transport(input)
+
+    conversation = Conversation("t")
+    with pytest.raises(LookupError):
+        asyncio.run(conversation.run(BrokenSource(), "hi"))
+    outcome, error = conversation.outcome()
+    assert outcome == "failed"
+    assert error == "LookupError while consuming the stream: no details given"

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import attrs
 from agui_generated import DecodeError, Problem, UnknownEvent
 
-from agui.errors import ProtocolError, StreamError
+from agui.errors import AguiError, ProtocolError, StreamError
 from agui.stream.chunks import ChunkExpander
 from agui.stream.reducer import TRUNCATED, Reducer
 from agui.stream.verify import Verifier
@@ -46,10 +46,15 @@ class Stage(Protocol):
 
 
 def describe(exc: BaseException) -> str:
-    """The one-line account of a client-side failure that summaries and run results carry."""
+    """The one-line account of a client-side failure that summaries and run results carry: the
+    package's own errors say what is wrong; anything else is named with its type and message (a
+    transport error, or a bug), never as a bare class name."""
     if isinstance(exc, DecodeError):
         return f"Not a valid AG-UI event: {'; '.join(str(p) for p in exc.problems[:5])}"
-    return str(exc) or type(exc).__name__
+    if isinstance(exc, AguiError) and str(exc):
+        return str(exc)
+    detail = str(exc) or "no details given"
+    return f"{type(exc).__name__} while consuming the stream: {detail}"
 
 
 class Pipeline:
