@@ -9,9 +9,9 @@ read the same bytes from the same server:
 - this package: a `Conversation` seeded from the same input, fed by `HttpAgent` (what
   `agui run URL --input FILE --summary` does). The case's `expect` is not used.
 
-They agree on a case when the outcome is the same and, when both completed, the messages and the
-state are equal. A case flagged `"ts": {"agree": false, "reason": ...}` is a known divergence: it
-must actually differ (a stale flag fails). The figure "N of M cases agree; K flagged as known
+They agree on a case when the outcome is the same and, when both completed (or both ended in an
+interrupt), the messages and the state are equal. A case flagged
+`"ts": {"agree": false, "reason": ...}` is a known divergence: it must actually differ (a stale flag fails). The figure "N of M cases agree; K flagged as known
 divergences" is printed and written, with every case's details, to
 .interop/conformance-agreement.json.
 
@@ -144,7 +144,9 @@ def py_run(url: str, input_json: dict[str, Any]) -> dict[str, Any]:
     """This package's summary of the run, seeded and fed as `agui run --input --summary` does."""
     run_input = decode(json.dumps(input_json).encode(), RunAgentInput)
     seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
-    conversation = Conversation(run_input.thread_id, messages=run_input.messages, **seed)
+    conversation = Conversation(
+        run_input.thread_id, messages=run_input.messages, keep_events=True, **seed
+    )
     try:
         asyncio.run(conversation.run(HttpAgent(url), input=run_input))
     except Exception:  # recorded in conversation.failures; the summary reports it
@@ -155,14 +157,18 @@ def py_run(url: str, input_json: dict[str, Any]) -> dict[str, Any]:
 # ── comparing ───────────────────────────────────────────────────────────────────────────────
 
 
+ENDED_AS_MEANT = ("completed", "interrupt")
+
+
 def compare(py: dict[str, Any], ts: dict[str, Any]) -> list[str]:
-    """What the two clients disagree on (outcome; messages and state when both completed)."""
+    """What the two clients disagree on (outcome; messages and state when both runs ended as
+    the agent meant them to: completed or interrupt)."""
     if py["outcome"] != ts["outcome"]:
         return [
             f"outcome: Python {py['outcome']} ({py['error']}), "
             f"TypeScript {ts['outcome']} ({ts['error']})"
         ]
-    if py["outcome"] != "completed":
+    if py["outcome"] not in ENDED_AS_MEANT:
         return []
     differences = []
     if py["messages"] != ts["messages"]:
@@ -186,7 +192,7 @@ def side_notes(py: dict[str, Any], ts: dict[str, Any]) -> list[str]:
     (After a rejection the official client's subscribers may not have seen the events before
     the failing one: its apply stage is asynchronous and the error tears the pipeline down, so
     its delivered events and messages then lag; they are not compared.)"""
-    if py["outcome"] != "completed" or ts["outcome"] != "completed":
+    if py["outcome"] not in ENDED_AS_MEANT or ts["outcome"] not in ENDED_AS_MEANT:
         return []
     notes = []
     if py["eventTypes"] != ts["eventTypes"]:
