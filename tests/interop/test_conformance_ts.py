@@ -11,9 +11,9 @@ read the same bytes from the same server:
 
 They agree on a case when the outcome is the same and, when both completed (or both ended in an
 interrupt), the messages and the state are equal. A case flagged
-`"ts": {"agree": false, "reason": ...}` is a known divergence: it must actually differ (a stale flag fails). The figure "N of M cases agree; K flagged as known
-divergences" is printed and written, with every case's details, to
-.interop/conformance-agreement.json.
+`"ts": {"agree": false, "reason": ...}` is a known divergence: it must actually differ (a stale
+flag fails). The figure "N of M cases agree; K flagged as known divergences" is printed and
+written, with every case's details, to .interop/conformance-agreement.json.
 
 Runs only with AGUI_INTEROP=1 (`nox -s interop`); then a missing node, npm package or case
 directory is a failure, never a skip. AGUI_CONFORMANCE_CASES names another case directory.
