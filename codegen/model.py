@@ -170,7 +170,9 @@ class Spec:
         homes.update({d.name: "models" for d in self.definitions})
         homes.update({a.name: "models" for a in self.aliases})
         homes.update({"JsonObject": "models", "JsonValue": "models"})
-        homes.update({n: "_runtime" for n in ("AguiError", "DecodeError", "Problem", "UnknownEvent")})
+        homes.update(
+            {n: "_runtime" for n in ("AguiError", "DecodeError", "Problem", "UnknownEvent")}
+        )
         return dict(sorted(homes.items()))
 
     @property
