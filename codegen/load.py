@@ -1,4 +1,9 @@
-"""The only reader of spec/: parse the YAML strictly and validate it against the format's meta-schema."""
+"""The only reader of spec/: parse the YAML strictly and validate it against the format's meta-schema.
+
+The spec may also be another file (`python -m codegen --spec PATH`, for a fork of the protocol): its
+number ledger is then the proto-ledger.txt beside it. The meta-schema is always this repository's
+spec/spec-format.schema.json: it describes the format this generator reads.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SPEC_PATH = ROOT / "spec" / "agui.yaml"
 FORMAT_PATH = ROOT / "spec" / "spec-format.schema.json"
 LEDGER_PATH = ROOT / "spec" / "proto-ledger.txt"
+LEDGER_NAME = LEDGER_PATH.name
+
+
+def ledger_path(spec: Path) -> Path:
+    """The protobuf number ledger of a spec: proto-ledger.txt in the spec's folder."""
+    return spec.parent / LEDGER_NAME
+
+
+def display(path: Path) -> str:
+    """A path as messages name it: relative to the repository root when inside it (spec/agui.yaml),
+    else as it is."""
+    try:
+        return path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
 
 
 class SpecError(Exception):
@@ -70,7 +90,11 @@ def read_spec(text: str, name: str = "spec/agui.yaml") -> dict[str, Any]:
 
 
 def load_spec(path: Path = SPEC_PATH) -> dict[str, Any]:
-    return read_spec(path.read_text(encoding="utf-8"), f"spec/{path.name}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError([f"{display(path)}: no such spec"]) from None
+    return read_spec(text, display(path))
 
 
 def load_ledger(path: Path = LEDGER_PATH) -> str:
@@ -79,4 +103,4 @@ def load_ledger(path: Path = LEDGER_PATH) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError([f"spec/{path.name} is missing; restore it from version control"]) from None
+        raise SpecError([f"{display(path)} is missing; restore it from version control"]) from None
