@@ -122,6 +122,7 @@ PROTOCOL_VERSION = "1.0"
 """The AG-UI protocol version these models describe."""
 
 __all__ = [
+    "PROTOCOL_VERSION",
     "ActivityDeltaEvent",
     "ActivityMessage",
     "ActivitySnapshotEvent",
@@ -161,7 +162,6 @@ __all__ = [
     "MultimodalInputCapabilities",
     "MultimodalOutputCapabilities",
     "OutputCapabilities",
-    "PROTOCOL_VERSION",
     "PartSource",
     "Problem",
     "RawEvent",

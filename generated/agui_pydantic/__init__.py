@@ -113,6 +113,7 @@ PROTOCOL_VERSION = "1.0"
 """The AG-UI protocol version these models describe."""
 
 __all__ = [
+    "PROTOCOL_VERSION",
     "ActivityDeltaEvent",
     "ActivityMessage",
     "ActivitySnapshotEvent",
@@ -151,7 +152,6 @@ __all__ = [
     "NonNullJson",
     "OutputCapabilities",
     "PartSource",
-    "PROTOCOL_VERSION",
     "RawEvent",
     "ReasoningCapabilities",
     "ReasoningEncryptedValueEvent",
