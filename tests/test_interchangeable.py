@@ -49,9 +49,7 @@ def both_ways(agent: Any, serve: Callable[[Any], str]) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("agent", [echo, stateful, failing], ids=lambda a: a.__name__)
-def test_same_messages_locally_and_behind_a_server(
-    agent: Any, serve: Callable[[Any], str]
-) -> None:
+def test_same_messages_locally_and_behind_a_server(agent: Any, serve: Callable[[Any], str]) -> None:
     """Conversation.run(agent) and Conversation.run(HttpAgent(url of AgentApp(agent))) end with
     equal messages, state and run results (outcome, error code)."""
     local, remote = both_ways(agent, serve)
