@@ -1113,15 +1113,15 @@ def test_cli_serve_model_url_needs_a_model() -> None:
 
 
 def test_the_readme_example_runs(serve: Serve) -> None:
-    """README: the model agent example, run as written (its model pointed at the fake server):
-    the model calls both tools; get_weather runs, book_table asks for approval; approved, it runs
-    and its state delta reaches the client."""
+    """docs/model-agent.md: the model agent example, run as written (its model pointed at the
+    fake server): the model calls both tools; get_weather runs, book_table asks for approval;
+    approved, it runs and its state delta reaches the client."""
     from .conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text("utf-8")
-    block = readme.split("## The model agent", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    page = (ROOT / "docs" / "model-agent.md").read_text("utf-8")
+    block = page.split("# The model agent", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, "docs/model-agent.md", "exec"), namespace)
     fake = FakeOpenAI(
         reply(
             calls=[

@@ -45,7 +45,7 @@ EVENT_FIXTURES = sorted(
     for p in (d / "valid").glob("*.json")
 )
 
-# What the binary form cannot carry, per fixture (README "Known divergences"); everything else
+# What the binary form cannot carry, per fixture (docs/divergences.md); everything else
 # must come back equal.
 LOSSY = {
     # an empty optional array and an absent one are the same bytes; they come back absent
@@ -551,8 +551,11 @@ def test_json_of_a_frame_is_plain_json() -> None:
 
 
 def test_the_readme_example_shows_the_real_frame() -> None:
-    readme = (ROOT / "README.md").read_text("utf-8")
-    block = readme.split("## The binary transport (protobuf)", 1)[1].split("```python", 1)[1]
-    first, comment = block.splitlines()[1:3]
-    frame = eval(first.split("=", 1)[1], {"agui": agui})
+    """The example of docs/binary-transport.md shows the bytes proto_frame really writes."""
+    page = (ROOT / "docs" / "binary-transport.md").read_text("utf-8")
+    block = page.split("# The binary transport (protobuf)", 1)[1].split("```python", 1)[1]
+    lines = block.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("frame = "))
+    first, comment = lines[at : at + 2]
+    frame = eval(first.split("=", 1)[1], {"agui": agui, "proto_frame": proto_frame})
     assert comment == f"# {frame!r}"

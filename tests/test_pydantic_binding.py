@@ -176,13 +176,13 @@ def test_importing_agui_does_not_import_pydantic() -> None:
 
 
 def test_the_readme_fastapi_example_serves_a_run(serve: Callable[[Any], str]) -> None:
-    """The README's FastAPI endpoint, run as written: the pydantic RunAgentInput is the body, the
-    events are this package's SSE frames, and a body breaking the contract is a 422."""
-    readme = (ROOT / "README.md").read_text("utf-8")
-    block = readme.split("A FastAPI endpoint taking the pydantic", 1)[1]
+    """The FastAPI endpoint of docs/bindings.md, run as written: the pydantic RunAgentInput is the
+    body, the events are this package's SSE frames, and a body breaking the contract is a 422."""
+    page = (ROOT / "docs" / "bindings.md").read_text("utf-8")
+    block = page.split("A FastAPI endpoint taking the pydantic", 1)[1]
     code = block.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "docs/bindings.md", "exec"), namespace)
     url = serve(namespace["api"]) + "/agent"
     body = {
         "threadId": "t1",
