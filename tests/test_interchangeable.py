@@ -12,12 +12,19 @@ import pytest
 
 import agui
 
+from .conftest import ROOT
+from .test_docs import block_containing
 
-async def echo(run: agui.RunAgentInput) -> AsyncIterator[Any]:
-    """The README's echo agent: text only, no RUN_STARTED, no RUN_FINISHED."""
-    yield agui.TextMessageStartEvent(message_id="m1")
-    yield agui.TextMessageContentEvent(message_id="m1", delta="hello")
-    yield agui.TextMessageEndEvent(message_id="m1")
+
+def readme_echo() -> Any:
+    """The README's echo agent, as written there (text only: no RUN_STARTED, no RUN_FINISHED)."""
+    block = block_containing(ROOT / "README.md", "async def echo(")
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    return namespace["echo"]
+
+
+echo = readme_echo()
 
 
 async def stateful(run: agui.RunAgentInput) -> AsyncIterator[Any]:
@@ -70,6 +77,7 @@ def test_the_echo_agent_completes_locally(serve: Callable[[Any], str]) -> None:
         (agui.UserMessage, "hi"),
         (agui.AssistantMessage, "hello"),
     ]
+    assert local.messages[1].id == f"reply-{local.runs[0].run_id}"
 
 
 BAD_FRAME = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":42}'

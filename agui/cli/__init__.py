@@ -1,23 +1,23 @@
 """The `agui` command line (`main`), one module per command: `validate`, `serve`, `run`
-(run and replay), `demo` (the demo agent and the demo command).
+(run and replay), `demo` (the demo agent and the demo command). The usage:
 
-agui validate [--as DEFINITION] [--strict] [FILE ...]
-    Validate JSON documents against a definition of the spec (default: Event) and print one JSON
-    line per document: {"ok", "errors", "warnings", "wire"}. Without FILE, read JSON Lines from
-    standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
-agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent]
-           [--model-url URL --model NAME]
-    Serve an agent (default: the built-in demo agent) under uvicorn; with --model, an
-    OpenAI-compatible model with the demo tools (key from AGUI_MODEL_API_KEY / OPENAI_API_KEY).
-agui run URL [--message TEXT] [--input FILE] [--json] [--summary]
-    Post a run and print the assistant's text as it streams, or every event as a JSON line; with
-    --summary, process the stream like a client and print one summary JSON object at the end.
-agui replay FILE [--summary]
-    Process a recorded stream (JSON Lines, one event per line, or an SSE capture) without a server;
-    print every delivered event as a JSON line, or with --summary one summary JSON object.
-    The summary's outcome is completed, interrupt, error (the agent sent RUN_ERROR) or failed
-    (the client rejected the stream); run and replay exit 0 for completed and interrupt, 1 for
-    error and failed, 2 when the input cannot be read.
-agui demo
-    Start the demo agent on a free loopback port, run a conversation against it, print it.
+    agui validate [--as DEFINITION] [--strict] [FILE ...]
+        Validate JSON documents against a definition of the spec (default: Event) and print one JSON
+        line per document: {"ok", "errors", "warnings", "wire"}. Without FILE, read JSON Lines from
+        standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
+    agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent]
+               [--model-url URL --model NAME]
+        Serve an agent (default: the built-in demo agent) under uvicorn; with --model, an
+        OpenAI-compatible model with the demo tools (key from AGUI_MODEL_API_KEY / OPENAI_API_KEY).
+    agui run URL [--message TEXT] [--input FILE] [--json] [--summary]
+        Post a run and print the assistant's text as it streams, or every event as a JSON line; with
+        --summary, process the stream like a client and print one summary JSON object at the end.
+    agui replay FILE [--summary]
+        Process a recorded stream (JSON Lines, one event per line, or an SSE capture) without a server;
+        print every delivered event as a JSON line, or with --summary one summary JSON object.
+        The summary's outcome is completed, interrupt, error (the agent sent RUN_ERROR) or failed
+        (the client rejected the stream); run and replay exit 0 for completed and interrupt, 1 for
+        error and failed, 2 when the input cannot be read.
+    agui demo
+        Start the demo agent on a free loopback port, run a conversation against it, print it.
 """

@@ -32,7 +32,7 @@ from agui_generated import (
 
 from agui.agent.lifecycle import INVALID_EVENT, run_error, run_lifecycle, run_started
 from agui.agent.protocol import Agent, InputValidator
-from agui.errors import EncodeError
+from agui.errors import AguiError, EncodeError
 from agui.wire.codec import decode
 from agui.wire.proto import PROTO_MEDIA_TYPE, accepts_proto, proto_frame
 from agui.wire.sse import KEEPALIVE, sse_frame
@@ -63,7 +63,9 @@ _WRITE_BYTES = 64 * 1024  # coalesce queued frames into writes of at most about 
 _MAX_LISTED_PROBLEMS = 50
 
 
-class _BadRequest(Exception):
+class _BadRequest(AguiError):
+    """A request refused before any event is sent; answered with `status` and a JSON body."""
+
     def __init__(self, status: int, error: str, problems: tuple[Problem, ...] = ()) -> None:
         self.status, self.error, self.problems = status, error, problems
 

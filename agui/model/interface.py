@@ -18,6 +18,8 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 import attrs
 from agui_generated import ContentPart, TokenUsage
 
+from agui.errors import AguiError
+
 __all__ = [
     "AssistantPrompt",
     "Finish",
@@ -167,7 +169,7 @@ class LanguageModel(Protocol):
         ...
 
 
-class ModelError(Exception):
+class ModelError(AguiError):
     """The model could not answer. `code` (e.g. MODEL_HTTP_ERROR) and `message` end the run in a
     RUN_ERROR as they are, so they never carry a key or a provider's response body."""
 

@@ -41,6 +41,7 @@ from agui_generated import (
     RunStartedEvent,
 )
 
+from agui.errors import AguiError
 from agui.model.interface import ToolSpec
 from agui.wire.codec import DEFINITIONS, to_json
 
@@ -67,7 +68,7 @@ _MODELS = frozenset(cls for cls in DEFINITIONS.values() if isinstance(cls, type)
 _LIFECYCLE = (RunStartedEvent, RunFinishedEvent, RunErrorEvent)
 
 
-class ToolError(Exception):
+class ToolError(AguiError):
     """Raise it from a tool to give the model an error result with this message."""
 
 

@@ -5,8 +5,8 @@ For every valid event fixture (``tests/fixtures/*Event/valid`` and ``Event/valid
 * the bytes ``agui.encode_proto`` writes must equal the bytes @ag-ui/proto's ``encode`` writes
   for the same JSON document;
 * agui must decode the official bytes back to the same event, except where the binary form
-  cannot carry the document (the fixtures listed in LOSSY, each for a reason the README lists
-  under "Known divergences");
+  cannot carry the document (the fixtures listed in LOSSY, each for a reason listed under
+  "Known divergences" in docs/divergences.md);
 * the official ``decode`` of those bytes is compared with agui's, as JSON (a finding only).
 
 It also reads the field table of the package's generated code and checks that the generated
