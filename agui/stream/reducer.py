@@ -475,7 +475,10 @@ class Reducer:
         position = len(self._messages)
         if held is not None and held[1][_ROLE] == _ASSISTANT:
             owner = held[1]
-            at = next((i for i, m in enumerate(self._messages) if m is owner), None)
+            # From the end: the owner is almost always among the last messages, and a scan from
+            # the start made every result cost the length of the conversation.
+            messages = self._messages
+            at = next((i for i in range(len(messages) - 1, -1, -1) if messages[i] is owner), None)
             if at is not None:
                 position = at + 1
                 while (
