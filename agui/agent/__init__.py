@@ -1,8 +1,9 @@
-"""What an agent is and what a run must look like, on either side of the wire.
+"""What an agent is, on either side of the wire.
 
 * `protocol`: `Agent` (a RunAgentInput in, an async iterator of events out), and the two optional
   faces an agent can show: `InputValidator` (refuse an input before the stream opens) and
   `FrameSource` (hand over undecoded frames, as HttpAgent does).
-* `lifecycle`: `run_lifecycle(agent, input)`, the one wrapper that gives every run a correct
-  lifecycle; the server and every client-side path that runs a local agent go through it.
+
+What a run must look like is agui.stream.lifecycle's: the server and every client-side path that
+runs a local agent go through it.
 """

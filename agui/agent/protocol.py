@@ -2,7 +2,7 @@
 
 A local agent (an async generator function, or an object with such a `__call__`) and a remote one
 (`agui.HttpAgent`) are interchangeable: AgentApp serves either, and `Conversation.run` runs
-either, with the same lifecycle (agui.agent.lifecycle) applied to a local one as the server
+either, with the same lifecycle (agui.stream.lifecycle) applied to a local one as the server
 applies, so the same agent gives the same messages both ways.
 """
 
@@ -21,7 +21,7 @@ class Agent(Protocol):
     """Call it with the run's input; iterate the events of that run.
 
     The stream may carry RUN_STARTED and a terminal RUN_FINISHED / RUN_ERROR itself; whatever is
-    missing is added (agui.agent.lifecycle). Events are the generated models (an
+    missing is added (agui.stream.lifecycle). Events are the generated models (an
     `agui.UnknownEvent` passes through unchanged)."""
 
     def __call__(self, input: RunAgentInput, /) -> AsyncIterator[Any]: ...

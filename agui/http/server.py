@@ -30,9 +30,9 @@ from agui_generated import (
     UnknownEvent,
 )
 
-from agui.agent.lifecycle import INVALID_EVENT, run_error, run_lifecycle, run_started
 from agui.agent.protocol import Agent, InputValidator
 from agui.errors import AguiError, EncodeError
+from agui.stream.lifecycle import INVALID_EVENT, run_error, run_lifecycle, run_started
 from agui.wire.codec import decode
 from agui.wire.proto import PROTO_MEDIA_TYPE, accepts_proto, proto_frame
 from agui.wire.sse import KEEPALIVE, sse_frame

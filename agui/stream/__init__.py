@@ -2,7 +2,9 @@
 
 Order (the official TypeScript client's): tolerant decoding with strip-and-warn -> chunk expansion
 (`chunks`) -> verification (`verify`) -> the reducer (`reducer`), joined by `pipeline`;
-`conversation` keeps one thread across runs. Each stage is a small class with
+`conversation` keeps one thread across runs. `lifecycle` is the producing side's counterpart: the
+wrapper that makes any agent's stream a correct run, used by the server and by
+`Conversation.run` for a local agent. Each stage is a small class with
 `feed(event) -> list` and `finish() -> list`, so any source can drive them (the HTTP client, a
 list, a recorded file).
 

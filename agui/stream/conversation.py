@@ -35,9 +35,9 @@ from agui_generated import (
     UserMessage,
 )
 
-from agui.agent.lifecycle import run_lifecycle
 from agui.agent.protocol import Agent, FrameSource
 from agui.errors import ExpiredInterruptError, InterruptError, PendingInterruptsError
+from agui.stream.lifecycle import run_lifecycle
 from agui.stream.pipeline import Pipeline, describe
 from agui.stream.reducer import TRUNCATED, Reducer, RunResult
 from agui.stream.warning import StreamWarning, warning_json
