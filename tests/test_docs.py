@@ -255,7 +255,10 @@ def test_the_scripted_model_example_runs(capsys: pytest.CaptureFixture[str]) -> 
     weather = weather.split("@tool(", 1)[0]  # get_weather, without the OpenAI model
     get_weather = run_example(weather, "get_weather", capsys)["get_weather"]
     namespace = run_example(
-        block_containing(page, "model = ScriptedModel("), "scripted", capsys, get_weather=get_weather
+        block_containing(page, "model = ScriptedModel("),
+        "scripted",
+        capsys,
+        get_weather=get_weather,
     )
     conversation = agui.Conversation()
     result = asyncio.run(conversation.run(namespace["agent"], "Weather in Paris?"))
