@@ -28,20 +28,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / ".bench" / "imports.json"
+from common import (
+    RESULTS_DIR,
+    machine,
+    paired_ratio,
+    print_markdown_table,
+    quartiles,
+    ratio_cell,
+    run_json,
+    target_cell,
+    versions,
+    write_results,
+)
+
+RESULTS = RESULTS_DIR / "imports.json"
 IMPLS = ("official", "agui")
 TARGET = 2.0
+DISTS = ("agui", "ag-ui-protocol", "pydantic", "pydantic-core", "attrs", "cattrs", "orjson")
+"""The distributions whose versions the results record."""
 
 DOC = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-1","delta":"Hello, w\xc3\xb6rld"}'
 """The event the first-use case decodes."""
@@ -100,18 +109,11 @@ def environment() -> dict[str, str]:
 
 def measure(timed: str) -> dict[str, Any]:
     """Run one fresh interpreter; return what it reports (seconds, modules loaded, decoded)."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROGRAM.format(doc=DOC, timed=timed)],
-        cwd=ROOT,
+    return run_json(
+        ["-c", PROGRAM.format(doc=DOC, timed=timed)],
+        f"imports: this snippet failed:\n{timed}",
         env=environment(),
-        capture_output=True,
-        text=True,
-        check=False,
     )
-    if done.returncode != 0:
-        raise SystemExit(f"imports: this snippet failed:\n{timed}\n{done.stderr}")
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return result
 
 
 def warm_up_and_check() -> dict[tuple[str, str], int]:
@@ -140,21 +142,12 @@ def run_rounds(rounds: int) -> dict[str, dict[str, list[float]]]:
     return times
 
 
-def quartiles(xs: list[float]) -> tuple[float, float, float]:
-    if len(xs) < 2:
-        return xs[0], xs[0], xs[0]
-    q1, q2, q3 = statistics.quantiles(xs, n=4, method="inclusive")
-    return q1, q2, q3
-
-
 def summarise(
     times: dict[str, dict[str, list[float]]], modules: dict[tuple[str, str], int]
 ) -> list[dict[str, Any]]:
     rows = []
     for case in CASES:
         t = times[case.name]
-        ratios = [o / a for o, a in zip(t["official"], t["agui"], strict=True)]
-        r25, ratio, r75 = quartiles(ratios)
         row: dict[str, Any] = {"case": case.name}
         for impl in IMPLS:
             p25, med, p75 = quartiles(t[impl])
@@ -166,8 +159,7 @@ def summarise(
                 "modules_loaded": modules[case.name, impl],
                 "rounds_ms": [x * 1e3 for x in t[impl]],
             }
-        row |= {"ratio": ratio, "ratio_p25": r25, "ratio_p75": r75, "ratios": ratios}
-        row |= {"target": case.target, "met": None if case.target is None else ratio >= case.target}
+        row |= paired_ratio(t["official"], t["agui"], case.target)
         rows.append(row)
     return rows
 
@@ -178,51 +170,21 @@ def print_table(rows: list[dict[str, Any]], rounds: int) -> None:
     body = []
     for row in rows:
         o, a = row["official"], row["agui"]
-        target = (
-            ""
-            if row["target"] is None
-            else f"≥ {row['target']:g}× {'PASS' if row['met'] else 'FAIL'}"
-        )
         body.append(
             (
                 row["case"],
                 f"{o['ms']:.1f}",
                 f"{a['ms']:.1f}",
                 f"{o['modules_loaded']} / {a['modules_loaded']}",
-                f"{row['ratio']:.2f}× ({row['ratio_p25']:.2f}–{row['ratio_p75']:.2f})",
-                target,
+                ratio_cell(row),
+                target_cell(row),
             )
         )
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     print(
         f"\nimport time in a fresh interpreter (start-up excluded), median of {rounds} "
         "interleaved rounds;\n× = paired official/agui time (>1: agui faster, p25–p75)"
     )
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
-    print("|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|")
-    for r in body:
-        cells = [r[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
-        ]
-        print("| " + " | ".join(cells) + " |")
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for dist in (
-        "agui",
-        "ag-ui-protocol",
-        "pydantic",
-        "pydantic-core",
-        "attrs",
-        "cattrs",
-        "orjson",
-    ):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
+    print_markdown_table(header, body)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -238,20 +200,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = summarise(times, modules)
     print_table(rows, args.rounds)
 
-    RESULTS.parent.mkdir(exist_ok=True)
     meta = {
-        "versions": versions(),
+        "versions": versions(DISTS),
         "python": sys.executable,
-        "machine": f"{platform.machine()} {platform.system()} {platform.release()}, {os.cpu_count()} cpus",
+        "machine": machine(),
         "loadavg_before": load_before,
         "loadavg_after": os.getloadavg(),
         "rounds": args.rounds,
         "document": DOC.decode(),
     }
-    RESULTS.write_text(
-        json.dumps({"meta": meta, "cases": rows}, indent=2, ensure_ascii=False) + "\n"
-    )
-    print(f"results: {RESULTS.relative_to(ROOT)}")
+    print(f"results: {write_results(RESULTS, {'meta': meta, 'cases': rows})}")
     return 0
 
 

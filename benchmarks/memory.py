@@ -18,10 +18,8 @@ Conversation(...).run(agent, "hi"))`:
   its own subprocess, because tracing slows the run and adds its own memory to the RSS.
 
 Two modes: the default options (`Conversation()`), and `Conversation(keep_events=True)`, which
-keeps every delivered event. If this agui does not accept keep_events yet, `Conversation()` is
-what it has (it keeps every event) and the output says so. The run's lifecycle comes from
-Conversation.run (RUN_STARTED and RUN_FINISHED added around a local agent); if this agui does not
-add them, the agent yields them itself (within the event count) and the output says so.
+keeps every delivered event. Conversation.run adds the run's lifecycle (RUN_STARTED and
+RUN_FINISHED, not in the event count) around the agent's events.
 
 Printed: events, peak MiB per mode, the final message count and state size. Results also go to
 ``.bench/memory.json``. The exit status is 0: a benchmark reports and does not gate.
@@ -34,23 +32,22 @@ import asyncio
 import gc
 import json
 import os
-import platform
 import resource
-import subprocess
 import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / ".bench" / "memory.json"
+from common import RESULTS_DIR, machine, print_markdown_table, run_json, versions, write_results
+
+RESULTS = RESULTS_DIR / "memory.json"
 MODES = ("default", "keep_events")
 DELTAS_PER_MESSAGE = 20
 CYCLE = 1 + DELTAS_PER_MESSAGE + 1 + 4 + 1
 """Events per cycle: a text message, a tool call with its result, a state delta."""
+DISTS = ("agui", "attrs", "cattrs", "orjson", "jsonpatch")
+"""The distributions whose versions the results record."""
 
 WORDS = (
     "The quick brown fox jumps over the lazy dog , and then it runs back to the river where "
@@ -71,16 +68,12 @@ def max_rss_bytes() -> int:
 # ── the agent (runs in the child) ───────────────────────────────────────────────────────────────
 
 
-def make_agent(total: int, *, brackets: bool) -> Any:
-    """An async generator agent yielding exactly `total` events (`brackets`: RUN_STARTED first and
-    RUN_FINISHED last, counted in `total`)."""
+def make_agent(total: int) -> Any:
+    """An async generator agent yielding exactly `total` events."""
     import agui
 
     async def agent(run_input: Any) -> AsyncIterator[Any]:
         left = total
-        if brackets:
-            left -= 2
-            yield agui.RunStartedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id)
         yield agui.StateSnapshotEvent(snapshot={"counter": 0, "title": "memory benchmark"})
         left -= 1
         i = 0
@@ -126,31 +119,8 @@ def make_agent(total: int, *, brackets: bool) -> Any:
             yield agui.StateDeltaEvent(delta=(agui.ReplaceOperation(path="/counter", value=i),))
             left -= CYCLE
             i += 1
-        if brackets:
-            yield agui.RunFinishedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id)
 
     return agent
-
-
-def conversation(mode: str) -> tuple[Any, bool]:
-    """A Conversation for `mode`, and whether keep_events was accepted."""
-    import agui
-
-    try:
-        return agui.Conversation(keep_events=(mode == "keep_events")), True
-    except TypeError:  # an agui without keep_events: Conversation() keeps every event
-        return agui.Conversation(), False
-
-
-def needs_brackets() -> bool:
-    """Whether Conversation.run leaves the run's lifecycle to a local agent (a small probe)."""
-    import agui
-
-    try:
-        asyncio.run(agui.Conversation().run(make_agent(CYCLE * 2 + 1, brackets=False), "hi"))
-    except agui.ProtocolError:
-        return True
-    return False
 
 
 def child(mode: str, events: int, trace: bool) -> dict[str, Any]:
@@ -158,9 +128,12 @@ def child(mode: str, events: int, trace: bool) -> dict[str, Any]:
 
     import orjson
 
-    brackets = needs_brackets()  # also the warm-up: the models and the codec are loaded
-    conv, keep_supported = conversation(mode)
-    agent = make_agent(events, brackets=brackets)
+    import agui
+
+    # The warm-up: a small run loads the models and the codec.
+    asyncio.run(agui.Conversation().run(make_agent(CYCLE * 2 + 1), "hi"))
+    conv = agui.Conversation(keep_events=(mode == "keep_events"))
+    agent = make_agent(events)
     gc.collect()
     rss_before = max_rss_bytes()
     if trace:
@@ -177,8 +150,6 @@ def child(mode: str, events: int, trace: bool) -> dict[str, Any]:
         "mode": mode,
         "events": events,
         "tracemalloc": trace,
-        "keep_events_accepted": keep_supported,
-        "agent_yields_lifecycle": brackets,
         "seconds": seconds,
         "rss_before_mib": mib(rss_before),
         "rss_peak_mib": mib(rss_peak),
@@ -196,28 +167,10 @@ def child(mode: str, events: int, trace: bool) -> dict[str, Any]:
 
 
 def spawn(mode: str, events: int, trace: bool) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", mode, "--events", str(events)]
-        + (["--trace"] if trace else []),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
+    return run_json(
+        [__file__, "--child", mode, "--events", str(events)] + (["--trace"] if trace else []),
+        f"memory: the {mode} run failed:",
     )
-    if done.returncode != 0:
-        raise SystemExit(f"memory: the {mode} run failed:\n{done.stderr}")
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return result
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for dist in ("agui", "attrs", "cattrs", "orjson", "jsonpatch"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -243,16 +196,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     first = runs["default", False]
     print(f"\nConversation().run(agent, 'hi') over {events:,} events from a local agent")
-    if not first["keep_events_accepted"]:
-        print(
-            "NOTE: this agui does not accept keep_events yet: both rows are today's "
-            "Conversation(), which keeps every event."
-        )
-    if first["agent_yields_lifecycle"]:
-        print(
-            "NOTE: Conversation.run does not add RUN_STARTED / RUN_FINISHED here yet: the agent "
-            "yields them itself (counted in the events)."
-        )
     header = ("mode", "peak RSS MiB", "RSS growth MiB", "tracemalloc peak MiB", "s", "events/s")
     header += ("kept events",)
     body = []
@@ -270,24 +213,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{plain['kept_events']:,}",
             )
         )
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
-    print("|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|")
-    for r in body:
-        cells = [r[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
-        ]
-        print("| " + " | ".join(cells) + " |")
+    print_markdown_table(header, body)
     print(
         f"final: {first['messages']:,} messages, state {first['state_bytes']:,} B (JSON), "
         f"{first['warnings']:,} warnings, last run {first['outcome']}; RSS before the run "
         f"{first['rss_before_mib']:.1f} MiB"
     )
 
-    RESULTS.parent.mkdir(exist_ok=True)
     meta = {
-        "versions": versions(),
-        "machine": f"{platform.machine()} {platform.system()} {platform.release()}, {os.cpu_count()} cpus",
+        "versions": versions(DISTS),
+        "machine": machine(),
         "loadavg_before": load_before,
         "loadavg_after": os.getloadavg(),
         "events": events,
@@ -295,10 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "TEXT_MESSAGE_END, TOOL_CALL_START/ARGS/END/RESULT, STATE_DELTA",
     }
     rows = [runs[mode, trace] for trace in (False, True) for mode in MODES]
-    RESULTS.write_text(
-        json.dumps({"meta": meta, "runs": rows}, indent=2, ensure_ascii=False) + "\n"
-    )
-    print(f"results: {RESULTS.relative_to(ROOT)}")
+    print(f"results: {write_results(RESULTS, {'meta': meta, 'runs': rows})}")
     return 0
 
 

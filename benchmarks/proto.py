@@ -24,22 +24,20 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
+from common import RESULTS_DIR, write_results
 from corpus import load
 
 import agui
 from agui.wire.proto import decode_proto_json, proto_frame
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / ".bench" / "proto.json"
+RESULTS = RESULTS_DIR / "proto.json"
 GROUPS = ("all", "TEXT_MESSAGE_CONTENT", "STATE_DELTA", "MESSAGES_SNAPSHOT")
 
 
@@ -169,14 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         dec_json = statistics.median(times[(group, "decode json (decode)")])
         print(f"    protobuf/JSON time: encode {enc / enc_json:.2f}x, decode {dec / dec_json:.2f}x")
     counts = Counter(types)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(
-        json.dumps(
-            {"sizes": size_rows, "speed": results, "types": counts, "rounds": rounds}, indent=2
-        )
-        + "\n"
+    saved = write_results(
+        RESULTS, {"sizes": size_rows, "speed": results, "types": counts, "rounds": rounds}
     )
-    print(f"\nresults: {RESULTS.relative_to(ROOT)}")
+    print(f"\nresults: {saved}")
     return 0
 
 

@@ -20,18 +20,26 @@ import gc
 import json
 import math
 import os
-import platform
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from ag_ui.core import Event as OfficialEvent, RunAgentInput as OfficialRunAgentInput
 from ag_ui.encoder import EventEncoder
+from common import (
+    RESULTS_DIR,
+    machine,
+    paired_ratio,
+    print_markdown_table,
+    quartiles,
+    ratio_cell,
+    target_cell,
+    versions,
+    write_results,
+)
 from corpus import Corpus, load
 from pydantic import TypeAdapter
 
@@ -40,9 +48,10 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the checkout
     raise SystemExit(f"benchmarks: cannot import agui ({exc}); install the package first") from exc
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / ".bench" / "results.json"
+RESULTS = RESULTS_DIR / "results.json"
 IMPLS = ("official", "agui")
+DISTS = ("agui", "ag-ui-protocol", "pydantic", "pydantic-core", "attrs", "cattrs", "orjson")
+"""The distributions whose versions the results record."""
 
 Json = Any
 Timed = Callable[[], None]
@@ -358,13 +367,6 @@ def run_rounds(cases: list[Case], s: Settings) -> dict[str, dict[str, list[float
 # ── report ───────────────────────────────────────────────────────────────────────────────────
 
 
-def quartiles(xs: list[float]) -> tuple[float, float, float]:
-    if len(xs) < 2:
-        return xs[0], xs[0], xs[0]
-    q1, q2, q3 = statistics.quantiles(xs, n=4, method="inclusive")
-    return q1, q2, q3
-
-
 def fmt_us(seconds: float) -> str:
     us = seconds * 1e6
     return f"{us:,.0f}" if us >= 100 else f"{us:.2f}"
@@ -379,16 +381,13 @@ def summarise(cases: list[Case], times: dict[str, dict[str, list[float]]]) -> li
     rows = []
     for case in cases:
         t = times[case.name]
-        ratios = [o / a for o, a in zip(t["official"], t["agui"], strict=True)]
-        r25, ratio, r75 = quartiles(ratios)
         row: dict[str, Any] = {"case": case.name, "unit": case.unit, "items": case.items}
         for impl in IMPLS:
             p25, med, p75 = quartiles(t[impl])
             row[impl] = {"us_per_item": med * 1e6, "p25_us": p25 * 1e6, "p75_us": p75 * 1e6}
             row[impl]["per_second"] = 1 / med
             row[impl]["rounds_us"] = [x * 1e6 for x in t[impl]]
-        row |= {"ratio": ratio, "ratio_p25": r25, "ratio_p75": r75, "ratios": ratios}
-        row |= {"target": case.target, "met": None if case.target is None else ratio >= case.target}
+        row |= paired_ratio(t["official"], t["agui"], case.target)
         rows.append(row)
     return rows
 
@@ -406,11 +405,6 @@ def print_table(rows: list[dict[str, Any]], rounds: int) -> None:
     body = []
     for row in rows:
         o, a = row["official"], row["agui"]
-        target = (
-            ""
-            if row["target"] is None
-            else f"≥ {row['target']:g}× {'PASS' if row['met'] else 'FAIL'}"
-        )
         body.append(
             (
                 row["case"],
@@ -418,42 +412,17 @@ def print_table(rows: list[dict[str, Any]], rounds: int) -> None:
                 f"{fmt_us(a['us_per_item'] / 1e6)}/{row['unit']}",
                 fmt_rate(o["us_per_item"] / 1e6),
                 fmt_rate(a["us_per_item"] / 1e6),
-                f"{row['ratio']:.2f}× ({row['ratio_p25']:.2f}–{row['ratio_p75']:.2f})",
-                target,
+                ratio_cell(row),
+                target_cell(row),
             )
         )
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     print(
         f"\nmedian of {rounds} interleaved rounds; × = paired official/agui time (>1: agui faster, p25–p75)"
     )
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
-    print("|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|")
-    for r in body:
-        cells = [r[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
-        ]
-        print("| " + " | ".join(cells) + " |")
+    print_markdown_table(header, body)
     targets = [row for row in rows if row["target"] is not None]
     met = sum(bool(row["met"]) for row in targets)
     print(f"\ntargets met: {met}/{len(targets)}")
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for dist in (
-        "agui",
-        "ag-ui-protocol",
-        "pydantic",
-        "pydantic-core",
-        "attrs",
-        "cattrs",
-        "orjson",
-    ):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -484,20 +453,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = summarise(cases, times)
     print_table(rows, s.rounds)
 
-    RESULTS.parent.mkdir(exist_ok=True)
     meta = {
-        "versions": versions(),
-        "machine": f"{platform.machine()} {platform.system()} {platform.release()}, {os.cpu_count()} cpus",
+        "versions": versions(DISTS),
+        "machine": machine(),
         "loadavg_before": load_before,
         "loadavg_after": os.getloadavg(),
         "settings": vars(args)
         | {"repetitions": s.repetitions, "repetition_ms": s.repetition_s * 1e3},
         "rounds": s.rounds,
     }
-    RESULTS.write_text(
-        json.dumps({"meta": meta, "cases": rows}, indent=2, ensure_ascii=False) + "\n"
-    )
-    print(f"results: {RESULTS.relative_to(ROOT)}")
+    print(f"results: {write_results(RESULTS, {'meta': meta, 'cases': rows})}")
     return 0
 
 

@@ -35,7 +35,6 @@ time goes.
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import signal
@@ -53,14 +52,14 @@ from typing import Any
 
 import httpx
 import orjson
+from common import RESULTS_DIR, write_results
 
 try:
     import agui
 except ImportError as exc:  # pragma: no cover - depends on the checkout
     raise SystemExit(f"benchmarks: cannot import agui ({exc}); install the package first") from exc
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / ".bench" / "transport.json"
+RESULTS = RESULTS_DIR / "transport.json"
 SERVERS = ("agui", "official")
 TARGET = 3.0
 PATH = "/agent"
@@ -597,21 +596,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         measure(events, args.rounds, args.keepalive, lambda s: print(s, file=sys.stderr))
     )
     print(report(results, events, args.rounds, args.keepalive, load))
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(
-        json.dumps(
-            {
-                "events": events,
-                "rounds": args.rounds,
-                "keepalive": args.keepalive,
-                "cpus": os.cpu_count(),
-                "load_average": load,
-                "results": {k: asdict(v) for k, v in results.items()},
-                "seconds": round(time.perf_counter() - started, 1),
-            },
-            indent=2,
-        )
-        + "\n"
+    write_results(
+        RESULTS,
+        {
+            "events": events,
+            "rounds": args.rounds,
+            "keepalive": args.keepalive,
+            "cpus": os.cpu_count(),
+            "load_average": load,
+            "results": {k: asdict(v) for k, v in results.items()},
+            "seconds": round(time.perf_counter() - started, 1),
+        },
     )
     return 0
 
