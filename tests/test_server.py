@@ -249,11 +249,15 @@ def test_stream_headers(serve: Serve) -> None:
 
 def test_every_frame_is_data_json_lf_only(serve: Serve) -> None:
     """Response: the raw body is nothing but `data: <JSON>\\n\\n` frames (LF only, no CR)."""
-    url = serve(AgentApp(Recorder(agui.TextMessageContentEvent(message_id="m", delta="a\r\nb"))))
-    raw = post(url).content
+    agent = Recorder(
+        agui.TextMessageStartEvent(message_id="m"),
+        agui.TextMessageContentEvent(message_id="m", delta="a\r\nb"),
+        agui.TextMessageEndEvent(message_id="m"),
+    )
+    raw = post(serve(AgentApp(agent))).content
     assert b"\r" not in raw
     frames = raw.split(b"\n\n")
-    assert frames[-1] == b"" and len(frames) == 4
+    assert frames[-1] == b"" and len(frames) == 6
     assert all(f.startswith(b"data: {") and b"\n" not in f for f in frames[:-1])
 
 
@@ -291,6 +295,7 @@ def test_frames_arrive_as_they_are_produced(serve: Serve) -> None:
         "RUN_STARTED",
         "TEXT_MESSAGE_START",
         "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
     assert events[2]["delta"] == "released"
@@ -307,7 +312,12 @@ def test_run_started_is_inserted_first(serve: Serve) -> None:
         "runId": "r-7",
         "protocolVersion": "1.0",
     }
-    assert types(events) == ["RUN_STARTED", "TEXT_MESSAGE_START", "RUN_FINISHED"]
+    assert types(events) == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
 
 
 def test_agents_run_started_gets_the_protocol_version(serve: Serve) -> None:
@@ -353,12 +363,16 @@ def test_run_finished_is_appended_when_the_agent_returns(serve: Serve) -> None:
 
 def test_agents_own_terminal_event_is_not_doubled(serve: Serve) -> None:
     """Lifecycle: an agent that ends with its own RUN_FINISHED or RUN_ERROR gets nothing added."""
-    finished = agui.RunFinishedEvent(thread_id="t", run_id="r", result={"ok": 1})
+    finished = agui.RunFinishedEvent(thread_id="thread-1", run_id="run-1", result={"ok": 1})
     error = agui.RunErrorEvent(message="no quota", code="QUOTA")
+    start, end = (
+        agui.TextMessageStartEvent(message_id="m"),
+        agui.TextMessageEndEvent(message_id="m"),
+    )
     for terminal, wire in ((finished, "RUN_FINISHED"), (error, "RUN_ERROR")):
-        url = serve(AgentApp(Recorder(agui.TextMessageStartEvent(message_id="m"), terminal)))
+        url = serve(AgentApp(Recorder(start, end, terminal)))
         events = run(url)
-        assert types(events) == ["RUN_STARTED", "TEXT_MESSAGE_START", wire]
+        assert types(events) == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", wire]
         assert events[-1] == json.loads(agui.encode(terminal))
 
 
@@ -507,6 +521,7 @@ def test_client_disconnect_cancels_a_streaming_agent(serve: Serve) -> None:
 
     async def agent(input: agui.RunAgentInput) -> AsyncIterator[Any]:
         nonlocal produced
+        yield agui.TextMessageStartEvent(message_id="m")
         try:
             while True:
                 produced += 1
@@ -601,7 +616,12 @@ def test_no_keep_alive_when_disabled(serve: Serve) -> None:
     url = serve(AgentApp(agent, keepalive=None))
     raw = post(url).content
     assert not [line for line in raw.split(b"\n") if line.startswith(b":")]
-    assert types(events_of(raw)) == ["RUN_STARTED", "TEXT_MESSAGE_START", "RUN_FINISHED"]
+    assert types(events_of(raw)) == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
 
 
 def test_concurrent_runs_each_get_their_own_stream(serve: Serve) -> None:
@@ -681,8 +701,9 @@ def test_mounts_in_starlette(serve: Serve) -> None:
         ]
     )
     url = serve(app)
-    assert types(run(url + "/agent/")) == ["RUN_STARTED", "TEXT_MESSAGE_START", "RUN_FINISHED"]
-    assert types(run(url + "/v1/run")) == ["RUN_STARTED", "TEXT_MESSAGE_START", "RUN_FINISHED"]
+    closed = ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert types(run(url + "/agent/")) == closed
+    assert types(run(url + "/v1/run")) == closed
     assert post(url + "/v1/other").status_code == 404
     with httpx.Client(timeout=10) as client:
         assert client.get(url + "/health").text == "ok"
@@ -708,6 +729,7 @@ def test_mounts_in_fastapi(serve: Serve) -> None:
     assert types(events_of(response.content)) == [
         "RUN_STARTED",
         "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
     rejected_body = post(url + "/agent/", b"[]")
@@ -734,4 +756,9 @@ def test_runs_on_its_own_under_uvicorn_with_lifespan() -> None:
 
     agent = Recorder(agui.TextMessageStartEvent(message_id="m"))
     with live_server(AgentApp(agent, path="/agent"), lifespan="on") as base:
-        assert types(run(base + "/agent")) == ["RUN_STARTED", "TEXT_MESSAGE_START", "RUN_FINISHED"]
+        assert types(run(base + "/agent")) == [
+            "RUN_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED",
+        ]

@@ -1,24 +1,31 @@
 """The ASGI server: one Agent at one path, streamed as Server-Sent Events (or as protobuf frames
 when the request asks for them: Accept naming application/vnd.ag-ui.event+proto).
 
-`AgentApp(agent)` runs on its own under uvicorn or mounts into Starlette / FastAPI
-(`app.mount("/agent", AgentApp(agent))`). It validates the request before any event is sent and
-wraps every run in a correct lifecycle: RUN_STARTED first, exactly one RUN_FINISHED or RUN_ERROR
-last, whatever the agent does.
+`AgentApp(agent)` runs on its own under uvicorn or inside Starlette / FastAPI
+(`api.add_route("/agent", AgentApp(agent), methods=["POST"])`). It validates the request before
+any event is sent and wraps every run in a correct lifecycle (agui.stream.lifecycle): RUN_STARTED
+first, exactly one RUN_FINISHED or RUN_ERROR last, nothing a client must reject, whatever the
+agent does.
 
 Three tasks serve a run: the producer drives the agent and queues frames, the sender writes them
 (taking everything already queued at once and coalescing it into writes, so nothing waits), and a
 watcher reads the ASGI `receive` channel for `http.disconnect` and stops the run when the client
 leaves (uvicorn does not raise on a send after a disconnect). A keep-alive comment goes out after
-`keepalive` seconds of silence.
+`keepalive` seconds of silence. The request's own task supervises them: it ends a run that
+outlives `max_run_seconds` (RUN_ERROR `TIMEOUT`) or the server's shutdown (RUN_ERROR
+`SERVER_SHUTDOWN`, see `AgentApp.shutdown`), and once the response is complete lets the agent
+finish its work for up to `finish_grace` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
+import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from agui_generated import (
@@ -32,12 +39,24 @@ from agui_generated import (
 
 from agui.agent.protocol import Agent, InputValidator
 from agui.errors import AguiError, EncodeError
-from agui.stream.lifecycle import INVALID_EVENT, run_error, run_lifecycle, run_started
+from agui.stream.lifecycle import (
+    DEFAULT_FINISH_GRACE,
+    INVALID_EVENT,
+    check_agent,
+    run_error,
+    run_lifecycle,
+    run_started,
+)
 from agui.wire.codec import decode
-from agui.wire.proto import PROTO_MEDIA_TYPE, accepts_proto, proto_frame
-from agui.wire.sse import KEEPALIVE, sse_frame
+from agui.wire.proto import (
+    DEFAULT_MAX_PROTO_FRAME_BYTES,
+    PROTO_MEDIA_TYPE,
+    accepts_proto,
+    proto_frame,
+)
+from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, KEEPALIVE, sse_frame
 
-__all__ = ["AgentApp"]
+__all__ = ["SERVER_SHUTDOWN", "TIMEOUT", "AgentApp"]
 
 log = logging.getLogger("agui.server")
 
@@ -61,6 +80,16 @@ _PROTO_HEADERS = [
 _VARY = (b"vary", b"accept")
 _WRITE_BYTES = 64 * 1024  # coalesce queued frames into writes of at most about this size
 _MAX_LISTED_PROBLEMS = 50
+# The largest frame a client takes by default: an SSE frame's lines (each with its line end), a
+# protobuf frame's message (after its 4-byte length).
+_MAX_SSE_FRAME = DEFAULT_MAX_FRAME_BYTES + 1
+_MAX_PROTO_FRAME = DEFAULT_MAX_PROTO_FRAME_BYTES + 4
+_STOP_WAIT = 2.0  # seconds a cancelled agent may take to stop before it is left behind
+
+SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
+"""The RUN_ERROR code of a run stopped because the server shuts down."""
+TIMEOUT = "TIMEOUT"
+"""The RUN_ERROR code of a run that went on longer than `max_run_seconds`."""
 
 
 class _BadRequest(AguiError):
@@ -79,7 +108,15 @@ class AgentApp:
     protobuf: answer with the binary transport when the Accept header names
     application/vnd.ag-ui.event+proto with a q above 0 (wildcards do not count); False: always SSE.
     A binary stream has no keep-alive (the format has no frame that means nothing).
+    finish_grace: seconds the agent may go on working after its terminal event, once the response
+    is complete (None: as long as it takes); then it is cancelled. max_run_seconds: a run still
+    going after this many seconds ends in RUN_ERROR `TIMEOUT` (None, the default: no limit).
+
+    An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
+    something not callable with the input) is refused here with TypeError.
     """
+
+    _apps: ClassVar[weakref.WeakSet[AgentApp]] = weakref.WeakSet()
 
     def __init__(
         self,
@@ -91,7 +128,10 @@ class AgentApp:
         strict_input: bool = False,
         queue_size: int = 1024,
         protobuf: bool = True,
+        finish_grace: float | None = DEFAULT_FINISH_GRACE,
+        max_run_seconds: float | None = None,
     ) -> None:
+        check_agent(agent)
         self.agent = agent
         self.path = path
         self.max_body_bytes = max_body_bytes
@@ -99,7 +139,32 @@ class AgentApp:
         self.strict_input = strict_input
         self.queue_size = queue_size
         self.protobuf = protobuf
+        self.finish_grace = finish_grace
+        self.max_run_seconds = max_run_seconds
         self._validator = agent if isinstance(agent, InputValidator) else None
+        self._runs: set[_Run] = set()
+        self._stop_at: float | None = None  # time.monotonic() by which runs must end
+        AgentApp._apps.add(self)
+
+    # ── shutdown ─────────────────────────────────────────────────────────────
+    def shutdown(self, grace: float = 0.0) -> None:
+        """The server is shutting down: new requests get 503, and every run still going after
+        `grace` seconds ends in RUN_ERROR `SERVER_SHUTDOWN` (an agent still finishing after its
+        terminal event is cancelled then). Call it with a grace shorter than the server's
+        graceful-shutdown window. Safe from a signal handler or another thread; a later call can
+        only bring the end closer."""
+        deadline = time.monotonic() + max(0.0, grace)
+        if self._stop_at is None or deadline < self._stop_at:
+            self._stop_at = deadline
+        for run in list(self._runs):
+            run.loop.call_soon_threadsafe(run.stop, deadline)
+
+    @classmethod
+    def shutdown_all(cls, grace: float = 0.0) -> None:
+        """`shutdown(grace)` on every AgentApp of this process (what `agui serve` does when it is
+        told to stop, for the apps inside a FastAPI or Starlette application too)."""
+        for app in list(cls._apps):
+            app.shutdown(grace)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -108,6 +173,8 @@ class AgentApp:
         if scope["type"] != "http":
             return
         try:
+            if self._stop_at is not None:
+                raise _BadRequest(503, "the server is shutting down")
             run_input = await self._request(scope, receive)
         except _BadRequest as bad:
             await _json_response(send, bad.status, _error_body(bad), bad.status == 405)
@@ -153,6 +220,17 @@ class AgentApp:
                 b"".join(chunks), RunAgentInput, strict=self.strict_input, warnings=warnings
             )
         except DecodeError as exc:
+            body = b"".join(chunks)
+            try:
+                body.decode()
+            except UnicodeDecodeError as bad:
+                problem = Problem(
+                    "",
+                    "encoding",
+                    f"the body is not UTF-8: byte 0x{body[bad.start]:02x} at offset {bad.start} "
+                    f"({bad.reason})",
+                )
+                raise _BadRequest(400, "the body is not UTF-8 JSON", (problem,)) from None
             raise _BadRequest(400, "the body is not a valid RunAgentInput", exc.problems) from None
         for warning in warnings:
             log.warning("request body: %s", warning)
@@ -170,66 +248,227 @@ class AgentApp:
         if self.protobuf:
             headers = [*headers, _VARY]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        outbox = _Outbox(self.queue_size)
-        clock = _Clock()
-        producer = asyncio.create_task(self._produce(run_input, outbox, binary))
-        sender = asyncio.create_task(_send_frames(outbox, send, clock))
+        run = _Run(run_input, self.queue_size, binary)
+        producer = asyncio.create_task(self._produce(run))
+        sender = asyncio.create_task(_send_frames(run.outbox, send, run.clock))
         watcher = asyncio.create_task(_wait_for_disconnect(receive))
         tasks = [producer, sender, watcher]
         if self.keepalive is not None and not binary:
-            tasks.append(asyncio.create_task(_keep_alive(outbox, clock, self.keepalive)))
+            tasks.append(asyncio.create_task(_keep_alive(run.outbox, run.clock, self.keepalive)))
+        self._runs.add(run)
+        if self._stop_at is not None:  # the shutdown began while this run was being set up
+            run.stop(self._stop_at)
         try:
-            await asyncio.wait((sender, watcher), return_when=asyncio.FIRST_COMPLETED)
-            if watcher.done() and not sender.done():
-                log.info(
-                    "client disconnected from run %s; the agent is cancelled", run_input.run_id
-                )
+            await self._supervise(run, producer, sender, watcher)
+        except asyncio.CancelledError:
+            # The server cancels the request: uvicorn does when its graceful-shutdown window
+            # (--timeout-graceful-shutdown) ends. The client still gets its RUN_ERROR, if the
+            # connection takes it.
+            await _cancelled(run, producer, sender, send)
+            raise
         finally:
+            self._runs.discard(run)
             for task in tasks:
                 task.cancel()
-            for result in await asyncio.gather(*tasks, return_exceptions=True):
-                if isinstance(result, Exception):
-                    log.error("streaming run %s failed", run_input.run_id, exc_info=result)
+            done, pending = await asyncio.wait(tasks, timeout=_STOP_WAIT)
+            if pending:
+                log.error("run %s: the agent did not stop when it was cancelled", run.id)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    log.error("streaming run %s failed", run.id, exc_info=task.exception())
 
-    async def _produce(
-        self, run_input: RunAgentInput, outbox: _Outbox, binary: bool = False
+    async def _supervise(
+        self, run: _Run, producer: asyncio.Task[None], sender: asyncio.Task[None], watcher: Any
     ) -> None:
+        """Wait for the response to be complete, ending the run early when the client leaves,
+        when max_run_seconds pass, or when the server shuts down; then let the agent finish."""
+        loop = run.loop
+        expires = None if self.max_run_seconds is None else loop.time() + self.max_run_seconds
+        while not sender.done():
+            if watcher.done():
+                log.info("client disconnected from run %s; the agent is cancelled", run.id)
+                return
+            now = loop.time()
+            if run.stop_at is not None and now >= run.stop_at:
+                run.stop_at = math.inf
+                await run.end(producer, SERVER_SHUTDOWN, "The server is shutting down.")
+            if expires is not None and now >= expires:
+                expires = None
+                seconds = self.max_run_seconds
+                await run.end(producer, TIMEOUT, f"The run took longer than {seconds} seconds.")
+            wait = _earliest(now, run.stop_at, expires)
+            if run.wake.done():
+                run.wake = loop.create_future()
+            await asyncio.wait(
+                (sender, watcher, run.wake), timeout=wait, return_when=asyncio.FIRST_COMPLETED
+            )
+        if sender.cancelled() or sender.exception() is not None or not run.ended:
+            return
+        # The response is complete. The agent may still be working after its terminal event (the
+        # run lifecycle gives it finish_grace seconds); a shutdown cuts that short.
+        while not producer.done():
+            now = loop.time()
+            if run.stop_at is not None and now >= run.stop_at:
+                log.warning(
+                    "run %s: the server shuts down; the finishing agent is cancelled", run.id
+                )
+                return
+            if run.wake.done():
+                run.wake = loop.create_future()
+            await asyncio.wait(
+                (producer, run.wake),
+                timeout=_earliest(now, run.stop_at),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+
+    async def _produce(self, run: _Run) -> None:
         """Drive the agent through the run lifecycle; queue its frames; None marks the end."""
-        put = outbox.put
+        binary = run.binary
+        put = run.outbox.put
         frame_of = proto_frame if binary else sse_frame
-        sent = False
-        stream = run_lifecycle(self.agent, run_input)
+        limit = _MAX_PROTO_FRAME if binary else _MAX_SSE_FRAME
+        run_id = run.id
+        stream = run_lifecycle(self.agent, run.input, finish_grace=self.finish_grace)
         try:
             async for event in stream:
                 if binary and type(event) is UnknownEvent:
                     # an event of a type the binary form has no arm for cannot be sent
                     log.warning(
                         "run %s: dropped an event of unknown type %r (no protobuf form)",
-                        run_input.run_id,
+                        run_id,
                         event.type,
                     )
                     continue
                 try:
                     frame = frame_of(event)
                 except EncodeError:
-                    log.exception(
-                        "run %s: the agent sent an event that cannot be encoded", run_input.run_id
-                    )
-                    if not sent:  # the RUN_STARTED itself could not be written
-                        await put(frame_of(run_started(run_input)))
-                    await put(
-                        frame_of(run_error("The agent produced an invalid event.", INVALID_EVENT))
-                    )
-                    await put(None)
+                    log.exception("run %s: the agent sent an event that cannot be encoded", run_id)
+                    run.close_with("The agent produced an invalid event.", INVALID_EVENT)
                     return
-                sent = True
+                if len(frame) > limit:
+                    log.error(
+                        "run %s: the agent sent %s as a frame of %d bytes; clients refuse frames "
+                        "over %d bytes",
+                        run_id,
+                        getattr(event.type, "value", event.type),
+                        len(frame),
+                        limit,
+                    )
+                    run.close_with(
+                        f"The agent produced an event too large to send ({len(frame)} bytes; "
+                        f"clients take frames of at most {limit} bytes).",
+                        INVALID_EVENT,
+                    )
+                    return
                 await put(frame)
+                run.started = True
                 if type(event) in _TERMINAL:
                     # End the response now: the client is done even if the agent is not. The
                     # lifecycle drops (and logs) whatever the agent still yields.
+                    run.ended = True
                     await put(None)
         finally:
             await stream.aclose()
+
+
+def _earliest(now: float, *times: float | None) -> float | None:
+    """Seconds from `now` to the earliest of `times` (None: no time given)."""
+    given = [t for t in times if t is not None]
+    return max(0.0, min(given) - now) if given else None
+
+
+class _Run:
+    """One run being served: its queue of frames, and how far the response got."""
+
+    __slots__ = (
+        "binary",
+        "clock",
+        "ended",
+        "id",
+        "input",
+        "loop",
+        "outbox",
+        "started",
+        "stop_at",
+        "wake",
+    )
+
+    def __init__(self, run_input: RunAgentInput, queue_size: int, binary: bool) -> None:
+        self.input = run_input
+        self.id = run_input.run_id
+        self.binary = binary
+        self.loop = asyncio.get_running_loop()
+        self.outbox = _Outbox(queue_size)
+        self.clock = _Clock()
+        self.started = False  # a frame is queued (so RUN_STARTED is)
+        self.ended = False  # the terminal frame and the end of the response are queued
+        self.stop_at: float | None = None  # when the server's shutdown ends the run (loop time)
+        self.wake: asyncio.Future[None] = self.loop.create_future()
+
+    def frame(self, event: Any) -> bytes:
+        return proto_frame(event) if self.binary else sse_frame(event)
+
+    def stop(self, deadline: float) -> None:
+        """The server shuts down: the run must end by `deadline` (time.monotonic, the loop's
+        clock). Called on the run's loop."""
+        if self.stop_at is None or deadline < self.stop_at:
+            self.stop_at = deadline
+        if not self.wake.done():
+            self.wake.set_result(None)
+
+    def close_with(self, message: str, code: str) -> None:
+        """Queue the run's end: RUN_STARTED when nothing was sent yet, then RUN_ERROR."""
+        if self.ended:
+            return
+        if not self.started:
+            self.outbox.put_nowait(self.frame(run_started(self.input)))
+            self.started = True
+        self.outbox.put_nowait(self.frame(run_error(message, code)))
+        self.outbox.put_nowait(None)
+        self.ended = True
+
+    async def end(self, producer: asyncio.Task[None], code: str, message: str) -> None:
+        """Stop the agent and end the response in RUN_ERROR `code` (unless it already ended)."""
+        producer.cancel()
+        await asyncio.wait((producer,), timeout=_STOP_WAIT)
+        if not producer.done():
+            log.error("run %s: the agent did not stop when it was cancelled", self.id)
+        if not self.ended:
+            log.warning("run %s: ended with RUN_ERROR %s: %s", self.id, code, message)
+        self.close_with(message, code)
+
+
+async def _cancelled(
+    run: _Run, producer: asyncio.Task[None], sender: asyncio.Task[None], send: Send
+) -> None:
+    """The request's task was cancelled (by the server): write what is queued and RUN_ERROR
+    SERVER_SHUTDOWN directly, if the connection still takes it.
+
+    The writes come first, before anything else is awaited: the server may be about to stop its
+    event loop, and a send that finds the transport writable completes without waiting."""
+    producer.cancel()
+    sender.cancel()
+    if sender.done():
+        if not sender.cancelled() and sender.exception() is None:
+            return  # the response was complete
+    frames: list[bytes] = []
+    for frame in run.outbox.take_now():
+        if frame is None:
+            break
+        frames.append(frame)
+    if not run.ended:
+        log.warning("run %s: the server cancelled the run; it ends in RUN_ERROR", run.id)
+        if not run.started:
+            frames.append(run.frame(run_started(run.input)))
+        frames.append(run.frame(run_error("The server is shutting down.", SERVER_SHUTDOWN)))
+        run.ended = True
+    try:
+        async with asyncio.timeout(_STOP_WAIT):
+            if frames:
+                await _send_body(send, frames)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except Exception:  # the connection is gone: nothing more to tell the client
+        log.info("run %s: the end of the response could not be sent", run.id)
 
 
 class _Outbox:
@@ -263,6 +502,12 @@ class _Outbox:
             await self._drained.wait()
         self._frames.append(frame)
         self._filled.set()
+
+    def take_now(self) -> list[bytes | None]:
+        """Everything queued, in order, without waiting."""
+        frames, self._frames = self._frames, []
+        self._drained.set()
+        return frames
 
     async def take(self) -> list[bytes | None]:
         """Everything queued, in order; waits until there is something."""

@@ -1,14 +1,26 @@
-"""The run lifecycle: one wrapper that makes any agent's stream a correct run.
+"""The run lifecycle: one wrapper that makes any agent's stream a run no client rejects.
 
 `run_lifecycle(agent, input)` iterates the agent and yields its events with:
 
 * RUN_STARTED first: inserted (threadId, runId and protocolVersion from the input) when the agent
-  does not send one, and given protocolVersion when the agent's own lacks it;
-* exactly one terminal event last: RUN_FINISHED added when the agent just returns; an agent that
+  does not send one, and given protocolVersion when the agent's own lacks it. A second
+  RUN_STARTED is dropped (and logged).
+* Exactly one terminal event last: RUN_FINISHED added when the agent just returns; an agent that
   raises ends in RUN_ERROR `AGENT_ERROR` (logged with its traceback; the exception text never
-  reaches the client), and an item that is not an event model ends in RUN_ERROR `INVALID_EVENT`;
-* after the terminal event nothing more: what the agent still yields is dropped and logged, while
-  the agent is left to finish its work (the wrapper keeps pulling until the agent returns).
+  reaches the client). A RUN_FINISHED naming another threadId or runId than the run's RUN_STARTED
+  is given the run's ids (logged).
+* Before a RUN_FINISHED (the agent's own or the one added), whatever is still open is closed, as
+  the clients require: TEXT_MESSAGE_END, TOOL_CALL_END, REASONING_MESSAGE_END, REASONING_END,
+  STEP_FINISHED, and SUBAGENT_ERROR for a subagent that never finished, each attributed to
+  whoever opened it. A RUN_ERROR needs nothing closed (neither client requires it), and nothing
+  is: an END would present a cut message as complete.
+* Every event is checked as a client checks it (`agui.stream.verify.Verifier`, after chunk
+  expansion, as the TypeScript client does): an event a client would reject, or an item that is
+  not an event model, is not sent; the run ends in RUN_ERROR `INVALID_EVENT` saying which rule
+  it broke, and the agent is closed.
+* After the terminal event nothing more: what the agent still yields is dropped and logged, while
+  the agent is left to finish its work (saving, say) for up to `finish_grace` seconds; then it is
+  cancelled. A consumer that stops iterating at the terminal event cuts that work short.
 
 AgentApp serves every agent through it, and `Conversation.run` runs a local agent through it, so
 a local agent and the same agent behind a server give the same events.
@@ -16,6 +28,9 @@ a local agent and the same agent behind a server give the same events.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, get_args
@@ -24,16 +39,39 @@ import attrs
 from agui_generated import (
     PROTOCOL_VERSION,
     Event,
+    ReasoningEndEvent,
+    ReasoningMessageChunkEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    StepFinishedEvent,
+    SubagentErrorEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
     UnknownEvent,
 )
 
 from agui.agent.protocol import Agent
+from agui.errors import ProtocolError
+from agui.stream.chunks import ChunkExpander
+from agui.stream.verify import Verifier
 
-__all__ = ["AGENT_ERROR", "INVALID_EVENT", "run_error", "run_lifecycle", "run_started"]
+__all__ = [
+    "AGENT_ERROR",
+    "DEFAULT_FINISH_GRACE",
+    "INVALID_EVENT",
+    "check_agent",
+    "run_error",
+    "run_lifecycle",
+    "run_started",
+]
 
 log = logging.getLogger("agui.agent")
 
@@ -41,9 +79,18 @@ AGENT_ERROR = "AGENT_ERROR"
 """The RUN_ERROR code of a run whose agent raised."""
 INVALID_EVENT = "INVALID_EVENT"
 """The RUN_ERROR code of a run whose agent produced something that cannot be sent."""
+DEFAULT_FINISH_GRACE = 10.0
+"""Seconds an agent may go on working after its terminal event before it is cancelled."""
 
 _EVENT_TYPES: frozenset[type] = frozenset((*get_args(Event), UnknownEvent))
-_TERMINAL: frozenset[type] = frozenset((RunFinishedEvent, RunErrorEvent))
+_CHUNKS: frozenset[type] = frozenset(
+    (TextMessageChunkEvent, ToolCallChunkEvent, ReasoningMessageChunkEvent)
+)
+_AGENT = (
+    "an agent is called with a RunAgentInput and returns an async iterator of events: an async "
+    "generator function (`async def agent(input): ... yield event`), or an object whose "
+    "__call__ is one"
+)
 
 
 def run_started(run_input: RunAgentInput) -> RunStartedEvent:
@@ -58,27 +105,171 @@ def run_error(message: str, code: str) -> RunErrorEvent:
     return RunErrorEvent(message=message, code=code)
 
 
+def check_agent(agent: object) -> None:
+    """Raise TypeError when `agent` cannot be an agent, so that the mistake shows where the agent
+    is handed over (AgentApp, `agui serve`) rather than in every run.
+
+    Refused: something not callable, a callable that cannot take the input as its one argument,
+    a (sync) generator function, and an `async def` without `yield` (a coroutine function: its
+    call returns a coroutine, not an async iterator). What the call returns is only known when
+    it runs; the run lifecycle ends a run whose agent returns something else in RUN_ERROR."""
+    if not callable(agent):
+        raise TypeError(f"{agent!r} is not callable; {_AGENT}")
+    call: Any = agent
+    plain = inspect.isfunction(agent) or inspect.ismethod(agent)
+    if not (plain or isinstance(agent, functools.partial | type)):
+        call = call.__call__  # an instance: its (bound) __call__ says what a call returns
+    name = getattr(agent, "__qualname__", None) or type(agent).__qualname__
+    if inspect.isasyncgenfunction(call):
+        pass
+    elif inspect.isgeneratorfunction(call):
+        raise TypeError(f"{name} is a generator function, not an async one; {_AGENT}")
+    elif inspect.iscoroutinefunction(call):
+        raise TypeError(
+            f"{name} is an async function without yield: its call returns a coroutine, not an "
+            f"async iterator; {_AGENT}"
+        )
+    try:
+        signature = inspect.signature(agent)
+    except (TypeError, ValueError):  # no signature to read (a builtin): nothing more to say
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise TypeError(
+            f"{name}{signature} cannot be called with the run's input alone; {_AGENT}"
+        ) from None
+
+
+class _Check(Verifier):
+    """What a client makes of the run so far: chunk expansion (once a chunk appears) and the
+    Verifier, fed every event the lifecycle sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expander: ChunkExpander | None = None
+
+    def admit(self, event: Any) -> None:
+        """Take one event a client will receive; raises ProtocolError when it would reject it."""
+        if self.expander is None:
+            if type(event) not in _CHUNKS:
+                self.feed(event)
+                return
+            self.expander = ChunkExpander()  # with no stream pending it is a pass-through
+        for expanded in self.expander.feed(event):
+            self.feed(expanded)
+
+    def quick(self, event: Any) -> bool:
+        """Whether a content event continues an open stream of the parent agent, which the
+        Verifier would admit unchanged: the fast path for the bulk of a run."""
+        kind = type(event)
+        if self.expander is not None or event.subagent_run_id is not None:
+            return False
+        if kind is TextMessageContentEvent:
+            return event.message_id in self._messages
+        if kind is ToolCallArgsEvent:
+            return event.tool_call_id in self._tool_calls
+        return event.message_id in self._reasoning
+
+    def finishing(self, finished: RunFinishedEvent) -> list[Any]:
+        """The events that close what is open, to send before `finished`, already checked; then
+        `finished` itself is checked (raises ProtocolError if a client would still reject it)."""
+        if self.expander is not None:
+            # The client ends pending chunk streams itself at RUN_FINISHED (no END to send).
+            for expanded in self.expander.feed(finished)[:-1]:
+                self.feed(expanded)
+            self.expander = None
+        closing: list[Any] = []
+        owner = self._owners
+        for mid in reversed(self._reasoning):
+            owned = owner["reasoning"].get(mid)
+            closing.append(ReasoningMessageEndEvent(message_id=mid, subagent_run_id=owned))
+        for mid in reversed(self._spans):
+            owned = owner["reasoning"].get(mid)
+            closing.append(ReasoningEndEvent(message_id=mid, subagent_run_id=owned))
+        for mid in reversed(self._messages):
+            owned = owner["message"].get(mid)
+            closing.append(TextMessageEndEvent(message_id=mid, subagent_run_id=owned))
+        for tid in reversed(self._tool_calls):
+            owned = owner["toolCall"].get(tid)
+            closing.append(ToolCallEndEvent(tool_call_id=tid, subagent_run_id=owned))
+        for tag, names in self._steps.items():
+            for name in reversed(names):
+                closing.append(StepFinishedEvent(step_name=name, subagent_run_id=tag))
+        for sid in reversed(self._subagents):
+            closing.append(
+                SubagentErrorEvent(
+                    subagent_run_id=sid, message="The run ended before this subagent finished."
+                )
+            )
+        for event in closing:
+            self.feed(event)
+        self.feed(finished)
+        return closing
+
+
+_QUICK: frozenset[type] = frozenset(
+    (TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent)
+)
+
+
 def _describe(item: Any) -> str:
     return str(getattr(item, "type", type(item).__name__))
 
 
+def _closed(events: list[Any]) -> str:
+    """The closing events as a list for the log: `TEXT_MESSAGE_END m1, STEP_FINISHED plan`."""
+    named = []
+    for event in events:
+        ident = next(
+            getattr(event, field)
+            for field in ("message_id", "tool_call_id", "step_name", "subagent_run_id")
+            if getattr(event, field, None) is not None
+        )
+        named.append(f"{_describe(event)} {ident}")
+    return ", ".join(named)
+
+
 async def run_lifecycle(
-    agent: Agent, run_input: RunAgentInput
+    agent: Agent,
+    run_input: RunAgentInput,
+    *,
+    finish_grace: float | None = DEFAULT_FINISH_GRACE,
 ) -> AsyncGenerator[Event | UnknownEvent, None]:
-    """The agent's events for `run_input`, inside a correct run lifecycle (see the module)."""
+    """The agent's events for `run_input`, inside a correct run lifecycle (see the module).
+
+    finish_grace: seconds the agent may go on after its own terminal event (its later events
+    are dropped), before it is cancelled; None waits for it however long it takes."""
     run_id = run_input.run_id
-    started = terminal = False
+    started: RunStartedEvent | None = None
+    terminal = False  # a terminal event was yielded
+    returned = False  # the agent's stream ended by itself
+    check = _Check()
+    quick = False  # content events may take the fast path (check.quick)
     stream: AsyncIterator[Any] | None = None
     try:
         # Inside the try: an agent whose call itself raises ends in RUN_ERROR too.
         stream = agent(run_input)
+        if not isinstance(stream, AsyncIterator):
+            log.error(
+                "run %s: the agent returned %s, not an async iterator; %s",
+                run_id,
+                type(stream).__name__,
+                _AGENT,
+            )
+            if inspect.iscoroutine(stream):
+                stream.close()
+            stream = None
+            started = run_started(run_input)
+            yield started
+            terminal = True
+            yield run_error("The agent failed while running.", AGENT_ERROR)
+            return
         async for event in stream:
-            if terminal:
-                log.warning(
-                    "run %s: dropped %s sent after the terminal event", run_id, _describe(event)
-                )
-                continue
             kind = type(event)
+            if quick and kind in _QUICK and check.quick(event):
+                yield event  # the bulk of a run: a delta of an open message or call
+                continue
             if kind not in _EVENT_TYPES:
                 log.error(
                     "run %s: the agent yielded %s, which is not an AG-UI event; yield the event "
@@ -86,27 +277,80 @@ async def run_lifecycle(
                     run_id,
                     kind.__name__,
                 )
-                if not started:
-                    started = True
-                    yield run_started(run_input)
+                if started is None:
+                    started = run_started(run_input)
+                    yield started
                 terminal = True
                 yield run_error("The agent produced an invalid event.", INVALID_EVENT)
                 return
-            if not started:
-                started = True
+            if started is None:
                 if kind is RunStartedEvent:
                     if event.protocol_version is None:
                         event = attrs.evolve(event, protocol_version=PROTOCOL_VERSION)
+                    started = event
                 else:
-                    yield run_started(run_input)
-            if kind in _TERMINAL:
+                    started = run_started(run_input)
+                # The client's version check is not the server's business: compare with itself.
+                check.protocol_version = started.protocol_version or PROTOCOL_VERSION
+                check.feed(started)
+                quick = True
+                yield started
+                if kind is RunStartedEvent:
+                    continue
+            elif kind is RunStartedEvent:
+                log.warning(
+                    "run %s: dropped a second RUN_STARTED (the run is already started)", run_id
+                )
+                continue
+            try:
+                if kind is RunFinishedEvent:
+                    if (event.thread_id, event.run_id) != (started.thread_id, started.run_id):
+                        log.warning(
+                            "run %s: the agent's RUN_FINISHED named thread %r, run %r; it is sent "
+                            "with the run's (thread %r, run %r)",
+                            run_id,
+                            event.thread_id,
+                            event.run_id,
+                            started.thread_id,
+                            started.run_id,
+                        )
+                        event = attrs.evolve(
+                            event, thread_id=started.thread_id, run_id=started.run_id
+                        )
+                    closing = check.finishing(event)
+                    if closing:
+                        log.info("run %s: closed before RUN_FINISHED: %s", run_id, _closed(closing))
+                    for closer in closing:
+                        yield closer
+                    terminal = True
+                    yield event
+                    break
+                if kind is RunErrorEvent:
+                    terminal = True
+                    yield event
+                    break
+                check.admit(event)
+                quick = check.expander is None
+            except ProtocolError as exc:
+                log.error(
+                    "run %s: the agent sent an event a client must reject (%s): %s",
+                    run_id,
+                    _describe(event),
+                    exc,
+                )
                 terminal = True
+                yield run_error(f"The agent sent an invalid event: {exc}", INVALID_EVENT)
+                return
             yield event
+        else:
+            returned = True
+        if terminal and not returned:
+            await _finish(stream, run_id, finish_grace)
     except Exception:
         log.exception("run %s: the agent failed", run_id)
-        if not started:
-            started = True
-            yield run_started(run_input)
+        if started is None:
+            started = run_started(run_input)
+            yield started
         if not terminal:
             terminal = True
             yield run_error("The agent failed while running.", AGENT_ERROR)
@@ -116,7 +360,52 @@ async def run_lifecycle(
                 await stream.aclose()
             except Exception:  # the run still needs its end
                 log.exception("run %s: closing the agent failed", run_id)
-    if not started:
-        yield run_started(run_input)
+    if started is None:
+        started = run_started(run_input)
+        check.feed(started)
+        yield started
     if not terminal:
-        yield RunFinishedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id)
+        finished = RunFinishedEvent(thread_id=started.thread_id, run_id=started.run_id)
+        try:
+            closing = check.finishing(finished)
+        except ProtocolError as exc:  # pragma: no cover - what is open is what gets closed
+            log.error("run %s: the run cannot be finished: %s", run_id, exc)
+            yield run_error(f"The agent sent an invalid event: {exc}", INVALID_EVENT)
+            return
+        if closing:
+            log.info("run %s: closed before RUN_FINISHED: %s", run_id, _closed(closing))
+        for closer in closing:
+            yield closer
+        yield finished
+
+
+async def _finish(stream: AsyncIterator[Any], run_id: str, grace: float | None) -> None:
+    """Let the agent finish after its terminal event: drop (and log) what it still yields, for at
+    most `grace` seconds; then cancel it."""
+    loop = asyncio.get_running_loop()
+    deadline = None if grace is None else loop.time() + grace
+    while True:
+        limit = asyncio.timeout_at(deadline)
+        try:
+            async with limit:
+                event = await anext(stream)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            if not limit.expired():
+                raise  # the agent's own
+            log.warning(
+                "run %s: the agent was still working %s s after its terminal event; it is "
+                "cancelled",
+                run_id,
+                grace,
+            )
+            return
+        log.warning("run %s: dropped %s sent after the terminal event", run_id, _describe(event))
+        if deadline is not None and loop.time() >= deadline:
+            log.warning(
+                "run %s: the agent was still yielding %s s after its terminal event; it is closed",
+                run_id,
+                grace,
+            )
+            return
