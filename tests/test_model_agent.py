@@ -642,7 +642,8 @@ def test_a_client_leaving_cancels_a_running_tool(serve: Serve) -> None:
 
 def test_max_steps_limits_the_rounds(serve: Serve) -> None:
     """max_steps: a model that calls a tool every time gets exactly max_steps rounds; the run
-    finishes successfully with the last round's results delivered."""
+    ends in RUN_ERROR MAX_STEPS (not success: the model never saw the last results and gave no
+    answer), with the last round's results delivered and the usage of both rounds."""
 
     def tick() -> str:
         return "tock"
@@ -651,13 +652,31 @@ def test_max_steps_limits_the_rounds(serve: Serve) -> None:
     fake, url = served(serve, *responses, tools=[tick], max_steps=2)
     conversation = Conversation("t-steps", keep_events=True)
     result = converse(url, conversation, "loop")
-    assert result.outcome == "success" and result.pending_tool_call_ids == ()
+    assert result.outcome == "error" and result.error_code == "MAX_STEPS"
+    assert result.error_message == (
+        "The agent stopped after 2 model rounds without an answer (max_steps)."
+    )
+    assert conversation.outcome() == ("error", result.error_message)
     assert len(fake.requests) == 2
     assert results(conversation) == {"c0": "tock", "c1": "tock"}
     assert len(fake.responses) == 3
-    # the agent's own RUN_FINISHED, with the usage of both rounds
-    (usage,) = result.usage or ()
+    (error,) = run_events(conversation, agui.RunErrorEvent)
+    (usage,) = error.usage or ()
     assert (usage.input_tokens, usage.output_tokens) == (20, 10)
+    assert run_events(conversation, agui.RunFinishedEvent) == []
+
+
+def test_max_steps_with_an_answer_in_the_last_round_is_a_success(serve: Serve) -> None:
+    """max_steps: a model that answers in the last allowed round finishes successfully."""
+
+    def tick() -> str:
+        return "tock"
+
+    _fake, url = served(
+        serve, reply(calls=[("c0", "tick", {})]), reply("done"), tools=[tick], max_steps=2
+    )
+    result = converse(url, Conversation("t-steps-ok"), "loop")
+    assert result.outcome == "success" and result.error_code is None
 
 
 def test_steps_wrap_each_round(serve: Serve) -> None:

@@ -17,8 +17,10 @@ A run goes like this:
    in the next round.
 3. The run ends when a round calls no server tool, when a call waits for the application (a
    frontend tool: listed in `pendingToolCallIds`), when a call waits for the user's approval (an
-   interrupt outcome, reason "tool_call"), or after `max_steps` rounds. RUN_FINISHED carries the
-   token usage summed per provider and model over every round.
+   interrupt outcome, reason "tool_call"). RUN_FINISHED carries the token usage summed per
+   provider and model over every round. A run whose model is still calling server tools after
+   `max_steps` rounds ends in RUN_ERROR `MAX_STEPS` instead: the model never saw the last
+   results and gave no answer.
 
 A provider failure (`ModelError`) ends the run with RUN_ERROR carrying the error's code. A run
 whose tools clash with a server tool's name or are malformed, or whose resume entries answer
@@ -95,9 +97,12 @@ from agui.model.tools import (
     tool,
 )
 
-__all__ = ["APPROVAL_SCHEMA", "ModelAgent", "approval_interrupt_id"]
+__all__ = ["APPROVAL_SCHEMA", "MAX_STEPS", "ModelAgent", "approval_interrupt_id"]
 
 log = logging.getLogger("agui.model")
+
+MAX_STEPS = "MAX_STEPS"
+"""The RUN_ERROR code of a run stopped after max_steps model rounds without an answer."""
 
 APPROVAL_PREFIX = "approve-"
 APPROVAL_SCHEMA: dict[str, Any] = {
@@ -131,7 +136,8 @@ class ModelAgent:
     """An Agent serving `model` with server tools (see the module docstring).
 
     system: the system prompt. tools: server tools (`agui.model.tool(fn)`, or plain functions,
-    wrapped with the defaults). max_steps: the most model rounds in one run. keep_instructions:
+    wrapped with the defaults). max_steps: the most model rounds in one run (a model still
+    calling server tools then ends the run in RUN_ERROR `MAX_STEPS`). keep_instructions:
     pass the client's system and developer messages to the model (dropped by default).
     steps: wrap each round in STEP_STARTED / STEP_FINISHED ("round 1", "round 2", ...).
     """
@@ -419,9 +425,17 @@ class _Run:
                     outcome=RunFinishedInterruptOutcome(interrupts=tuple(interrupts))
                 )
                 return
-            if pending or not produced.calls or step == agent.max_steps:
-                if produced.calls and not pending and step == agent.max_steps:
-                    log.info("run %s: stopped after max_steps=%d", self.input.run_id, step)
+            if produced.calls and not pending and step == agent.max_steps:
+                # The model saw none of this round's results and has not answered.
+                log.warning("run %s: stopped after max_steps=%d", self.input.run_id, step)
+                yield RunErrorEvent(
+                    message=f"The agent stopped after {step} model rounds without an answer "
+                    "(max_steps).",
+                    code=MAX_STEPS,
+                    usage=tuple(self.usage.values()) or None,
+                )
+                return
+            if pending or not produced.calls:
                 yield self._finished(
                     outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=tuple(pending) or None)
                 )
