@@ -10,11 +10,16 @@ imported from the layer that holds it (`agui.wire`, `agui.agent`, `agui.stream`,
 
 Nothing is imported until it is first used (PEP 562), so `import agui` loads neither the models
 nor httpx, uvicorn, jsonpatch or protobuf.
+
+What agui warns about is data (the `warnings` lists) and is logged on the "agui" loggers
+("agui.stream", "agui.client"); the "agui" logger has a NullHandler, so nothing is printed unless
+the application configures logging.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 import agui_generated as _generated
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
         PendingInterruptsError as PendingInterruptsError,
         ProtocolError as ProtocolError,
         StreamError as StreamError,
+        TransportError as TransportError,
     )
     from agui.http.client import HttpAgent as HttpAgent
     from agui.http.server import AgentApp as AgentApp
@@ -66,6 +72,7 @@ _HOMES: dict[str, str] = {
     "SSEDecoder": "agui.wire.sse",
     "StreamError": "agui.errors",
     "StreamWarning": "agui.stream.warning",
+    "TransportError": "agui.errors",
     "decode": "agui.wire.codec",
     "decode_json": "agui.wire.codec",
     "decode_proto": "agui.wire.proto",
@@ -78,6 +85,10 @@ _HOMES: dict[str, str] = {
 }
 
 __all__ = sorted([*_HOMES, *_generated.__all__])
+
+# A library never prints on its own: without this, Python's "last resort" handler would print the
+# warnings on stderr when the application configured no logging.
+logging.getLogger("agui").addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str) -> Any:

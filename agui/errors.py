@@ -8,7 +8,9 @@
     │   ├── SSEError               an SSE frame over the size limit
     │   ├── ProtoStreamError       a binary frame over the limit, or a stream cut mid-frame
     │   └── ProtocolError          the events break a rule the client enforces; .event
-    ├── HttpError                  the server answered with a non-2xx status; .status
+    ├── HttpError                  the server answered with a non-2xx status; .status, .problems
+    ├── TransportError             the request or the response failed (a timeout, a refused
+    │                              connection); .url, the httpx exception as __cause__
     ├── InterruptError             an interrupt cannot be answered that way
     │   ├── PendingInterruptsError the next run would leave interrupts unanswered
     │   └── ExpiredInterruptError  an expired interrupt answered with anything but a cancel
@@ -18,6 +20,12 @@
 A bad frame raises StreamError whichever way the stream is consumed (HttpAgent.run, Pipeline,
 Conversation.run); DecodeError is for documents decoded on their own. DecodeError, EncodeError,
 SSEError, ProtoStreamError and InterruptError are also ValueErrors, as they were before the root.
+
+One numbering everywhere: frames and events are counted from 1, in the order they were received
+(the first frame of a stream is frame 1 and carries event 1). StreamError.frame,
+ProtocolError.event and StreamWarning.event are such numbers, and so are the "frame N" and
+"event N" of the messages. A stage used on its own (a Verifier fed directly) counts the events it
+was fed, from 1.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ __all__ = [
     "ProtocolError",
     "SSEError",
     "StreamError",
+    "TransportError",
 ]
 
 
@@ -44,9 +53,10 @@ class EncodeError(AguiError, ValueError):
 
 
 class StreamError(AguiError):
-    """An event stream cannot be consumed: a frame is not a valid event, is too large, or the
-    stream breaks off. `frame` is the 1-based number of the frame at fault, when known;
-    `problems` what decoding found wrong with it."""
+    """An event stream cannot be consumed: a frame is not a valid event, is too large, the stream
+    breaks off, or the answer is no event stream at all (its content type). `frame` is the number
+    of the frame at fault (counted from 1, as received), when known; `problems` what decoding
+    found wrong with it."""
 
     def __init__(
         self, message: str, *, frame: int | None = None, problems: tuple[Problem, ...] = ()
@@ -65,21 +75,37 @@ class ProtoStreamError(StreamError, ValueError):
 
 
 class ProtocolError(StreamError):
-    """The stream broke a rule the client enforces; the run is rejected. `event` is the 0-based
-    index of the offending event in the stream as received, when known."""
+    """The stream broke a rule the client enforces; the run is rejected. `event` is the number of
+    the offending event in the stream (counted from 1, as received), when known; `frame` is the
+    same number (the frame that carried it)."""
 
     def __init__(self, message: str, *, event: int | None = None) -> None:
         self.event = event
-        super().__init__(message)
+        super().__init__(message, frame=event)
 
 
 class HttpError(AguiError):
-    """The server answered with a non-2xx status. `message` is the server's text (or JSON)."""
+    """The server answered with a non-2xx status. `message` is the server's text, or the "error"
+    of a JSON answer such as AgentApp's 400 (`{"error": ..., "problems": [...]}`); `problems`
+    holds that answer's problems (empty otherwise)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, problems: tuple[Problem, ...] = ()) -> None:
         self.status = status
         self.message = message
-        super().__init__(f"HTTP {status}: {message}")
+        self.problems = problems
+        listed = "".join(f"; {problem}" for problem in problems[:5])
+        more = f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+        super().__init__(f"HTTP {status}: {message}{listed}{more}")
+
+
+class TransportError(AguiError):
+    """The request could not be made or its answer could not be read: a timeout, a refused or
+    broken connection, too many redirects, a URL that cannot be requested. `url` is the URL
+    asked for; the underlying httpx exception is the `__cause__`."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        self.url = url
+        super().__init__(message)
 
 
 class InterruptError(AguiError, ValueError):

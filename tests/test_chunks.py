@@ -41,7 +41,7 @@ def rejects(*events: Any) -> str:
         expander.feed(event)
     with pytest.raises(ProtocolError) as info:
         expander.feed(events[-1])
-    assert info.value.event == len(events) - 1
+    assert info.value.event == len(events)  # counted from 1
     return str(info.value)
 
 
@@ -409,13 +409,14 @@ def test_the_end_of_the_stream_discards_pending_lanes_without_an_end() -> None:
     ]
 
 
-def test_the_error_names_the_index_of_the_offending_event() -> None:
+def test_the_error_names_the_number_of_the_offending_event() -> None:
+    """Events are counted from 1, as fed (agui.errors has the numbering)."""
     expander = ChunkExpander()
     expander.feed(agui.RunStartedEvent(thread_id="t", run_id="r"))
     expander.feed(TEXT(message_id="m"))
     with pytest.raises(ProtocolError) as info:
         expander.feed(TEXT(role=agui.TextMessageRole.USER))
-    assert info.value.event == 2
+    assert info.value.event == 3
 
 
 # ── events a newer spec adds ─────────────────────────────────────────────────────────────────

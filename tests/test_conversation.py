@@ -318,13 +318,14 @@ def test_consume_runs_the_whole_pipeline() -> None:
 
 
 def test_stripped_members_and_unknown_events_are_warnings() -> None:
-    """Unknown members are stripped and unknown events dropped, each reported with its index."""
+    """Unknown members are stripped and unknown events dropped, each reported with the number of
+    its event as received (from 1)."""
     conversation = Conversation("t", keep_events=True)
     conversation.consume([RUN, {"type": "FUTURE_EVENT"}, {**DONE, "futureProp": 1}])
     warnings = conversation.summary()["warnings"]
     assert [(w["kind"], w["pointer"], w["event"]) for w in warnings] == [
-        ("dropped_event", "/type", 1),
-        ("stripped", "/futureProp", 2),
+        ("dropped_event", "/type", 2),
+        ("stripped", "/futureProp", 3),
     ]
     assert conversation.summary()["eventTypes"] == ["RUN_STARTED", "RUN_FINISHED"]
 
@@ -586,7 +587,7 @@ def raw_sse_app(frames: list[Any]) -> Any:
 
 
 def test_run_over_http_reports_what_the_client_stripped(serve: Callable[[Any], str]) -> None:
-    """Warnings from HttpAgent's tolerant decoding are collected, numbered by frame."""
+    """Warnings from HttpAgent's tolerant decoding are collected, numbered by frame (from 1)."""
     url = serve(raw_sse_app(FRAMES))
 
     async def main() -> Conversation:
@@ -597,8 +598,8 @@ def test_run_over_http_reports_what_the_client_stripped(serve: Callable[[Any], s
     summary = asyncio.run(main()).summary()
     assert summary["outcome"] == "completed"
     assert [(w["kind"], w["pointer"], w["event"]) for w in summary["warnings"]] == [
-        ("stripped", "/futureProp", 0),
-        ("dropped_event", "/type", 1),
+        ("stripped", "/futureProp", 1),
+        ("dropped_event", "/type", 2),
     ]
     assert summary["messages"][-1] == {"id": "m", "role": "assistant", "content": "hi"}
 

@@ -81,7 +81,7 @@ def rejects(*events: Any) -> str:
         verifier.feed(event)
     with pytest.raises(ProtocolError) as info:
         verifier.feed(events[-1])
-    assert info.value.event == len(events) - 1
+    assert info.value.event == len(events)  # counted from 1
     return str(info.value)
 
 
@@ -571,7 +571,7 @@ def test_a_newer_version_is_warned_about_not_rejected() -> None:
             "The producer speaks protocol 1.10; this client speaks 1.9. Unrecognised material "
             "will be stripped with warnings.",
             "/protocolVersion",
-            0,
+            1,
         )
     ]
 
@@ -594,13 +594,14 @@ def test_unknown_events_are_passed_on_and_ignored_by_every_rule() -> None:
     assert rejects(unknown, step("start", "s")) == "First event must be 'RUN_STARTED'"
 
 
-def test_the_error_names_the_index_of_the_offending_event() -> None:
+def test_the_error_names_the_number_of_the_offending_event() -> None:
+    """Events are counted from 1, as fed (agui.errors has the numbering)."""
     verifier = Verifier()
     for event in (started(), text("start", "m")):
         verifier.feed(event)
     with pytest.raises(ProtocolError) as info:
         verifier.feed(finished())
-    assert info.value.event == 2
+    assert info.value.event == 3
 
 
 # ── events a newer spec adds ─────────────────────────────────────────────────────────────────

@@ -155,7 +155,7 @@ class ChunkExpander:
     """Turns chunk events into start/content/end triads (one pipeline stage).
 
     feed(event) returns the events to pass on, in order, and raises ProtocolError (with the
-    event's index as fed) when a chunk cannot be expanded; finish() ends the stream. Nothing is
+    event's number as fed, from 1) when a chunk cannot be expanded; finish() ends the stream. Nothing is
     warned about today, but the stage keeps `warnings` like every other stage."""
 
     def __init__(self) -> None:
@@ -188,7 +188,7 @@ class ChunkExpander:
     # ── lanes ────────────────────────────────────────────────────────────────────────────────
 
     def _fail(self, message: str) -> ProtocolError:
-        return ProtocolError(message, event=self._index)
+        return ProtocolError(message, event=self._index + 1)
 
     def _close(self, lane: str | None) -> list[Item]:
         pending = self._lanes.pop(lane, None)

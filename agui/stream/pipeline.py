@@ -4,11 +4,13 @@ Feed it whatever a source yields: JSON text or bytes of one event, an already pa
 or a decoded model. Text and objects are decoded tolerantly (unknown members and union members are
 stripped, each with a warning); an event of an unknown type is dropped with a warning, as the
 TypeScript client does. Every stage's warnings end up in one list, `warnings`, in stream order and
-numbered by the event's index as received.
+numbered by the event as received (the first item fed is event 1, as the first frame of a stream
+is frame 1; agui.errors has the numbering).
 
 A rule the stream breaks raises (ProtocolError, or StreamError for a frame that is not a valid
 event, as HttpAgent.run raises it); the run that was open is then recorded as truncated. A
-producer's RUN_ERROR is an event.
+producer's RUN_ERROR is an event. The error's `event` (and `frame`) is the number of the item as
+received, whichever stage found the fault.
 """
 
 from __future__ import annotations
@@ -95,8 +97,8 @@ class Pipeline:
 
     def feed(self, item: Any) -> list[Any]:
         """Process one received item; returns the events delivered for it."""
-        at = self.received
         self.received += 1
+        at = self.received
         try:
             event = self._decode(item, at)
         except StreamError as exc:
@@ -107,7 +109,7 @@ class Pipeline:
     def finish(self) -> list[Any]:
         """End of stream. Raises ProtocolError when it ends inside a run (the run is recorded as
         truncated) or carried no event at all."""
-        at = max(self.received - 1, 0)
+        at = self.received or None
         delivered = self._through([], at, finishing=True)
         if self.reducer.run_open:
             self.reducer.abort(TRUNCATED)
@@ -134,7 +136,7 @@ class Pipeline:
     def _decode(self, item: Any, at: int) -> Any:
         problems: list[Problem] = []
         if isinstance(item, bytes | bytearray | memoryview | str | dict):
-            event = decode_frame(item, at + 1, strict=self.strict, warnings=problems)
+            event = decode_frame(item, at, strict=self.strict, warnings=problems)
         else:
             event = item
         if isinstance(event, UnknownEvent):
@@ -151,7 +153,7 @@ class Pipeline:
             self._warn(StreamWarning("stripped", problem.message, problem.pointer, at))
         return event
 
-    def _through(self, events: list[Any], at: int, *, finishing: bool) -> list[Any]:
+    def _through(self, events: list[Any], at: int | None, *, finishing: bool) -> list[Any]:
         out: list[Any] = []
         try:
             for event in events:
@@ -163,13 +165,15 @@ class Pipeline:
                     for event in produced:
                         self._push(event, number + 1, at, out)
         except ProtocolError as exc:
+            if exc.event is not None and at is not None:
+                exc.event = exc.frame = at  # a stage counts what it was fed; name the item
             for number in range(len(self.stages)):
                 self._drain(number, at)
             self.reducer.abort(describe(exc))
             raise
         return out
 
-    def _push(self, event: Any, number: int, at: int, out: list[Any]) -> None:
+    def _push(self, event: Any, number: int, at: int | None, out: list[Any]) -> None:
         """Pass one event through stage `number` and those after it, depth first, so everything
         a stage emits before a rejected event is applied, as in the TypeScript client."""
         if number == len(self.stages):
@@ -183,7 +187,7 @@ class Pipeline:
         for item in produced:
             self._push(item, number + 1, at, out)
 
-    def _drain(self, number: int, at: int) -> None:
+    def _drain(self, number: int, at: int | None) -> None:
         """Move a stage's new warnings into the stream's list, numbered as received."""
         found = self.stages[number].warnings
         for warning in found[self._drained[number] :]:

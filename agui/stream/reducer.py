@@ -289,10 +289,10 @@ class Reducer:
     # ── the stage interface ──────────────────────────────────────────────────────────────────
 
     def feed(self, event: Any, *, at: int | None = None) -> list[Any]:
-        """Apply one event; returns [event]. `at` is the event's index in the stream as received
-        (a Pipeline passes it), used in warnings; else events are counted as fed."""
+        """Apply one event; returns [event]. `at` is the event's number in the stream as received
+        (from 1; a Pipeline passes it), used in warnings; else events are counted as fed."""
         self._index += 1
-        self._at = self._index if at is None else at
+        self._at = self._index + 1 if at is None else at
         if isinstance(
             event, TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
         ):

@@ -86,7 +86,7 @@ class Verifier:
     """Checks the run lifecycle and every bracket of a stream (one pipeline stage).
 
     feed(event) returns [event] when the event is legal where it stands and raises ProtocolError
-    (with the event's index as fed) when it is not; finish() raises when the stream ended inside a
+    (with the event's number as fed, from 1) when it is not; finish() raises when the stream ended inside a
     run. `warnings` collects the protocol-version warnings.
 
     `protocol_version` is the version this client speaks, compared with RUN_STARTED's."""
@@ -158,12 +158,12 @@ class Verifier:
     # ── helpers ──────────────────────────────────────────────────────────────────────────────
 
     def _fail(self, message: str) -> ProtocolError:
-        return ProtocolError(message, event=self._index)
+        return ProtocolError(message, event=self._index + 1)
 
     def _warn(self, message: str, pointer: str) -> None:
-        warning = StreamWarning("version", message, pointer, self._index)
+        warning = StreamWarning("version", message, pointer, self._index + 1)
         self.warnings.append(warning)
-        log.warning("event %d: %s", self._index, message)
+        log.warning("event %d: %s", self._index + 1, message)
 
     def _agrees(
         self, kind: str, tag: str | None, owners: dict[str, str | None], label: str, entity: str

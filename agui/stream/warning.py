@@ -20,7 +20,7 @@ class StreamWarning:
     pointer: str = ""
     """Where inside the event, as a JSON pointer in wire names, when that applies."""
     event: int | None = None
-    """The index of the event in the stream (0-based, as received), when known."""
+    """The number of the event in the stream (counted from 1, as received), when known."""
 
 
 def warning_json(warning: StreamWarning) -> dict[str, Any]:
