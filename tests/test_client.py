@@ -21,6 +21,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 
@@ -45,15 +46,17 @@ async def collect(agent: HttpAgent, input: agui.RunAgentInput | None = None) -> 
     return [event async for event in agent.run(input or run_input())]
 
 
-def drain(agent: HttpAgent, mode: str, into: list[Any]) -> None:
+def drain(
+    agent: HttpAgent, mode: str, into: list[Any], input: agui.RunAgentInput | None = None
+) -> None:
     """Run `agent` to its end with `run` ("async") or `run_sync` ("sync"), appending each event
     to `into` as it arrives (so the events before an error are kept)."""
     if mode == "sync":
-        into.extend(agent.run_sync(run_input()))
+        into.extend(agent.run_sync(input or run_input()))
         return
 
     async def main() -> None:
-        async for event in agent.run(run_input()):
+        async for event in agent.run(input or run_input()):
             into.append(event)
 
     asyncio.run(main())
@@ -63,13 +66,16 @@ def text_of(events: list[Any]) -> str:
     return "".join(e.delta for e in events if isinstance(e, agui.TextMessageContentEvent))
 
 
-def raw_app(chunks: list[bytes], status: int = 200, content_type: bytes = b"text/event-stream"):
-    """A tiny ASGI app that answers every request with `status` and the given body chunks."""
+def raw_app(
+    chunks: list[bytes], status: int = 200, content_type: bytes | None = b"text/event-stream"
+):
+    """A tiny ASGI app that answers every request with `status` and the given body chunks (and
+    no Content-Type when `content_type` is None)."""
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         while (await receive()).get("more_body"):
             pass
-        headers = [(b"content-type", content_type)]
+        headers = [] if content_type is None else [(b"content-type", content_type)]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         for chunk in chunks:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -251,6 +257,123 @@ def frame(doc: bytes) -> bytes:
 
 
 STARTED = frame(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')
+FINISHED = frame(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_a_json_error_answer_gives_the_servers_problems(serve: Serve, mode: str) -> None:
+    """Client: AgentApp's 400 answer `{"error", "problems": [...]}` is parsed: HttpError carries
+    the error as its message and the problems as agui.Problem objects, and says both."""
+    url = serve(AgentApp(DemoAgent(delay=0)))
+    answer = agui.ResumeEntry(interrupt_id="nobody-asked", status=agui.ResumeStatus.RESOLVED)
+    with pytest.raises(HttpError) as caught:
+        drain(HttpAgent(url), mode, [], attrs.evolve(run_input(), resume=(answer,)))
+    error = caught.value
+    assert error.status == 400
+    assert error.message == "the agent cannot run this input"
+    assert [(p.pointer, p.kind) for p in error.problems] == [
+        ("/resume/0/interruptId", "unknown_interrupt")
+    ]
+    assert isinstance(error.problems[0], agui.Problem)
+    assert "/resume/0/interruptId" in str(error) and "HTTP 400" in str(error)
+
+
+def test_a_non_json_error_answer_has_no_problems(serve: Serve) -> None:
+    """Client: a JSON answer without "error", or JSON served as text, stays the server's text."""
+    for body, media in [(b'{"detail": "nope"}', b"application/json"), (b'{"error": "x"}', None)]:
+        with pytest.raises(HttpError) as caught:
+            list(HttpAgent(serve(raw_app([body], 422, media))).run_sync(run_input()))
+        assert caught.value.message == body.decode() and caught.value.problems == ()
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+@pytest.mark.parametrize(
+    ("content_type", "named"),
+    [
+        (b"text/html; charset=utf-8", "got text/html"),
+        (b"application/json", "got application/json"),
+        (None, "got no content type"),
+    ],
+)
+def test_an_answer_that_is_no_event_stream_is_an_error_naming_its_type(
+    serve: Serve, mode: str, content_type: bytes | None, named: str
+) -> None:
+    """Client: a 200 whose content type is neither SSE nor the protobuf media type raises
+    StreamError naming it (an HTML page is not read as an empty stream)."""
+    url = serve(raw_app([b"<!doctype html><p>Sign in</p>"], 200, content_type))
+    events: list[Any] = []
+    with pytest.raises(StreamError) as caught:
+        drain(HttpAgent(url), mode, events)
+    assert f"expected text/event-stream, {named}" in str(caught.value)
+    assert url in str(caught.value) and events == []
+    with pytest.raises(StreamError) as caught:
+        list(HttpAgent(url, binary=True).run_sync(run_input()))
+    assert "expected application/vnd.ag-ui.event+proto or text/event-stream" in str(caught.value)
+
+
+def redirecting(status: int, seen: list[tuple[str, bytes]]) -> Any:
+    """An app that answers /old with `status` to /new, and /new with a whole run, recording the
+    method and body /new got."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["path"] == "/old":
+            headers = [(b"location", b"new")]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        seen.append((scope["method"], body))
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": STARTED + FINISHED})
+
+    return app
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+@pytest.mark.parametrize(("status", "method"), [(307, "POST"), (308, "POST"), (303, "GET")])
+def test_redirects_are_followed_as_fetch_follows_them(
+    serve: Serve, mode: str, status: int, method: str
+) -> None:
+    """Client: a redirect is followed; 307 and 308 repeat the POST with its body, 303 becomes a
+    GET without one (as fetch does)."""
+    seen: list[tuple[str, bytes]] = []
+    url = serve(redirecting(status, seen)) + "/old"
+    events: list[Any] = []
+    drain(HttpAgent(url), mode, events)
+    assert [type(e) for e in events] == [agui.RunStartedEvent, agui.RunFinishedEvent]
+    assert seen == [(method, agui.encode(run_input()) if method == "POST" else b"")]
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_a_refused_connection_is_a_transport_error_naming_the_url(mode: str) -> None:
+    """Client: a connection failure is agui.TransportError (an AguiError) naming the URL, with
+    httpx's exception as its cause."""
+    url = f"http://127.0.0.1:{free_port()}/agent"
+    with pytest.raises(agui.TransportError) as caught:
+        drain(HttpAgent(url), mode, [])
+    assert isinstance(caught.value, agui.AguiError)
+    assert isinstance(caught.value.__cause__, httpx.ConnectError)
+    assert caught.value.url == url and f"Cannot connect to {url}" in str(caught.value)
+
+
+def test_an_async_read_timeout_is_a_transport_error_naming_the_url(serve: Serve) -> None:
+    """Client: `run` turns a silent server's ReadTimeout into TransportError too."""
+
+    async def silent(input: agui.RunAgentInput) -> AsyncIterator[Any]:
+        yield agui.TextMessageStartEvent(message_id="m")
+        await asyncio.sleep(2)
+
+    url = serve(AgentApp(silent, keepalive=None))
+    with pytest.raises(agui.TransportError) as caught:
+        asyncio.run(collect(HttpAgent(url, timeout=0.3)))
+    assert isinstance(caught.value.__cause__, httpx.ReadTimeout)
+    assert str(caught.value) == f"Timed out waiting for data from {url} (ReadTimeout)"
 
 
 @pytest.mark.parametrize("mode", ["async", "sync"])
@@ -310,8 +433,9 @@ def test_a_final_frame_without_its_blank_line_is_still_an_event(serve: Serve, mo
 
 
 def test_timeout_applies_between_reads_and_keep_alives_reset_it(serve: Serve) -> None:
-    """Client: the timeout bounds a silent read (ReadTimeout), and the server's keep-alive
-    comments keep a quiet but healthy run within it."""
+    """Client: the timeout bounds a silent read (a TransportError naming the URL, caused by
+    httpx's ReadTimeout), and the server's keep-alive comments keep a quiet but healthy run
+    within it."""
 
     async def slow(input: agui.RunAgentInput) -> AsyncIterator[Any]:
         yield agui.TextMessageStartEvent(message_id="m")
@@ -319,8 +443,10 @@ def test_timeout_applies_between_reads_and_keep_alives_reset_it(serve: Serve) ->
         yield agui.TextMessageEndEvent(message_id="m")
 
     silent = serve(AgentApp(slow, keepalive=None))
-    with pytest.raises(httpx.ReadTimeout):
+    with pytest.raises(agui.TransportError) as caught:
         list(HttpAgent(silent, timeout=0.3).run_sync(run_input()))
+    assert isinstance(caught.value.__cause__, httpx.ReadTimeout)
+    assert caught.value.url == silent and silent in str(caught.value)
     chatty = serve(AgentApp(slow, keepalive=0.1))
     events = list(HttpAgent(chatty, timeout=0.3).run_sync(run_input()))
     assert isinstance(events[-1], agui.RunFinishedEvent)

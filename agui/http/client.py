@@ -4,19 +4,26 @@
 frames arrive; `run_sync` does the same without asyncio. Closing the iterator early closes the
 response (and so the connection), which tells the server to stop the run. With `binary=True` the
 request asks for the protobuf transport; whichever the server answers (by its Content-Type) is
-read.
+read, and an answer that is neither (an HTML page, a JSON document) is a StreamError naming its
+content type.
+
+Redirects are followed as `fetch` follows them (307 and 308 repeat the POST with its body; 301,
+302 and 303 become a GET). A non-2xx answer is an HttpError (with the problems of a JSON answer
+such as AgentApp's 400); a timeout or a failed connection is a TransportError naming the URL, with
+httpx's exception as its `__cause__`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 import httpx
-from agui_generated import DecodeError, Problem, RunAgentInput
+import orjson
+from agui_generated import DecodeError, Event, Problem, RunAgentInput, UnknownEvent
 
-from agui.errors import HttpError, ProtoStreamError, SSEError, StreamError
+from agui.errors import HttpError, ProtoStreamError, SSEError, StreamError, TransportError
 from agui.wire.codec import decode_frame, encode
 from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
@@ -31,6 +38,10 @@ __all__ = ["HttpAgent"]
 log = logging.getLogger("agui.client")
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+Received: TypeAlias = Event | UnknownEvent
+"""What HttpAgent.run yields: an event of the spec, or (tolerant decoding) one of a type this
+package does not know, kept whole."""
 
 
 class _Unset:
@@ -52,7 +63,8 @@ class HttpAgent:
     strictly instead of tolerantly (tolerant warnings go to the "agui.client" logger).
     binary: ask for the protobuf transport (Accept: application/vnd.ag-ui.event+proto, with SSE as
     the fallback); the response is read by its Content-Type either way. max_frame_bytes limits one
-    frame of either transport (10 MiB, as the TypeScript client).
+    frame of either transport (10 MiB, as the TypeScript client). Redirects are followed, as fetch
+    follows them.
     """
 
     def __init__(
@@ -80,7 +92,7 @@ class HttpAgent:
         self.max_frame_bytes = max_frame_bytes
         self.binary = binary
 
-    def __call__(self, input: RunAgentInput, /) -> AsyncIterator[Any]:
+    def __call__(self, input: RunAgentInput, /) -> AsyncIterator[Received]:
         return self.run(input)
 
     def _request_timeout(self, own: bool) -> Any:
@@ -91,10 +103,21 @@ class HttpAgent:
         return {"content-type": "application/json", "accept": accept, **self.headers}
 
     def _reader(self, response: httpx.Response) -> _Frames | _ProtoFrames:
+        """The frame reader for the answer's content type; StreamError for anything but SSE or
+        (asked for or not) the protobuf media type."""
         media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media == PROTO_MEDIA_TYPE:
             return _ProtoFrames(min(self.max_frame_bytes, DEFAULT_MAX_PROTO_FRAME_BYTES))
-        return _Frames(self.max_frame_bytes)
+        if media == _SSE:
+            return _Frames(self.max_frame_bytes)
+        expected = f"{PROTO_MEDIA_TYPE} or {_SSE}" if self.binary else _SSE
+        raise StreamError(
+            f"expected {expected}, got {media or 'no content type'} "
+            f"(HTTP {response.status_code} from {response.url})"
+        )
+
+    def _failure(self, exc: Exception) -> TransportError:
+        return TransportError(_transport_message(self.url, exc), url=self.url)
 
     async def frames(self, input: RunAgentInput) -> AsyncIterator[bytes | dict[str, Any]]:
         """POST the input; yield each frame as it arrives, undecoded (for a pipeline that decodes,
@@ -110,15 +133,18 @@ class HttpAgent:
                 content=body,
                 headers=self._request_headers(),
                 timeout=self._request_timeout(own),
+                follow_redirects=True,
             ) as response:
                 if not response.is_success:
-                    raise HttpError(response.status_code, await _error_text_async(response))
+                    raise _http_error(response, await _error_body_async(response))
                 frames = self._reader(response)
                 async for chunk in response.aiter_bytes():
                     for data in frames.feed(chunk):
                         yield data
                 for data in frames.close():
                     yield data
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise self._failure(exc) from exc
         finally:
             if own:
                 await client.aclose()
@@ -135,35 +161,38 @@ class HttpAgent:
                 content=body,
                 headers=self._request_headers(),
                 timeout=self._request_timeout(own),
+                follow_redirects=True,
             ) as response:
                 if not response.is_success:
-                    raise HttpError(response.status_code, _error_text(response))
+                    raise _http_error(response, _error_body(response))
                 frames = self._reader(response)
                 for chunk in response.iter_bytes():
                     yield from frames.feed(chunk)
                 yield from frames.close()
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise self._failure(exc) from exc
         finally:
             if own:
                 client.close()
 
-    async def run(self, input: RunAgentInput) -> AsyncIterator[Any]:
+    async def run(self, input: RunAgentInput) -> AsyncIterator[Received]:
         """POST the input; yield each event as it arrives."""
         count = 0
         async for data in self.frames(input):
             count += 1
             yield self._event(data, count)
 
-    def run_sync(self, input: RunAgentInput) -> Iterator[Any]:
+    def run_sync(self, input: RunAgentInput) -> Iterator[Received]:
         """The same as `run`, for code without an event loop."""
         for count, data in enumerate(self.frames_sync(input), 1):
             yield self._event(data, count)
 
-    def _event(self, data: bytes | dict[str, Any], count: int) -> Any:
+    def _event(self, data: bytes | dict[str, Any], count: int) -> Received:
         warnings: list[Problem] = []
         event = decode_frame(data, count, strict=self.strict, warnings=warnings)
         for warning in warnings:
             log.warning("frame %d: %s", count, warning)
-        return event
+        return cast(Received, event)
 
 
 class _Frames:
@@ -225,23 +254,66 @@ class _ProtoFrames:
         return iter(())
 
 
-async def _error_text_async(response: httpx.Response) -> str:
+async def _error_body_async(response: httpx.Response) -> bytes:
     data = b""
     async for chunk in response.aiter_bytes():
         data += chunk
         if len(data) > _MAX_ERROR_BODY:
             break
-    return _text(data[:_MAX_ERROR_BODY])
+    return data[:_MAX_ERROR_BODY]
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_body(response: httpx.Response) -> bytes:
     data = b""
     for chunk in response.iter_bytes():
         data += chunk
         if len(data) > _MAX_ERROR_BODY:
             break
-    return _text(data[:_MAX_ERROR_BODY])
+    return data[:_MAX_ERROR_BODY]
 
 
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "replace").strip() or "(no body)"
+def _http_error(response: httpx.Response, body: bytes) -> HttpError:
+    """The HttpError of a non-2xx answer: the server's text; for a JSON answer with an "error"
+    (AgentApp's `{"error", "problems": [...]}`), that error and the problems it lists."""
+    text = body.decode("utf-8", "replace").strip() or "(no body)"
+    media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        return HttpError(response.status_code, text)
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return HttpError(response.status_code, text)
+    error = value.get("error") if isinstance(value, dict) else None
+    if not isinstance(error, str):
+        return HttpError(response.status_code, text)
+    listed = value.get("problems")
+    problems = tuple(
+        Problem(
+            str(item.get("pointer", "")), str(item.get("kind", "")), str(item.get("message", ""))
+        )
+        for item in (listed if isinstance(listed, list) else ())
+        if isinstance(item, dict)
+    )
+    return HttpError(response.status_code, error, problems)
+
+
+_TIMEOUTS = {
+    httpx.ConnectTimeout: "connecting to",
+    httpx.WriteTimeout: "sending the request to",
+    httpx.PoolTimeout: "waiting for a free connection to",
+}
+
+
+def _transport_message(url: str, exc: Exception) -> str:
+    """One sentence naming the URL and what went wrong."""
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        doing = _TIMEOUTS.get(type(exc), "waiting for data from")
+        return f"Timed out {doing} {url} ({type(exc).__name__})"
+    if isinstance(exc, httpx.ConnectError):
+        return f"Cannot connect to {url}: {detail}"
+    if isinstance(exc, httpx.TooManyRedirects):
+        return f"Too many redirects from {url}"
+    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+        return f"Cannot request {url}: {detail}"
+    return f"{type(exc).__name__} while talking to {url}: {detail}"
