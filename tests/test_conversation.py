@@ -79,12 +79,15 @@ def test_next_input_defaults_match_the_typescript_client() -> None:
     assert "resume" not in wire
 
 
-def test_next_input_text_joins_the_history_as_a_user_message() -> None:
-    """A text message becomes a user message in the input and in the conversation."""
+def test_next_input_text_becomes_a_user_message_after_the_history() -> None:
+    """A text message becomes a user message, last in the input; the conversation is unchanged
+    until a run of that input starts."""
     conversation = Conversation("t", messages=[agui.SystemMessage(id="s", content="be nice")])
     run_input = conversation.next_input("hello")
     assert [type(m) for m in run_input.messages] == [agui.SystemMessage, agui.UserMessage]
     assert run_input.messages[1].content == "hello"
+    assert [m["id"] for m in conversation.messages_json()] == ["s"]
+    conversation.consume([RUN, DONE], input=run_input)
     assert [m["id"] for m in conversation.messages_json()] == ["s", run_input.messages[1].id]
 
 

@@ -8,19 +8,37 @@
         result = await conversation.run(agent)
 
 `next_input()` builds the RunAgentInput of the next run (protocolVersion declared, a new runId,
-the history without activity messages, the state, and `resume` answering the pending interrupts in
-their order). It refuses to start a run that leaves a pending interrupt unanswered, and an
-interrupt past its `expiresAt` can only be cancelled; the error wording is the TypeScript client's.
+the history without activity messages, the new message, the state, and `resume` answering the
+pending interrupts in their order); it changes nothing. It refuses to start a run that leaves a
+pending interrupt unanswered, and an interrupt past its `expiresAt` can only be cancelled; the
+error wording is the TypeScript client's.
+
+The new message joins the history when the run's stream starts: when its first frame arrives,
+before that frame is applied. A run that fails before any frame arrives (a refused connection, an
+HTTP error, an empty answer) leaves the history as it was, so the same call can be retried without
+sending the message twice. `run_sync` does what `run` does, for code without an event loop.
+
+A run stopped from outside (its task cancelled, Ctrl-C, the iteration closed) is recorded as
+truncated with STOPPED as the reason, so the conversation is ready for the next run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agui_generated import (
     PROTOCOL_VERSION,
@@ -38,14 +56,26 @@ from agui_generated import (
 from agui.agent.protocol import Agent, FrameSource
 from agui.errors import ExpiredInterruptError, InterruptError, PendingInterruptsError
 from agui.stream.lifecycle import run_lifecycle
-from agui.stream.pipeline import Pipeline, describe
+from agui.stream.pipeline import Pipeline, StrictSource, describe
 from agui.stream.reducer import TRUNCATED, Reducer, RunResult
 from agui.stream.warning import StreamWarning, warning_json
 from agui.wire.codec import to_json
 
-__all__ = ["Conversation", "expires"]
+__all__ = ["STOPPED", "Conversation", "SyncFrameSource", "expires"]
 
 _DEFAULT_STATE: Any = object()
+
+STOPPED = "The run was stopped by the client (cancelled) before its terminal event."
+"""Why a run is recorded as truncated when its consumer stopped it: the task running
+`Conversation.run` was cancelled, Ctrl-C, or the stream's iteration was closed."""
+
+
+@runtime_checkable
+class SyncFrameSource(Protocol):
+    """An agent that can hand over its frames without an event loop (HttpAgent.frames_sync):
+    what `Conversation.run_sync` reads."""
+
+    def frames_sync(self, input: RunAgentInput, /) -> Iterator[bytes | dict[str, Any]]: ...
 
 
 def _expired_message(interrupt: Interrupt) -> str:
@@ -67,6 +97,11 @@ def expires(interrupt: Interrupt) -> datetime | None:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
+def _strict(agent: object) -> bool:
+    """Whether the agent's frames are to be decoded strictly (a StrictSource that says so)."""
+    return isinstance(agent, StrictSource) and agent.strict
+
+
 Outcome: TypeAlias = Literal["completed", "interrupt", "error", "failed"]
 """How a conversation's streams went, as `summary()` and the command line report it."""
 
@@ -78,7 +113,8 @@ class Conversation:
     defaults to {}). clock: returns the current time, for interrupt expiry (default: now, UTC).
     keep_events: keep every delivered event in `events` (off by default, so a long-lived
     conversation holds its messages and state, not its history of events). on_event: called with
-    each event as it is applied, to watch runs live.
+    each event as it is applied (decoded, chunks expanded, verified; before a rejection, the
+    events up to it), to watch runs live; an exception it raises stops the run like a rejection.
     """
 
     def __init__(
@@ -199,12 +235,15 @@ class Conversation:
         forwarded_props: Any = None,
         resume: Iterable[ResumeEntry] | None = None,
     ) -> RunAgentInput:
-        """The RunAgentInput of the next run. `message` (text becomes a user message) joins the
-        history. `resume` defaults to the recorded answers, in the order of the interrupts.
+        """The RunAgentInput of the next run: the history (without activity messages) and then
+        `message` (text becomes a user message; a message whose id the history holds is not
+        repeated). `resume` defaults to the recorded answers, in the order of the interrupts.
+
+        It changes nothing: the message joins the history only when a run of this input starts
+        (`run`, `run_sync`, or `consume(..., input=)`: when the first frame arrives).
 
         Raises PendingInterruptsError when a pending interrupt is left unanswered and
-        ExpiredInterruptError when an expired one is answered with anything but a cancellation;
-        the history is not changed then.
+        ExpiredInterruptError when an expired one is answered with anything but a cancellation.
         """
         pending = self.pending_interrupts
         if resume is None:
@@ -222,17 +261,19 @@ class Conversation:
         for interrupt in pending:
             if self._expired(interrupt) and by_id[interrupt.id].status != ResumeStatus.CANCELLED:
                 raise ExpiredInterruptError(_expired_message(interrupt))
+        held = self.messages
+        history: list[Message] = [m for m in held if not isinstance(m, ActivityMessage)]
         if message is not None:
             if isinstance(message, str):
                 message = UserMessage(id=str(uuid.uuid4()), content=message)
-            self.reducer.add_messages([message])
-        state = self.reducer.state
+            if all(m.id != message.id for m in held):
+                history.append(message)
         return RunAgentInput(
             thread_id=self.thread_id,
             run_id=str(uuid.uuid4()),
             protocol_version=PROTOCOL_VERSION,
-            state=state,
-            messages=tuple(m for m in self.messages if not isinstance(m, ActivityMessage)),
+            state=self.reducer.state,
+            messages=tuple(history),
             tools=tuple(tools),
             context=tuple(context),
             forwarded_props={} if forwarded_props is None else copy.deepcopy(forwarded_props),
@@ -248,9 +289,10 @@ class Conversation:
             self._applied(applied)
         return delivered
 
-    def pipeline(self) -> Pipeline:
-        """A new pipeline for one stream, applying to this conversation."""
-        return Pipeline(self.reducer, on_event=self._applied)
+    def pipeline(self, *, strict: bool = False) -> Pipeline:
+        """A new pipeline for one stream, applying to this conversation (`strict`: decode
+        exactly the contract, see Pipeline)."""
+        return Pipeline(self.reducer, strict=strict, on_event=self._applied)
 
     def _applied(self, event: Any) -> None:
         if self.keep_events:
@@ -258,15 +300,19 @@ class Conversation:
         if self.on_event is not None:
             self.on_event(event)
 
-    def consume(self, items: Iterable[Any]) -> RunResult | None:
+    def consume(
+        self, items: Iterable[Any], *, input: RunAgentInput | None = None
+    ) -> RunResult | None:
         """Process one recorded stream (JSON text or bytes, parsed objects or models, one event
-        per item) through the whole pipeline. Returns the last run's result.
+        per item) through the whole pipeline. Returns the last run's result. `input`: the input
+        the stream answers (from `next_input`); its messages join the history when the first
+        item arrives, as in `run`.
 
         A client-side rejection (StreamError, ProtocolError among them) is recorded in
         `failures`, the open run becomes truncated, and the error is raised."""
         pipeline = self.pipeline()
         with self._stream(pipeline):
-            for item in items:
+            for item in self._starting(items, input):
                 pipeline.feed(item)
             pipeline.finish()
         return self.runs[-1] if self.runs else None
@@ -283,12 +329,17 @@ class Conversation:
         input: RunAgentInput | None = None,
     ) -> RunResult | None:
         """Run `agent` on the next input (or on `input`, sent as given) and apply its stream.
-        Returns the last run's result; raises as `consume` does, and on transport errors.
+        Returns the last run's result; raises as `consume` does, and on transport errors. The
+        input's messages join the history when the first frame arrives.
 
         A local agent runs inside the same run lifecycle AgentApp gives it (RUN_STARTED and the
         terminal event added when missing, an exception turned into RUN_ERROR), so it yields the
         same messages here as behind a server. A FrameSource (HttpAgent) hands over its frames
-        undecoded, and the pipeline's own decoding reports what it strips."""
+        undecoded, and the pipeline's own decoding reports what it strips, strictly when the
+        agent is a StrictSource that says so (`HttpAgent(url, strict=True)`).
+
+        Cancelling the task that awaits it closes the stream (and so the connection) and records
+        the open run as truncated (STOPPED); the conversation is ready for the next run."""
         if input is None:
             input = self.next_input(
                 message,
@@ -297,7 +348,7 @@ class Conversation:
                 forwarded_props=forwarded_props,
                 resume=resume,
             )
-        pipeline = self.pipeline()
+        pipeline = self.pipeline(strict=_strict(agent))
         with self._stream(pipeline):
             stream: AsyncIterator[Any] = (
                 agent.frames(input)
@@ -305,13 +356,86 @@ class Conversation:
                 else run_lifecycle(agent, input)
             )
             try:
+                first = True
                 async for item in stream:
+                    if first:
+                        first = False
+                        self._join(input)
                     pipeline.feed(item)
             finally:
                 if isinstance(stream, AsyncGenerator):
                     await stream.aclose()
             pipeline.finish()
         return self.runs[-1] if self.runs else None
+
+    def run_sync(
+        self,
+        agent: Agent,
+        message: str | Message | None = None,
+        *,
+        tools: Iterable[Tool] = (),
+        context: Iterable[Context] = (),
+        forwarded_props: Any = None,
+        resume: Iterable[ResumeEntry] | None = None,
+        input: RunAgentInput | None = None,
+    ) -> RunResult | None:
+        """`run`, for code without an event loop. A SyncFrameSource (HttpAgent) is read with
+        `frames_sync`, with no event loop at all; any other agent runs in a new one
+        (`asyncio.run`), which is refused inside a running loop (await `run` there)."""
+        if not isinstance(agent, SyncFrameSource):
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                pass
+            else:
+                raise RuntimeError(
+                    "Conversation.run_sync cannot run a local agent inside a running event "
+                    "loop: await conversation.run(...) instead."
+                )
+            return asyncio.run(
+                self.run(
+                    agent,
+                    message,
+                    tools=tools,
+                    context=context,
+                    forwarded_props=forwarded_props,
+                    resume=resume,
+                    input=input,
+                )
+            )
+        if input is None:
+            input = self.next_input(
+                message,
+                tools=tools,
+                context=context,
+                forwarded_props=forwarded_props,
+                resume=resume,
+            )
+        pipeline = self.pipeline(strict=_strict(agent))
+        with self._stream(pipeline):
+            frames = agent.frames_sync(input)
+            try:
+                for item in self._starting(frames, input):
+                    pipeline.feed(item)
+            finally:
+                if isinstance(frames, Generator):
+                    frames.close()
+            pipeline.finish()
+        return self.runs[-1] if self.runs else None
+
+    def _starting(self, items: Iterable[Any], input: RunAgentInput | None) -> Iterator[Any]:
+        """The items, with the input's messages joining the history before the first."""
+        first = True
+        for item in items:
+            if first:
+                first = False
+                if input is not None:
+                    self._join(input)
+            yield item
+
+    def _join(self, input: RunAgentInput) -> None:
+        """The run of `input` started: its messages join the history (those not held yet)."""
+        self.reducer.add_messages(input.messages)
 
     @contextmanager
     def _stream(self, pipeline: Pipeline) -> Iterator[None]:
@@ -321,6 +445,9 @@ class Conversation:
             reason = describe(exc)
             pipeline.abort(reason)
             self.failures.append(reason)
+            raise
+        except BaseException:  # cancelled, interrupted or closed from outside: not a rejection
+            pipeline.abort(STOPPED)
             raise
 
     # ── summary ──────────────────────────────────────────────────────────────────────────────

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 from agui_generated import DecodeError, Problem, UnknownEvent
@@ -29,7 +29,7 @@ from agui.stream.verify import Verifier
 from agui.stream.warning import StreamWarning
 from agui.wire.codec import decode_frame
 
-__all__ = ["NO_EVENTS", "Pipeline", "describe"]
+__all__ = ["NO_EVENTS", "Pipeline", "StrictSource", "describe"]
 
 log = logging.getLogger("agui.stream")
 
@@ -45,6 +45,17 @@ class Stage(Protocol):
     def feed(self, event: Any, /) -> list[Any]: ...
 
     def finish(self) -> list[Any]: ...
+
+
+@runtime_checkable
+class StrictSource(Protocol):
+    """A source that says how its frames are to be decoded: `strict` True is exactly the contract
+    (an unknown member or event type is an error), False is tolerant (stripped, with a warning).
+    agui.HttpAgent is one (`HttpAgent(url, strict=True)`); Conversation.run decodes the frames of
+    such a source the way it says."""
+
+    @property
+    def strict(self) -> bool: ...
 
 
 def describe(exc: BaseException) -> str:
