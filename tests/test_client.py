@@ -582,12 +582,18 @@ def agui_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_run_prints_the_assistant_text(serve: Serve) -> None:
-    """CLI: `agui run URL --message hi` prints the demo agent's streamed answer, exit 0."""
+    """CLI: `agui run URL --message hi` prints the demo agent's run as a person reads it (its
+    reasoning, its tool call and result, its answer), the outcome on stderr, exit 0."""
     url = serve(demo_app())
     done = agui_cli("run", url, "--message", "hi")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "You said: hi (2 characters).\n"
-    assert done.stderr == ""
+    assert done.stdout.splitlines() == [
+        "reasoning: The user said 'hi'; I will count its characters, then echo it.",
+        'tool call: count_characters({"text":"hi"})',
+        "tool result: 2",
+        "You said: hi (2 characters).",
+    ]
+    assert done.stderr == "agui run: completed\n"
 
 
 def test_cli_run_json_prints_one_event_per_line(serve: Serve) -> None:

@@ -87,11 +87,41 @@ def parser() -> argparse.ArgumentParser:
         "--model", metavar="NAME", help="serve this model with the demo tools (a model agent)"
     )
     s.set_defaults(run=_serve)
-    r = commands.add_parser("run", help="post a run to an agent and print what streams back")
+    r = commands.add_parser(
+        "run",
+        help="post a run to an agent and print what streams back",
+        description="Post a run and print what a person needs as it streams: the text, reasoning, "
+        "tool calls and their results, and an interrupt with the command that answers it. The "
+        "outcome goes to stderr; exit 0 for completed or interrupt, 1 for error or failed (a "
+        "rejected stream, a transport error), 2 for a usage error.",
+    )
     r.add_argument("url")
-    r.add_argument("--message", help="the user message (default: read --input, or say hello)")
+    r.add_argument(
+        "--message", help='the user message, in a new thread (default: "hello"; not with --input)'
+    )
     r.add_argument("--input", metavar="FILE", help="a RunAgentInput JSON file to post")
-    r.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    r.add_argument(
+        "--state", metavar="JSON", help="the state the run starts from (replaces the input's)"
+    )
+    r.add_argument(
+        "--forwarded-props",
+        metavar="JSON",
+        help="forwardedProps for the agent (replaces the input's), e.g. '{\"interrupt\": true}'",
+    )
+    r.add_argument(
+        "--resume",
+        metavar="FILE",
+        help="answers to the interrupts of the thread's last run: a JSON list of ResumeEntry "
+        'objects ({"interruptId", "status": "resolved" or "cancelled", "payload"}), or one',
+    )
+    r.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up after this long without a connection or data (default: 10 s to connect, "
+        "60 s between reads)",
+    )
+    r.add_argument("--json", action="store_true", help="print every delivered event as a JSON line")
     r.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
     r.set_defaults(run=_run)
     p = commands.add_parser(

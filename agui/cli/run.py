@@ -1,31 +1,55 @@
-"""`agui run` (post a run to an agent, print what streams back, or a summary) and `agui replay`
-(process a recorded stream without a server)."""
+"""`agui run` (post a run to an agent; print what streams back, every event, or a summary) and
+`agui replay` (process a recorded stream without a server).
+
+Every mode of `agui run` goes through the same client pipeline (a Conversation: decoding, chunk
+expansion, verification, the reducer) and ends with the same outcome as `--summary`: completed
+or interrupt exit 0, error or failed exit 1, a usage error 2. The plain mode prints what a person
+needs as it arrives: the text (chunks included), reasoning (dimmed), tool calls with their
+arguments and results, and an interrupt with the command that answers it; the outcome, its
+reason and the warnings go to stderr. ANSI styling only when stdout is a terminal (and NO_COLOR is
+not set).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import shlex
 import sys
+import tempfile
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
 
+import attrs
 import orjson
 from agui_generated import (
     PROTOCOL_VERSION,
+    ActivityMessage,
     DecodeError,
+    Interrupt,
     Problem,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ResumeEntry,
     RunAgentInput,
-    RunErrorEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
+    TextMessageRole,
+    TextMessageStartEvent,
+    TextPart,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
     UserMessage,
 )
 
-from agui.errors import HttpError, StreamError
 from agui.http.client import HttpAgent
 from agui.stream.conversation import Conversation
-from agui.wire.codec import decode, dumps, encode
+from agui.wire.codec import decode, decode_json, dumps, encode
 
 __all__ = ["SUCCESSFUL", "build_input", "replay", "run"]
 
@@ -33,97 +57,344 @@ SUCCESSFUL = ("completed", "interrupt")
 """The summary outcomes that exit 0: the runs ended as the agent meant them to."""
 
 
+# ── the input ─────────────────────────────────────────────────────────────────────────────────
+
+
 def build_input(args: argparse.Namespace) -> RunAgentInput:
+    """The run's input: the --input file, or a user message (--message, default "hello") in a
+    new thread; then --state, --forwarded-props and --resume, when given, replace the input's.
+    Raises OSError, DecodeError (a file) or ValueError (an option's JSON)."""
     if getattr(args, "input", None):
         with open(args.input, "rb") as fh:
-            value: RunAgentInput = decode(fh.read(), RunAgentInput)
-            return value
-    text = getattr(args, "message", None) or "hello"
-    return RunAgentInput(
-        thread_id=f"thread-{uuid.uuid4().hex[:12]}",
-        run_id=f"run-{uuid.uuid4().hex[:12]}",
-        protocol_version=PROTOCOL_VERSION,
-        messages=(UserMessage(id=f"user-{uuid.uuid4().hex[:12]}", content=text),),
-    )
+            run_input: RunAgentInput = decode(fh.read(), RunAgentInput)
+    else:
+        text = getattr(args, "message", None) or "hello"
+        run_input = RunAgentInput(
+            thread_id=f"thread-{uuid.uuid4().hex[:12]}",
+            run_id=f"run-{uuid.uuid4().hex[:12]}",
+            protocol_version=PROTOCOL_VERSION,
+            messages=(UserMessage(id=f"user-{uuid.uuid4().hex[:12]}", content=text),),
+        )
+    changes: dict[str, Any] = {}
+    if getattr(args, "state", None) is not None:
+        changes["state"] = _json_option(args.state, "--state")
+    if getattr(args, "forwarded_props", None) is not None:
+        changes["forwarded_props"] = _json_option(args.forwarded_props, "--forwarded-props")
+    if getattr(args, "resume", None) is not None:
+        changes["resume"] = _resume_entries(args.resume)
+    return attrs.evolve(run_input, **changes) if changes else run_input
 
 
-async def _stream(url: str, run_input: RunAgentInput, as_json: bool) -> int:
-    out = sys.stdout
-    failed = False
+def _json_option(text: str, option: str) -> Any:
     try:
-        async for event in HttpAgent(url).run(run_input):
-            if as_json:
-                out.write(encode(event).decode() + "\n")
-            elif isinstance(event, TextMessageContentEvent):
-                out.write(event.delta)
-            elif isinstance(event, TextMessageEndEvent):
-                out.write("\n")
-            if isinstance(event, RunErrorEvent):
-                failed = True
-                if not as_json:
-                    print(
-                        f"run failed: {event.message}" + (f" ({event.code})" if event.code else ""),
-                        file=sys.stderr,
-                    )
-            out.flush()
-    except (HttpError, StreamError) as exc:
-        print(f"agui run: {exc}", file=sys.stderr)
-        return 1
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{option} is not valid JSON: {exc}") from None
+    if value is None:
+        raise ValueError(f"{option} cannot be null (leave the option out instead)")
+    return value
+
+
+def _resume_entries(path: str) -> tuple[ResumeEntry, ...]:
+    """The ResumeEntry objects of a --resume file: a JSON list of them, or one object."""
+    try:
+        with open(path, "rb") as fh:
+            value = orjson.loads(fh.read())
     except OSError as exc:
-        print(f"agui run: cannot reach {url}: {exc}", file=sys.stderr)
-        return 1
-    return 1 if failed else 0
+        raise ValueError(f"cannot read --resume {path}: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"--resume {path} is not valid JSON: {exc}") from None
+    entries: list[ResumeEntry] = []
+    for index, item in enumerate(value if isinstance(value, list) else [value]):
+        try:
+            entries.append(decode_json(item, ResumeEntry, strict=True))
+        except DecodeError as exc:
+            where = f"entry {index + 1}" if isinstance(value, list) else "the entry"
+            problems = "; ".join(str(p) for p in exc.problems[:3])
+            raise ValueError(
+                f"--resume {path}: {where} is not a ResumeEntry "
+                f'({{"interruptId", "status": "resolved" | "cancelled", "payload"?}}): {problems}'
+            ) from None
+    return tuple(entries)
 
 
-def _load_input(args: argparse.Namespace) -> RunAgentInput | None:
-    """The run's input, or None after saying on stderr why it cannot be used."""
+def _prepare(args: argparse.Namespace) -> tuple[RunAgentInput, HttpAgent] | str:
+    """The input and the agent of `agui run`, or the one-line usage error."""
+    if args.message is not None and args.input:
+        return "--message cannot be used with --input (the input file holds the messages)"
+    if args.timeout is not None and not args.timeout > 0:
+        return f"--timeout must be a positive number of seconds, not {args.timeout:g}"
     try:
-        return build_input(args)
-    except (OSError, DecodeError) as exc:
-        print(f"agui run: cannot use {args.input}: {exc}", file=sys.stderr)
-        return None
-
-
-async def run_command(args: argparse.Namespace) -> int:
-    run_input = _load_input(args)
-    if run_input is None:
-        return 2
-    import httpx
-
-    try:
-        return await _stream(args.url, run_input, args.json)
-    except httpx.HTTPError as exc:
-        print(f"agui run: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-
-
-async def summary_command(args: argparse.Namespace) -> Conversation | None:
-    """`agui run --summary`: run through the whole client pipeline; return the Conversation."""
-    run_input = _load_input(args)
-    if run_input is None:
-        return None
-    seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
-    conversation = Conversation(
-        run_input.thread_id, messages=run_input.messages, keep_events=True, **seed
+        run_input = build_input(args)
+    except OSError as exc:
+        return f"cannot read --input {args.input}: {exc.strerror or exc}"
+    except DecodeError as exc:
+        problems = "; ".join(str(p) for p in exc.problems[:3])
+        return f"--input {args.input} is not a RunAgentInput: {problems}"
+    except ValueError as exc:
+        return str(exc)
+    agent = (
+        HttpAgent(args.url) if args.timeout is None else HttpAgent(args.url, timeout=args.timeout)
     )
-    try:
-        await conversation.run(HttpAgent(args.url), input=run_input)
-    except Exception:  # recorded in conversation.failures; the summary reports it
-        pass
-    return conversation
+    return run_input, agent
+
+
+# ── agui run ──────────────────────────────────────────────────────────────────────────────────
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.summary:
-        conversation = asyncio.run(summary_command(args))
-        return 2 if conversation is None else _report(conversation, True)
+    """`agui run`: the exit status is the outcome's (see the module docstring)."""
+    prepared = _prepare(args)
+    if isinstance(prepared, str):
+        print(f"agui run: {prepared}", file=sys.stderr)
+        return 2
+    run_input, agent = prepared
+    styled = _styled(sys.stdout)
+    printer = _Printer(sys.stdout, styled)
+    watch: Callable[[Any], None] = (
+        _ignore if args.summary else _JsonLines(sys.stdout) if args.json else printer
+    )
+    seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
+    conversation = Conversation(
+        run_input.thread_id,
+        messages=run_input.messages,
+        keep_events=args.summary,
+        on_event=watch,
+        **seed,
+    )
+    try:
+        try:
+            asyncio.run(conversation.run(agent, input=run_input))
+        except BrokenPipeError:
+            raise
+        except Exception:  # recorded in conversation.failures; the outcome reports it
+            pass
+        outcome, reason = conversation.outcome()
+        if args.summary:
+            sys.stdout.buffer.write(dumps(conversation.summary()) + b"\n")
+        elif not args.json:
+            printer.close()
+            if outcome == "interrupt":
+                _print_interrupts(sys.stdout, styled, conversation, run_input, args.url)
+        sys.stdout.flush()
+    except BrokenPipeError:  # stdout's reader left (`agui run URL | head -1`): stop quietly
+        _quiet_stdout()
+        return 0
+    if not args.summary and not args.json:
+        for warning in conversation.warnings:
+            at = "" if warning.event is None else f"event {warning.event}: "
+            print(f"agui run: warning: {at}{warning.message}", file=sys.stderr)
+    if not args.summary and (not args.json or outcome not in SUCCESSFUL):
+        print(f"agui run: {_outcome_line(outcome, reason, conversation)}", file=sys.stderr)
+    return 0 if outcome in SUCCESSFUL else 1
 
-    return asyncio.run(run_command(args))
+
+def _ignore(event: Any) -> None:
+    pass
+
+
+def _outcome_line(outcome: str, reason: str | None, conversation: Conversation) -> str:
+    if outcome == "interrupt":
+        count = len(conversation.pending_interrupts)
+        return f"interrupt: the run waits for {count} answer{'s' if count != 1 else ''}"
+    return outcome if reason is None else f"{outcome}: {reason}"
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush of what is still
+    buffered does not fail again ("Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+class _JsonLines:
+    """--json: every delivered event as one JSON line, as it is applied."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, event: Any) -> None:
+        self.out.write(encode(event).decode() + "\n")
+        self.out.flush()
+
+
+# ── the plain mode ────────────────────────────────────────────────────────────────────────────
+
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+_DIM = "\x1b[2m"
+_CYAN = "\x1b[36m"
+_YELLOW = "\x1b[33m"
+
+
+def _styled(stream: TextIO) -> bool:
+    """ANSI styling only on a terminal, and never when NO_COLOR is set (no-color.org)."""
+    try:
+        return stream.isatty() and not os.environ.get("NO_COLOR")
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Printer:
+    """What a person needs, as it arrives: text, reasoning (dimmed), tool calls (with their
+    arguments, when complete) and their results. Events come after chunk expansion, so text sent
+    as chunks is printed too."""
+
+    def __init__(self, out: TextIO, styled: bool) -> None:
+        self.out = out
+        self.styled = styled
+        self.fresh = True  # at the start of a line
+        self.calls: dict[str, tuple[str, list[str]]] = {}  # id -> (name, argument pieces)
+
+    def style(self, text: str, code: str) -> str:
+        return f"{code}{text}{_RESET}" if self.styled and text else text
+
+    def write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.fresh = text.endswith("\n")
+
+    def line(self, text: str) -> None:
+        self.close()
+        self.write(text + "\n")
+
+    def close(self) -> None:
+        """End the current line, if one is open."""
+        if not self.fresh:
+            self.write("\n")
+
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, TextMessageStartEvent):
+            self.close()
+            role = event.role or TextMessageRole.ASSISTANT
+            if role is not TextMessageRole.ASSISTANT:
+                self.write(self.style(f"{role.value}: ", _BOLD))
+        elif isinstance(event, TextMessageContentEvent):
+            self.write(event.delta)
+        elif isinstance(event, ReasoningMessageStartEvent):
+            self.close()
+            self.write(self.style("reasoning: ", _DIM))
+        elif isinstance(event, ReasoningMessageContentEvent):
+            self.write(self.style(event.delta, _DIM))
+        elif isinstance(event, TextMessageEndEvent | ReasoningMessageEndEvent):
+            self.close()
+        elif isinstance(event, ToolCallStartEvent):
+            self.calls[event.tool_call_id] = (event.tool_call_name, [])
+        elif isinstance(event, ToolCallArgsEvent) and event.tool_call_id in self.calls:
+            self.calls[event.tool_call_id][1].append(event.delta)
+        elif isinstance(event, ToolCallEndEvent) and event.tool_call_id in self.calls:
+            name, pieces = self.calls[event.tool_call_id]
+            self.line(self.style(f"tool call: {name}({''.join(pieces)})", _CYAN))
+        elif isinstance(event, ToolCallResultEvent):
+            self.line(self.style(f"tool result: {_content_text(event.content)}", _CYAN))
+        else:
+            return
+        self.out.flush()
+
+
+def _content_text(content: Any) -> str:
+    """A tool result's content as text: a string as it is; parts as their text, or their kind."""
+    if isinstance(content, str):
+        return content
+    return " ".join(
+        part.text if isinstance(part, TextPart) else f"[{part.type}]" for part in content
+    )
+
+
+def _print_interrupts(
+    out: TextIO, styled: bool, conversation: Conversation, run_input: RunAgentInput, url: str
+) -> None:
+    """What the run waits for, and the exact command that answers it: the thread so far is saved
+    to a file (the agent needs the history to resume), the answers go in a --resume file."""
+    printer = _Printer(out, styled)
+    interrupts = conversation.pending_interrupts
+    printer.line(printer.style(f"interrupt: the run waits for {len(interrupts)} answer(s)", _BOLD))
+    for interrupt in interrupts:
+        said = "" if interrupt.message is None else f": {interrupt.message}"
+        printer.line(printer.style(f"  {interrupt.id} ({interrupt.reason})", _YELLOW) + said)
+        if interrupt.tool_call_id is not None:
+            printer.line(f"    tool call: {interrupt.tool_call_id}")
+        if interrupt.response_schema is not None:
+            printer.line(f"    answer schema: {dumps(interrupt.response_schema).decode()}")
+        if interrupt.expires_at is not None:
+            printer.line(f"    expires at: {interrupt.expires_at}")
+    thread = _save_thread(conversation, run_input)
+    entries = b",".join(dumps(_answer_example(i)) for i in interrupts)
+    printer.line("To answer, write a JSON file with one entry per interrupt, e.g. answers.json:")
+    printer.line(f"  [{entries.decode()}]")
+    printer.line('(an entry with "status": "cancelled" and no "payload" gives up on an interrupt)')
+    printer.line("then run:")
+    command = shlex.join(["agui", "run", url, "--input", thread, "--resume", "answers.json"])
+    printer.line(f"  {command}")
+    out.flush()
+
+
+def _save_thread(conversation: Conversation, run_input: RunAgentInput) -> str:
+    """Write the input that continues this thread (a new run id, the messages and state so far,
+    the same tools, context and forwardedProps) to a new temporary file; return its path."""
+    follow = RunAgentInput(
+        thread_id=conversation.thread_id,
+        run_id=f"run-{uuid.uuid4().hex[:12]}",
+        protocol_version=run_input.protocol_version,
+        state=conversation.state,
+        messages=tuple(m for m in conversation.messages if not isinstance(m, ActivityMessage)),
+        tools=run_input.tools,
+        context=run_input.context,
+        forwarded_props=run_input.forwarded_props,
+    )
+    handle, path = tempfile.mkstemp(prefix="agui-thread-", suffix=".json")
+    with os.fdopen(handle, "wb") as fh:
+        fh.write(encode(follow) + b"\n")
+    return path
+
+
+def _answer_example(interrupt: Interrupt) -> dict[str, Any]:
+    return {
+        "interruptId": interrupt.id,
+        "status": "resolved",
+        "payload": _example(interrupt.response_schema),
+    }
+
+
+def _example(schema: Any) -> Any:
+    """A value of the shape a JSON Schema asks for (its required members), to fill in."""
+    if not isinstance(schema, dict):
+        return "your answer"
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "object" or (kind is None and "properties" in schema):
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, dict) else {}
+        required = schema.get("required")
+        names = required if isinstance(required, list) else list(properties)
+        return {str(name): _example(properties.get(name)) for name in names}
+    examples: dict[str, Any] = {
+        "boolean": True,
+        "string": "...",
+        "integer": 0,
+        "number": 0,
+        "array": [],
+    }
+    return examples.get(str(kind), "your answer")
+
+
+# ── agui replay ───────────────────────────────────────────────────────────────────────────────
 
 
 def _report(conversation: Conversation, summary: bool) -> int:
-    """Print the summary (or, for replay without --summary, the delivered events and the error);
-    return the exit code: 0 when the outcome is completed or interrupt, 1 for error or failed."""
+    """Print the summary (or the delivered events and the error); return the exit code: 0 when
+    the outcome is completed or interrupt, 1 for error or failed."""
     result = conversation.summary()
     out = sys.stdout.buffer
     if summary:
@@ -171,4 +442,8 @@ def replay(args: argparse.Namespace) -> int:
         conversation.consume(_recorded(data))
     except Exception:  # recorded in conversation.failures; the summary reports it
         pass
-    return _report(conversation, args.summary)
+    try:
+        return _report(conversation, args.summary)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
