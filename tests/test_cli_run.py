@@ -46,13 +46,15 @@ def cli_env() -> dict[str, str]:
 
 
 def agui_run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`agui run ARGS`; with `cwd`, temporary files (an interrupted thread) go there too."""
+    env = cli_env() if cwd is None else {**cli_env(), "TMPDIR": str(cwd)}
     done = subprocess.run(
         [sys.executable, "-m", "agui", "run", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=SUBPROCESS,
         check=False,
-        env=cli_env(),
+        env=env,
         cwd=cwd,
     )
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
@@ -238,7 +240,9 @@ def test_an_interrupt_is_shown_with_the_command_that_answers_it(
     """An interrupted run prints the interrupt, the resume file's shape and the exact command;
     writing that file and running that command resumes the thread to its answer."""
     url = serve(agui.AgentApp(DemoAgent(delay=0)))
-    done = agui_run(url, "--message", "hi", "--forwarded-props", '{"interrupt": true}')
+    done = agui_run(
+        url, "--message", "hi", "--forwarded-props", '{"interrupt": true}', cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == "agui run: interrupt: the run waits for 1 answer\n"
     lines = done.stdout.splitlines()
@@ -263,6 +267,7 @@ def test_an_interrupt_is_shown_with_the_command_that_answers_it(
     }
     command = shlex.split(lines[-1])
     assert command[:3] == ["agui", "run", url] and command[-2:] == ["--resume", "answers.json"]
+    assert Path(command[4]).parent == tmp_path  # the thread so far, in a temporary file
     (tmp_path / "answers.json").write_text(json.dumps(example))
     resumed = agui_run(*command[2:], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
