@@ -47,7 +47,7 @@ async def failing(run: agui.RunAgentInput) -> AsyncIterator[Any]:
 def both_ways(agent: Any, serve: Callable[[Any], str]) -> tuple[Any, Any]:
     """The same agent run locally and behind AgentApp + HttpAgent, from the same input."""
     local = agui.Conversation("thread-1")
-    run_input = local.next_input("hi")  # the user's message joins local's history
+    run_input = local.next_input("hi")  # the message joins local's history as the run starts
     remote = agui.Conversation("thread-1", messages=run_input.messages)
     url = serve(agui.AgentApp(agent))
     asyncio.run(local.run(agent, input=run_input))
