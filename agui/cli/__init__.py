@@ -5,10 +5,14 @@
         Validate JSON documents against a definition of the spec (default: Event) and print one JSON
         line per document: {"ok", "errors", "warnings", "wire"}. Without FILE, read JSON Lines from
         standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
-    agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent]
-               [--model-url URL --model NAME]
-        Serve an agent (default: the built-in demo agent) under uvicorn; with --model, an
-        OpenAI-compatible model with the demo tools (key from AGUI_MODEL_API_KEY / OPENAI_API_KEY).
+    agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent] [--app-dir DIR]
+               [--workers N] [--log-level LEVEL] [--root-path PATH]
+               [--timeout-graceful-shutdown SECONDS] [--model-url URL --model NAME]
+        Serve an agent (wrapped in AgentApp at --path; default: the built-in demo agent) or an
+        ASGI app (as it is) under uvicorn, MODULE found from the working directory or --app-dir;
+        with --model, an OpenAI-compatible model with the demo tools (key from
+        AGUI_MODEL_API_KEY / OPENAI_API_KEY). On SIGTERM or Ctrl-C, runs still going near the end
+        of the graceful window end in RUN_ERROR SERVER_SHUTDOWN.
     agui run URL [--message TEXT] [--input FILE] [--json] [--summary]
         Post a run and print the assistant's text as it streams, or every event as a JSON line; with
         --summary, process the stream like a client and print one summary JSON object at the end.

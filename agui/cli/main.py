@@ -66,16 +66,56 @@ def parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="exactly the contract: no unknown members or types"
     )
     v.set_defaults(run=_validate)
-    s = commands.add_parser("serve", help="serve an agent under uvicorn")
+    s = commands.add_parser(
+        "serve",
+        help="serve an agent under uvicorn",
+        description="Serve an agent (wrapped in AgentApp at --path) or an ASGI app (an AgentApp, "
+        "a FastAPI or Starlette application, as it is) under uvicorn. MODULE:ATTR is an ASGI app "
+        "when its call takes (scope, receive, send) and an agent when it takes the RunAgentInput "
+        "alone; anything else is refused at start.",
+    )
     s.add_argument(
         "agent",
         nargs="?",
         metavar="MODULE:ATTR",
-        help="the agent to serve (default: the demo agent)",
+        help="the agent or ASGI app to serve (default: the demo agent)",
     )
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--path", default="/agent")
+    s.add_argument("--port", type=int, default=8000, help="default 8000; 0 picks a free port")
+    s.add_argument("--path", help="where an agent is served (default: /agent; not for an ASGI app)")
+    s.add_argument(
+        "--app-dir",
+        default=".",
+        metavar="DIR",
+        help="look for MODULE in DIR, put first on sys.path (default: the current directory)",
+    )
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes (default 1); each imports MODULE:ATTR itself",
+    )
+    s.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug", "trace"],
+        help="for uvicorn's logs and agui's (default: warning)",
+    )
+    s.add_argument(
+        "--root-path",
+        default="",
+        metavar="PATH",
+        help="the path prefix a proxy serves this app under (ASGI root_path)",
+    )
+    s.add_argument(
+        "--timeout-graceful-shutdown",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C, runs still going this long after it (less a margin of at most "
+        "a second) end in RUN_ERROR SERVER_SHUTDOWN, and the server stops (default: 10)",
+    )
     s.add_argument(
         "--model-url",
         metavar="URL",

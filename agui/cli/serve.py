@@ -1,13 +1,41 @@
-"""`agui serve`: an agent (or a model with the demo tools) under uvicorn."""
+"""`agui serve`: an agent, an ASGI app, or a model with the demo tools, under uvicorn.
+
+MODULE:ATTR is looked up the way uvicorn looks up its app: MODULE is imported with the
+`--app-dir` (default: the current directory) first on sys.path. What it names decides how it is
+served (`serving_kind`): an ASGI app (an AgentApp, a FastAPI or Starlette application) as it is,
+an agent wrapped in AgentApp at `--path`; anything else is refused before the server starts.
+
+The listening socket is bound here, so a busy port is one line and exit status 1; the "serving"
+line is printed once uvicorn has started (with several workers: once the socket is bound, since
+the workers start on their own). Shutdown: the server tells every AgentApp when it begins, so that
+runs end in RUN_ERROR SERVER_SHUTDOWN within `--timeout-graceful-shutdown`; with workers, each
+worker's uvicorn server is hooked the same way (see `worker_app`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
+import json
+import os
+import signal
+import socket
 import sys
-from typing import Any
+import threading
+from typing import Any, Literal
 
-__all__ = ["serve"]
+from agui.errors import AguiError
+
+__all__ = ["serve", "serving_kind", "worker_app"]
+
+_SETTINGS = "AGUI_SERVE_SETTINGS"
+"""The environment variable that carries the settings to the worker processes."""
+_DEFAULT_PATH = "/agent"
+
+
+class _Refused(AguiError):
+    """What to serve cannot be served; the message is the one line to print."""
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -16,28 +44,153 @@ def serve(args: argparse.Namespace) -> int:
     except ImportError:
         print("agui serve needs uvicorn: pip install 'agui[server]'", file=sys.stderr)
         return 2
-    from agui.http.server import AgentApp
-
     if args.model_url and not args.model:
         print("agui serve: --model-url needs --model NAME", file=sys.stderr)
         return 2
     if args.model and args.agent:
         print("agui serve: give MODULE:ATTR or --model, not both", file=sys.stderr)
         return 2
-    if args.model:
-        agent, what = _model_agent(args.model, args.model_url)
-    else:
-        try:
-            agent = _load_agent(args.agent)
-        except (ImportError, AttributeError, ValueError) as exc:
-            print(f"agui serve: cannot load {args.agent!r}: {exc}", file=sys.stderr)
-            return 2
-        what = args.agent or "the demo agent"
-    print(f"serving {what} at http://{args.host}:{args.port}{args.path}", file=sys.stderr)
-    uvicorn.run(
-        AgentApp(agent, path=args.path), host=args.host, port=args.port, log_level="warning"
-    )
+    if args.workers < 1:
+        print("agui serve: --workers must be at least 1", file=sys.stderr)
+        return 2
+    settings = {
+        "agent": args.agent,
+        "path": args.path,
+        "model": args.model,
+        "model_url": args.model_url,
+        "app_dir": os.path.abspath(args.app_dir),
+    }
+    _on_path(settings["app_dir"])
+    try:
+        app, what, path = _build(settings)
+    except _Refused as refused:
+        print(f"agui serve: {refused}", file=sys.stderr)
+        return 2
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        print(f"agui serve: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        return 1
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    line = f"serving {what} at http://{host}:{port}{path}"
+    if args.root_path:
+        line += f" (root path {args.root_path})"
+    options: dict[str, Any] = {
+        "log_level": args.log_level,
+        "log_config": _log_config(args.log_level),
+        "root_path": args.root_path,
+        "timeout_graceful_shutdown": args.timeout_graceful_shutdown,
+    }
+    with sock:
+        if args.workers == 1:
+            server = _make_server(uvicorn.Config(app, **options), line)
+            server.run(sockets=[sock])
+            return 0 if server.started else 3
+        os.environ[_SETTINGS] = json.dumps(settings)
+        config = uvicorn.Config(
+            f"{__name__}:worker_app", factory=True, workers=args.workers, **options
+        )
+        print(f"{line} ({args.workers} workers)", file=sys.stderr, flush=True)
+        _supervise(config, sock)
     return 0
+
+
+# ── what to serve ──────────────────────────────────────────────────────────────────────────────
+
+
+def serving_kind(target: object) -> Literal["asgi", "agent"]:
+    """How `agui serve` serves `target`: "asgi" as it is, "agent" wrapped in AgentApp. Raises
+    TypeError for anything else.
+
+    An async generator function (or an object whose __call__ is one) is an agent. Otherwise the
+    signature decides: a call that takes three arguments (scope, receive, send) is an ASGI app
+    (an AgentApp, FastAPI, Starlette, any ASGI 3 callable), one that takes the RunAgentInput
+    alone is an agent. A class is neither (name an instance, or a function)."""
+    from agui.http.server import AgentApp
+
+    if isinstance(target, AgentApp):
+        return "asgi"
+    if isinstance(target, type):
+        raise TypeError(f"it is a class ({target.__qualname__}); name an instance of it")
+    if not callable(target):
+        raise TypeError(f"it is {_a(target)}, which cannot be called")
+    call: Any = target
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        call = call.__call__
+    if inspect.isasyncgenfunction(call):
+        return "agent"
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        raise TypeError(f"its call signature cannot be read ({_a(target)})") from None
+    if _binds(signature, 3):
+        return "asgi"
+    if _binds(signature, 1):
+        return "agent"
+    raise TypeError(f"it is called with {signature}, neither (input) nor (scope, receive, send)")
+
+
+def _binds(signature: inspect.Signature, count: int) -> bool:
+    try:
+        signature.bind(*([None] * count))
+    except TypeError:
+        return False
+    return True
+
+
+def _a(value: object) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
+def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
+    """(the ASGI app, what it is for the "serving" line, the path shown after the address)."""
+    from agui.http.server import AgentApp
+
+    path = settings["path"]
+    if settings["model"]:
+        agent, what = _model_agent(settings["model"], settings["model_url"])
+    elif not settings["agent"]:
+        from agui.cli.demo import DemoAgent
+
+        agent, what = DemoAgent(), "the demo agent"
+    else:
+        spec = settings["agent"]
+        target = _load(spec)
+        try:
+            kind = serving_kind(target)
+        except TypeError as exc:
+            raise _Refused(
+                f"{spec} is neither an agent (called with a RunAgentInput, returning an async "
+                f"iterator of events) nor an ASGI app (called with scope, receive, send): {exc}"
+            ) from None
+        if kind == "asgi":
+            if path is not None:
+                raise _Refused(
+                    f"{spec} is an ASGI app, which decides its own paths: --path is for an agent"
+                )
+            return target, f"{spec} (an ASGI app)", ""
+        agent, what = target, spec
+    path = path or _DEFAULT_PATH
+    try:
+        return AgentApp(agent, path=path), what, path
+    except TypeError as exc:
+        raise _Refused(f"{what} cannot be served: {exc}") from None
+
+
+def _load(spec: str) -> Any:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise _Refused(f"cannot load {spec!r}: expected MODULE:ATTR")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise _Refused(f"cannot load {spec!r}: {exc}") from None
+    return target
 
 
 def _model_agent(model: str, url: str | None) -> tuple[Any, str]:
@@ -49,15 +202,128 @@ def _model_agent(model: str, url: str | None) -> tuple[Any, str]:
     return DemoAgent(model=chat), f"model {model} at {chat.base_url} with the demo tools"
 
 
-def _load_agent(spec: str | None) -> Any:
-    if not spec:
-        from agui.cli.demo import DemoAgent
+def _on_path(app_dir: str) -> None:
+    """Put the app directory first on sys.path, as uvicorn's --app-dir does."""
+    if app_dir in sys.path:
+        sys.path.remove(app_dir)
+    sys.path.insert(0, app_dir)
 
-        return DemoAgent()
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not attr:
-        raise ValueError("expected MODULE:ATTR")
-    target: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
-    return target
+
+# ── the server ─────────────────────────────────────────────────────────────────────────────────
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (what uvicorn's own binding does, but failing with an
+    OSError to report instead of a log line and a SystemExit)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family=family)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)  # connections wait in the backlog until uvicorn accepts them
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)  # for the worker processes
+    return sock
+
+
+def _log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging configuration, with agui's loggers at the same level."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    numeric = "DEBUG" if level == "trace" else level.upper()
+    config["loggers"]["agui"] = {"handlers": ["default"], "level": numeric, "propagate": False}
+    return config
+
+
+def _grace(window: float | None) -> float:
+    """How long runs may go on once the shutdown begins: the graceful window, less a margin
+    (at most a second) for their RUN_ERROR to go out before uvicorn cancels what is left."""
+    if window is None:
+        return 3600.0 * 24
+    return max(0.0, window - min(1.0, window / 2))
+
+
+def _shutting_down(server: Any) -> None:
+    """Tell every AgentApp of this process that `server` (a uvicorn.Server) shuts down."""
+    from agui.http.server import AgentApp
+
+    grace = 0.0 if server.force_exit else _grace(server.config.timeout_graceful_shutdown)
+    AgentApp.shutdown_all(grace)
+
+
+def _server_class() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, which tells the AgentApps when the shutdown begins and prints the
+        "serving" line once it has started."""
+
+        def __init__(self, config: Any, line: str) -> None:
+            super().__init__(config)
+            self.line = line
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            _shutting_down(self)
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started and not self.should_exit:
+                print(self.line, file=sys.stderr, flush=True)
+
+    return Server
+
+
+def _make_server(config: Any, line: str) -> Any:
+    return _server_class()(config, line)
+
+
+def _supervise(config: Any, sock: socket.socket) -> None:
+    """Run uvicorn's worker supervisor on the bound socket. Each worker runs uvicorn's own server
+    (worker_app hooks it)."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    options: dict[str, Any] = {"sockets": [sock]}
+    if "target" in inspect.signature(Multiprocess).parameters:  # older uvicorn
+        options["target"] = uvicorn.Server(config).run
+    Multiprocess(config, **options).run()
+
+
+def worker_app() -> Any:
+    """The ASGI app of one worker process (uvicorn's factory, "agui.cli.serve:worker_app"): what
+    the `agui serve` command line named, built again in this process from the settings the
+    parent left in the environment, with this worker's uvicorn server hooked to tell the
+    AgentApps when the shutdown begins."""
+    settings = json.loads(os.environ[_SETTINGS])
+    _on_path(settings["app_dir"])
+    app, _, _ = _build(settings)
+    _hook_shutdown()
+    return app
+
+
+def _hook_shutdown() -> None:
+    """Chain a notice to the AgentApps onto the signal handlers of the uvicorn server loading
+    this app (installed before it loads the app), so a worker's runs end in RUN_ERROR
+    SERVER_SHUTDOWN within the window, as under `agui serve` with one process. A handler that is
+    not a uvicorn server's is left alone: the runs then end when uvicorn cancels them."""
+    import uvicorn
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(signum)
+        server = getattr(previous, "__self__", None)
+        if not isinstance(server, uvicorn.Server) or not callable(previous):
+            continue
+
+        def chained(sig: int, frame: Any, previous: Any = previous, server: Any = server) -> None:
+            previous(sig, frame)
+            _shutting_down(server)
+
+        signal.signal(signum, chained)

@@ -3,8 +3,9 @@ served by AgentApp: the run lifecycle repairs or ends each stream (tests/misbeha
 so the client never rejects a run and warns about nothing.
 
 For each agent the client's delivered events and messages are compared with this package's
-client (Conversation over HttpAgent) on the very input the TypeScript client sent. Runs under
-AGUI_INTEROP=1, like the rest of tests/interop.
+client (Conversation over HttpAgent) on the very input the TypeScript client sent. The same
+client also runs docs/serving.md's FastAPI example at /agent. Runs under AGUI_INTEROP=1, like the
+rest of tests/interop.
 """
 
 from __future__ import annotations
@@ -60,3 +61,17 @@ def _comparable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages with the members that only say "nothing yet" removed (an empty toolCalls list),
     so the two clients' shapes compare."""
     return [{k: v for k, v in m.items() if v != []} for m in messages]
+
+
+def test_official_client_runs_the_docs_fastapi_example(node: str) -> None:
+    """docs/serving.md's FastAPI example, as written: the official client posts to /agent (no
+    trailing slash) and completes the run (a mount would answer 307, which it does not follow)."""
+    from tests.test_cli_serve import docs_fastapi_app
+
+    with serving(docs_fastapi_app()) as url:
+        assert url.endswith("/agent")
+        report = ts_run(node, url, "hi")
+    assert report["error"] is None, report["error"]
+    assert report["ok"] is True and report["warnings"] == []
+    assert report["events"][-1] == "RUN_FINISHED"
+    assert report["messages"][-1]["content"] == "hello"
