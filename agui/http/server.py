@@ -373,7 +373,7 @@ class AgentApp:
 
 def _earliest(now: float, *times: float | None) -> float | None:
     """Seconds from `now` to the earliest of `times` (None: no time given)."""
-    given = [t for t in times if t is not None]
+    given = [t for t in times if t is not None and t != math.inf]
     return max(0.0, min(given) - now) if given else None
 
 
