@@ -164,14 +164,12 @@ def test_work_after_run_finished_completes_after_the_response(
         yield agui.TextMessageEndEvent(message_id="m")
         yield agui.RunFinishedEvent(thread_id=run.thread_id, run_id=run.run_id)
         saving.set()
-        await asyncio.sleep(0.5)  # await save(...)
+        await asyncio.sleep(1.0)  # await save(...)
         saved.set()
         yield agui.CustomEvent(name="saved", value=True)
 
     caplog.set_level(logging.INFO, logger="agui.agent")
-    started = time.monotonic()
     response = post(serve(AgentApp(agent)))
-    assert time.monotonic() - started < 0.45
     assert types(events_of(response.content))[-1] == "RUN_FINISHED"
     assert saving.is_set() and not saved.is_set()
     assert saved.wait(3), "the agent's work after RUN_FINISHED was cut short"
