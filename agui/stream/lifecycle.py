@@ -39,22 +39,16 @@ import attrs
 from agui_generated import (
     PROTOCOL_VERSION,
     Event,
-    ReasoningEndEvent,
     ReasoningMessageChunkEvent,
     ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
-    StepFinishedEvent,
-    SubagentErrorEvent,
     TextMessageChunkEvent,
     TextMessageContentEvent,
-    TextMessageEndEvent,
     ToolCallArgsEvent,
     ToolCallChunkEvent,
-    ToolCallEndEvent,
     UnknownEvent,
 )
 
@@ -159,18 +153,6 @@ class _Check(Verifier):
         for expanded in self.expander.feed(event):
             self.feed(expanded)
 
-    def quick(self, event: Any) -> bool:
-        """Whether a content event continues an open stream of the parent agent, which the
-        Verifier would admit unchanged: the fast path for the bulk of a run."""
-        kind = type(event)
-        if self.expander is not None or event.subagent_run_id is not None:
-            return False
-        if kind is TextMessageContentEvent:
-            return event.message_id in self._messages
-        if kind is ToolCallArgsEvent:
-            return event.tool_call_id in self._tool_calls
-        return event.message_id in self._reasoning
-
     def finishing(self, finished: RunFinishedEvent) -> list[Any]:
         """The events that close what is open, to send before `finished`, already checked; then
         `finished` itself is checked (raises ProtocolError if a client would still reject it)."""
@@ -179,29 +161,7 @@ class _Check(Verifier):
             for expanded in self.expander.feed(finished)[:-1]:
                 self.feed(expanded)
             self.expander = None
-        closing: list[Any] = []
-        owner = self._owners
-        for mid in reversed(self._reasoning):
-            owned = owner["reasoning"].get(mid)
-            closing.append(ReasoningMessageEndEvent(message_id=mid, subagent_run_id=owned))
-        for mid in reversed(self._spans):
-            owned = owner["reasoning"].get(mid)
-            closing.append(ReasoningEndEvent(message_id=mid, subagent_run_id=owned))
-        for mid in reversed(self._messages):
-            owned = owner["message"].get(mid)
-            closing.append(TextMessageEndEvent(message_id=mid, subagent_run_id=owned))
-        for tid in reversed(self._tool_calls):
-            owned = owner["toolCall"].get(tid)
-            closing.append(ToolCallEndEvent(tool_call_id=tid, subagent_run_id=owned))
-        for tag, names in self._steps.items():
-            for name in reversed(names):
-                closing.append(StepFinishedEvent(step_name=name, subagent_run_id=tag))
-        for sid in reversed(self._subagents):
-            closing.append(
-                SubagentErrorEvent(
-                    subagent_run_id=sid, message="The run ended before this subagent finished."
-                )
-            )
+        closing = self.closing_events()
         for event in closing:
             self.feed(event)
         self.feed(finished)
@@ -267,7 +227,12 @@ async def run_lifecycle(
             return
         async for event in stream:
             kind = type(event)
-            if quick and kind in _QUICK and check.quick(event):
+            if (
+                quick
+                and kind in _QUICK
+                and check.expander is None
+                and check.continues_open_stream(event)
+            ):
                 yield event  # the bulk of a run: a delta of an open message or call
                 continue
             if kind not in _EVENT_TYPES:

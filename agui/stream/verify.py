@@ -155,6 +155,50 @@ class Verifier:
             raise ProtocolError(TRUNCATED)
         return []
 
+    # ── what is open ─────────────────────────────────────────────────────────────────────────
+
+    def continues_open_stream(self, event: Item) -> bool:
+        """Whether `event` is content (TEXT_MESSAGE_CONTENT, TOOL_CALL_ARGS,
+        REASONING_MESSAGE_CONTENT) of the parent agent for a stream that is open, which `feed`
+        admits without changing anything: a producer's fast path for the bulk of a run."""
+        if isinstance(event, TextMessageContentEvent):
+            return event.subagent_run_id is None and event.message_id in self._messages
+        if isinstance(event, ToolCallArgsEvent):
+            return event.subagent_run_id is None and event.tool_call_id in self._tool_calls
+        if isinstance(event, ReasoningMessageContentEvent):
+            return event.subagent_run_id is None and event.message_id in self._reasoning
+        return False
+
+    def closing_events(self) -> list[Event]:
+        """The events that close everything open, in an order `feed` admits, each attributed to
+        the subagent that opened it: REASONING_MESSAGE_END, REASONING_END, TEXT_MESSAGE_END,
+        TOOL_CALL_END, STEP_FINISHED, and SUBAGENT_ERROR for a subagent that never finished. A
+        producer sends them before its RUN_FINISHED (agui.stream.lifecycle); nothing is fed."""
+        owner = self._owners
+        closing: list[Event] = []
+        for mid in reversed(self._reasoning):
+            owned = owner["reasoning"].get(mid)
+            closing.append(ReasoningMessageEndEvent(message_id=mid, subagent_run_id=owned))
+        for mid in reversed(self._spans):
+            owned = owner["reasoning"].get(mid)
+            closing.append(ReasoningEndEvent(message_id=mid, subagent_run_id=owned))
+        for mid in reversed(self._messages):
+            owned = owner["message"].get(mid)
+            closing.append(TextMessageEndEvent(message_id=mid, subagent_run_id=owned))
+        for tid in reversed(self._tool_calls):
+            owned = owner["toolCall"].get(tid)
+            closing.append(ToolCallEndEvent(tool_call_id=tid, subagent_run_id=owned))
+        for tag, names in self._steps.items():
+            for name in reversed(names):
+                closing.append(StepFinishedEvent(step_name=name, subagent_run_id=tag))
+        for sid in reversed(self._subagents):
+            closing.append(
+                SubagentErrorEvent(
+                    subagent_run_id=sid, message="The run ended before this subagent finished."
+                )
+            )
+        return closing
+
     # ── helpers ──────────────────────────────────────────────────────────────────────────────
 
     def _fail(self, message: str) -> ProtocolError:
