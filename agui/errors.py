@@ -1,9 +1,11 @@
 """Every exception agui raises on purpose, under one root.
 
     AguiError                      the root (defined by the generated runtime, which never
-    │                              imports agui, so the generated DecodeError can derive from it)
+    │                              imports agui, so the generated DecodeError and EncodeError
+    │                              can derive from it)
     ├── DecodeError                a document does not satisfy the spec; .problems
-    ├── EncodeError                a value cannot be written as an AG-UI document
+    ├── EncodeError                a value cannot be written as an AG-UI document; .pointer,
+    │                              .message
     ├── StreamError                an event stream cannot be consumed; .frame, .problems
     │   ├── SSEError               an SSE frame over the size limit
     │   ├── ProtoStreamError       a binary frame over the limit, or a stream cut mid-frame
@@ -30,7 +32,7 @@ was fed, from 1.
 
 from __future__ import annotations
 
-from agui_generated._runtime import AguiError, DecodeError, Problem
+from agui_generated._runtime import AguiError, DecodeError, EncodeError, Problem
 
 __all__ = [
     "AguiError",
@@ -46,10 +48,6 @@ __all__ = [
     "StreamError",
     "TransportError",
 ]
-
-
-class EncodeError(AguiError, ValueError):
-    """A value could not be written as JSON: something inside it is not JSON, or it is no model."""
 
 
 class StreamError(AguiError):

@@ -204,6 +204,20 @@ class Spec:
         return ids
 
     @property
+    def expected_models(self) -> dict[str, str]:
+        """Each object and union -> how an encode error names what a member of that type must
+        hold ("a FunctionCall", "a PartSource (DataSource, UrlSource or FileSource)")."""
+        out = {}
+        for d in self.definitions:
+            if isinstance(d, Union):
+                names = list(d.members)
+                listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+                out[d.name] = f"{_article(d.name)} {d.name} ({listed})"
+            else:
+                out[d.name] = f"{_article(d.name)} {d.name}"
+        return out
+
+    @property
     def tagged(self) -> dict[str, tuple[str, str] | None]:
         """For each object: (discriminator, tag) when it has a tag, else None."""
         return {
@@ -498,6 +512,10 @@ def _refs(t: TypeRef) -> list[str]:
 
 def _json_kind(t: TypeRef) -> str:
     return {"ref": "object", "union": "object", "enum": "str", "list": "list"}.get(t.kind, t.kind)
+
+
+def _article(name: str) -> str:
+    return "an" if name[:1] in "AEIOU" else "a"
 
 
 def _constraints(spec: dict[str, Any]) -> Constraints:

@@ -1,7 +1,9 @@
 """encode and decode: wire JSON <-> the generated models.
 
 The per-definition work is generated (agui_generated.codec and its runtime, which also turns an
-event of an unknown type into UnknownEvent and reports tolerant-mode warnings); this module adds
+event of an unknown type into UnknownEvent and reports tolerant-mode warnings). Both directions
+check: decoding what it reads, encoding what it writes (EncodeError with a JSON pointer, before
+anything is written). This module adds
 the JSON text layer (orjson), stream frames (`decode_frame`) and wire names (`wire_name`). The
 cattrs converter and the codec tables are re-exported here for code that needs them (they are
 not among `agui`'s own names).
@@ -15,8 +17,16 @@ from typing import Any, TypeVar, overload
 import attrs
 import orjson
 from agui_generated import DecodeError, Event, Problem, UnknownEvent
-from agui_generated._runtime import report
-from agui_generated.codec import DEFINITIONS, DISCRIMINATORS, TAGS, decode_value, encode_value
+from agui_generated._runtime import dumps_checked, json_fragment, report
+from agui_generated.codec import (
+    DEFINITIONS,
+    DISCRIMINATORS,
+    ENCODERS as _ENCODERS,
+    TAGS,
+    decode_value,
+    encode_fragments,
+    encode_value,
+)
 from agui_generated.converter import configure_converter, make_converter
 
 from agui.errors import EncodeError, StreamError
@@ -38,6 +48,12 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+# Bound here, not looked up per call: the compiler calls a method of an imported name as an
+# attribute (a new bound method each time), which costs a tenth of encoding a small event.
+_orjson_dumps = orjson.dumps
+_encoder_of = _ENCODERS.get
+_FRAGMENTS = json_fragment
 
 
 @overload
@@ -92,30 +108,48 @@ def decode_json(
 
 
 def to_json(obj: Any) -> Any:
-    """The JSON object of a model, as Python values (wire names, spec order, absent omitted)."""
+    """The JSON object of a model, as Python values (wire names, spec order, absent omitted).
+
+    Checked as `encode` checks it; raises EncodeError."""
     try:
         return encode_value(obj)
-    except (TypeError, AttributeError) as exc:
+    except (TypeError, AttributeError) as exc:  # a half-built model (object.__new__)
         raise EncodeError(f"cannot encode {type(obj).__name__}: {exc}") from None
 
 
 def encode(obj: Any) -> bytes:
-    """Compact JSON bytes of a model: wire names, spec order, absent optional members omitted."""
+    """Compact JSON bytes of a model: wire names, spec order, absent optional members omitted.
+
+    Everything written is checked first, so what comes out is a valid document: the JSON type of
+    every member (a str; an int, not a bool; a bool; a model of the class, or of a member class of
+    the union, the spec names; a tuple or list of them), enum members (the enum or one of its
+    exact strings), the bounds, patterns and minItems the spec declares, required members that
+    are None, and any-JSON values (state, results, metadata, patch values, rawEvent ...), which
+    must be JSON: dicts with str keys, lists, tuples, str, int, finite floats, bool and None; no
+    NaN or infinity, sets, bytes, datetimes or other objects. Enum members and UUIDs inside
+    any-JSON values are written as orjson writes them (the member's value, the UUID's string).
+    An UnknownEvent (what tolerant decoding makes of an event of a type this package does not
+    know) is written as received, and checked the same way: its `raw` must be JSON, an object
+    whose type is UnknownEvent.type, and that type no event this package knows.
+
+    Raises EncodeError for the first problem found: `.pointer` is where, in wire names
+    (``/messageId``, ``/snapshot/x``), and str(error) starts with it
+    (``/messageId: expected a string, got int 5``). Nothing is written then. Something that is no
+    model (a dict, for instance) is an EncodeError saying how to build one."""
+    encoder = _encoder_of(type(obj))  # encode_fragments, inlined: this is the hot path
+    if encoder is None:
+        return orjson.dumps(encode_fragments(obj))  # raises: not a model
     try:
-        return orjson.dumps(encode_value(obj))
+        return _orjson_dumps(encoder(obj, _FRAGMENTS))
     except (TypeError, AttributeError):  # orjson.JSONEncodeError is a TypeError
         return _encode_slowly(obj)
 
 
 def _encode_slowly(obj: Any) -> bytes:
-    """The rare cases: an UnknownEvent, JSON nested deeper than orjson writes, or something that
-    is not JSON at all."""
-    try:
-        return dumps(to_json(obj))
-    except EncodeError:
-        raise
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise EncodeError(f"cannot encode {type(obj).__name__}: {exc}") from None
+    """The rare cases orjson does not write: an integer beyond 64 bits or a string with a lone
+    surrogate among a model's scalars (the latter an EncodeError with its pointer)."""
+    value = to_json(obj)
+    return dumps_checked(value)
 
 
 def dumps(value: Any) -> bytes:

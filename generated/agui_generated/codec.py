@@ -5,14 +5,21 @@
 Each decoder checks a JSON object the way the spec says (types, bounds, patterns, required and
 optional members, closed objects) with inline fast paths; anything wrong goes to a slow path in
 _runtime that records a Problem with its JSON pointer and decoding carries on, so one call reports
-every problem. Encoders write members in spec order and omit absent optional members.
+every problem.
+
+Encoders write members in spec order and omit absent optional members, and check what they write
+the same way: the JSON type of every member (a str, an int that is not a bool, a bool, a model of
+the right class, a list or tuple of them), enum values, bounds, patterns, minItems, required
+members that are None, and any-JSON values (_runtime.json_plain). The tests are inline; the first
+failure raises EncodeError from a slow path in _runtime, and each enclosing encoder puts its key
+in front of the pointer on the way up.
 """
 
 from collections.abc import Callable
 from typing import Any, Final
 
 from . import _runtime as _rt
-from ._runtime import At, Ctx, DecodeError, Problem
+from ._runtime import At, Ctx, DecodeError, EncodeError, JsonWriter, Problem
 from .enums import EventType, ReasoningEncryptedValueSubtype, ResumeStatus, Role, TextMessageRole
 from .models import (
     ActivityDeltaEvent,
@@ -164,7 +171,64 @@ _EV_ReasoningEncryptedValueSubtype: Final[dict[str, ReasoningEncryptedValueSubty
     "tool-call": ReasoningEncryptedValueSubtype.TOOL_CALL,
     "message": ReasoningEncryptedValueSubtype.MESSAGE,
 }
+_EW_EventType: Final[dict[str, str]] = {
+    "TEXT_MESSAGE_START": "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT": "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END": "TEXT_MESSAGE_END",
+    "TEXT_MESSAGE_CHUNK": "TEXT_MESSAGE_CHUNK",
+    "TOOL_CALL_START": "TOOL_CALL_START",
+    "TOOL_CALL_ARGS": "TOOL_CALL_ARGS",
+    "TOOL_CALL_END": "TOOL_CALL_END",
+    "TOOL_CALL_CHUNK": "TOOL_CALL_CHUNK",
+    "TOOL_CALL_RESULT": "TOOL_CALL_RESULT",
+    "STATE_SNAPSHOT": "STATE_SNAPSHOT",
+    "STATE_DELTA": "STATE_DELTA",
+    "MESSAGES_SNAPSHOT": "MESSAGES_SNAPSHOT",
+    "ACTIVITY_SNAPSHOT": "ACTIVITY_SNAPSHOT",
+    "ACTIVITY_DELTA": "ACTIVITY_DELTA",
+    "RAW": "RAW",
+    "CUSTOM": "CUSTOM",
+    "RUN_STARTED": "RUN_STARTED",
+    "RUN_FINISHED": "RUN_FINISHED",
+    "RUN_ERROR": "RUN_ERROR",
+    "STEP_STARTED": "STEP_STARTED",
+    "STEP_FINISHED": "STEP_FINISHED",
+    "REASONING_START": "REASONING_START",
+    "REASONING_MESSAGE_START": "REASONING_MESSAGE_START",
+    "REASONING_MESSAGE_CONTENT": "REASONING_MESSAGE_CONTENT",
+    "REASONING_MESSAGE_END": "REASONING_MESSAGE_END",
+    "REASONING_MESSAGE_CHUNK": "REASONING_MESSAGE_CHUNK",
+    "REASONING_END": "REASONING_END",
+    "REASONING_ENCRYPTED_VALUE": "REASONING_ENCRYPTED_VALUE",
+    "SUBAGENT_STARTED": "SUBAGENT_STARTED",
+    "SUBAGENT_FINISHED": "SUBAGENT_FINISHED",
+    "SUBAGENT_ERROR": "SUBAGENT_ERROR",
+}
+_EW_Role: Final[dict[str, str]] = {
+    "developer": "developer",
+    "system": "system",
+    "assistant": "assistant",
+    "user": "user",
+    "tool": "tool",
+    "activity": "activity",
+    "reasoning": "reasoning",
+}
+_EW_TextMessageRole: Final[dict[str, str]] = {
+    "developer": "developer",
+    "system": "system",
+    "assistant": "assistant",
+    "user": "user",
+}
+_EW_ResumeStatus: Final[dict[str, str]] = {
+    "resolved": "resolved",
+    "cancelled": "cancelled",
+}
+_EW_ReasoningEncryptedValueSubtype: Final[dict[str, str]] = {
+    "tool-call": "tool-call",
+    "message": "message",
+}
 _P0 = _rt.compiled("^(/([^/~]|~[01])*)*\\Z")
+_PM0: Final[set[str]] = set()  # strings the encoders found to match: a set test is cheaper
 
 
 # ── TextPart ──
@@ -205,17 +269,27 @@ def _d_TextPart(d: dict[str, Any], at: At, cx: Ctx) -> TextPart:
     return o
 
 
-def _e_TextPart(o: TextPart) -> dict[str, Any]:
+def _e_TextPart(o: TextPart, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "text"
-    v_id = o.id
-    if v_id is not None:
-        d["id"] = v_id
-    d["text"] = o.text
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v = o.id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "id")
+        d["id"] = v
+    v = o.text
+    if type(v) is not str:
+        v = _rt.w_str(v, "text")
+    d["text"] = v
+    v = o.metadata
+    if v is not None:
+        t = type(v)
+        d["metadata"] = v if t is str or t is int or t is bool or v is None else jv(v, "metadata")
     return d
+
+
+_W_TextPart: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {TextPart: _e_TextPart}
 
 
 # ── DataSource ──
@@ -244,12 +318,22 @@ def _d_DataSource(d: dict[str, Any], at: At, cx: Ctx) -> DataSource:
     return o
 
 
-def _e_DataSource(o: DataSource) -> dict[str, Any]:
+def _e_DataSource(o: DataSource, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "data"
-    d["value"] = o.value
-    d["mimeType"] = o.mime_type
+    v = o.value
+    if type(v) is not str:
+        v = _rt.w_str(v, "value")
+    d["value"] = v
+    v = o.mime_type
+    if type(v) is not str:
+        v = _rt.w_str(v, "mimeType")
+    d["mimeType"] = v
     return d
+
+
+_W_DataSource: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {DataSource: _e_DataSource}
 
 
 # ── UrlSource ──
@@ -283,14 +367,23 @@ def _d_UrlSource(d: dict[str, Any], at: At, cx: Ctx) -> UrlSource:
     return o
 
 
-def _e_UrlSource(o: UrlSource) -> dict[str, Any]:
+def _e_UrlSource(o: UrlSource, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "url"
-    d["value"] = o.value
-    v_mime_type = o.mime_type
-    if v_mime_type is not None:
-        d["mimeType"] = v_mime_type
+    v = o.value
+    if type(v) is not str:
+        v = _rt.w_str(v, "value")
+    d["value"] = v
+    v = o.mime_type
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "mimeType")
+        d["mimeType"] = v
     return d
+
+
+_W_UrlSource: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {UrlSource: _e_UrlSource}
 
 
 # ── FileSource ──
@@ -333,17 +426,28 @@ def _d_FileSource(d: dict[str, Any], at: At, cx: Ctx) -> FileSource:
     return o
 
 
-def _e_FileSource(o: FileSource) -> dict[str, Any]:
+def _e_FileSource(o: FileSource, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "file"
-    d["value"] = o.value
-    v_provider = o.provider
-    if v_provider is not None:
-        d["provider"] = v_provider
-    v_mime_type = o.mime_type
-    if v_mime_type is not None:
-        d["mimeType"] = v_mime_type
+    v = o.value
+    if type(v) is not str:
+        v = _rt.w_str(v, "value")
+    d["value"] = v
+    v = o.provider
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "provider")
+        d["provider"] = v
+    v = o.mime_type
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "mimeType")
+        d["mimeType"] = v
     return d
+
+
+_W_FileSource: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {FileSource: _e_FileSource}
 
 
 # ── PartSource (union on "type") ──
@@ -362,6 +466,13 @@ def _u_PartSource(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
         if decoder is not None:
             return decoder(v, at, cx)
     return _rt.union_fail(cx, v, at, "type", _T_PartSource, can_drop)
+
+
+_W_PartSource: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    DataSource: _e_DataSource,
+    UrlSource: _e_UrlSource,
+    FileSource: _e_FileSource,
+}
 
 
 # ── ImagePart ──
@@ -404,17 +515,32 @@ def _d_ImagePart(d: dict[str, Any], at: At, cx: Ctx) -> ImagePart:
     return o
 
 
-def _e_ImagePart(o: ImagePart) -> dict[str, Any]:
+def _e_ImagePart(o: ImagePart, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "image"
-    v_id = o.id
-    if v_id is not None:
-        d["id"] = v_id
-    d["source"] = _ENC[type(o.source)](o.source)
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v = o.id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "id")
+        d["id"] = v
+    v = o.source
+    try:
+        d["source"] = _W_PartSource[type(v)](v, jv)
+    except EncodeError as exc:
+        raise exc.within("source") from None
+    except Exception:
+        d["source"] = _rt.w_model(
+            v, "source", _W_PartSource, "a PartSource (DataSource, UrlSource or FileSource)", jv
+        )
+    v = o.metadata
+    if v is not None:
+        t = type(v)
+        d["metadata"] = v if t is str or t is int or t is bool or v is None else jv(v, "metadata")
     return d
+
+
+_W_ImagePart: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {ImagePart: _e_ImagePart}
 
 
 # ── AudioPart ──
@@ -457,17 +583,32 @@ def _d_AudioPart(d: dict[str, Any], at: At, cx: Ctx) -> AudioPart:
     return o
 
 
-def _e_AudioPart(o: AudioPart) -> dict[str, Any]:
+def _e_AudioPart(o: AudioPart, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "audio"
-    v_id = o.id
-    if v_id is not None:
-        d["id"] = v_id
-    d["source"] = _ENC[type(o.source)](o.source)
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v = o.id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "id")
+        d["id"] = v
+    v = o.source
+    try:
+        d["source"] = _W_PartSource[type(v)](v, jv)
+    except EncodeError as exc:
+        raise exc.within("source") from None
+    except Exception:
+        d["source"] = _rt.w_model(
+            v, "source", _W_PartSource, "a PartSource (DataSource, UrlSource or FileSource)", jv
+        )
+    v = o.metadata
+    if v is not None:
+        t = type(v)
+        d["metadata"] = v if t is str or t is int or t is bool or v is None else jv(v, "metadata")
     return d
+
+
+_W_AudioPart: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {AudioPart: _e_AudioPart}
 
 
 # ── VideoPart ──
@@ -510,17 +651,32 @@ def _d_VideoPart(d: dict[str, Any], at: At, cx: Ctx) -> VideoPart:
     return o
 
 
-def _e_VideoPart(o: VideoPart) -> dict[str, Any]:
+def _e_VideoPart(o: VideoPart, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "video"
-    v_id = o.id
-    if v_id is not None:
-        d["id"] = v_id
-    d["source"] = _ENC[type(o.source)](o.source)
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v = o.id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "id")
+        d["id"] = v
+    v = o.source
+    try:
+        d["source"] = _W_PartSource[type(v)](v, jv)
+    except EncodeError as exc:
+        raise exc.within("source") from None
+    except Exception:
+        d["source"] = _rt.w_model(
+            v, "source", _W_PartSource, "a PartSource (DataSource, UrlSource or FileSource)", jv
+        )
+    v = o.metadata
+    if v is not None:
+        t = type(v)
+        d["metadata"] = v if t is str or t is int or t is bool or v is None else jv(v, "metadata")
     return d
+
+
+_W_VideoPart: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {VideoPart: _e_VideoPart}
 
 
 # ── DocumentPart ──
@@ -563,17 +719,34 @@ def _d_DocumentPart(d: dict[str, Any], at: At, cx: Ctx) -> DocumentPart:
     return o
 
 
-def _e_DocumentPart(o: DocumentPart) -> dict[str, Any]:
+def _e_DocumentPart(o: DocumentPart, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "document"
-    v_id = o.id
-    if v_id is not None:
-        d["id"] = v_id
-    d["source"] = _ENC[type(o.source)](o.source)
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v = o.id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "id")
+        d["id"] = v
+    v = o.source
+    try:
+        d["source"] = _W_PartSource[type(v)](v, jv)
+    except EncodeError as exc:
+        raise exc.within("source") from None
+    except Exception:
+        d["source"] = _rt.w_model(
+            v, "source", _W_PartSource, "a PartSource (DataSource, UrlSource or FileSource)", jv
+        )
+    v = o.metadata
+    if v is not None:
+        t = type(v)
+        d["metadata"] = v if t is str or t is int or t is bool or v is None else jv(v, "metadata")
     return d
+
+
+_W_DocumentPart: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    DocumentPart: _e_DocumentPart
+}
 
 
 # ── ContentPart (union on "type") ──
@@ -594,6 +767,15 @@ def _u_ContentPart(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
         if decoder is not None:
             return decoder(v, at, cx)
     return _rt.union_fail(cx, v, at, "type", _T_ContentPart, can_drop)
+
+
+_W_ContentPart: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    TextPart: _e_TextPart,
+    ImagePart: _e_ImagePart,
+    AudioPart: _e_AudioPart,
+    VideoPart: _e_VideoPart,
+    DocumentPart: _e_DocumentPart,
+}
 
 
 # ── FunctionCall ──
@@ -622,11 +804,23 @@ def _d_FunctionCall(d: dict[str, Any], at: At, cx: Ctx) -> FunctionCall:
     return o
 
 
-def _e_FunctionCall(o: FunctionCall) -> dict[str, Any]:
+def _e_FunctionCall(o: FunctionCall, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    d["name"] = o.name
-    d["arguments"] = o.arguments
+    v: Any  # each member in turn
+    v = o.name
+    if type(v) is not str:
+        v = _rt.w_str(v, "name")
+    d["name"] = v
+    v = o.arguments
+    if type(v) is not str:
+        v = _rt.w_str(v, "arguments")
+    d["arguments"] = v
     return d
+
+
+_W_FunctionCall: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    FunctionCall: _e_FunctionCall
+}
 
 
 # ── ToolCall ──
@@ -681,18 +875,34 @@ def _d_ToolCall(d: dict[str, Any], at: At, cx: Ctx) -> ToolCall:
     return o
 
 
-def _e_ToolCall(o: ToolCall) -> dict[str, Any]:
+def _e_ToolCall(o: ToolCall, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    d["id"] = o.id
+    v: Any  # each member in turn
+    v = o.id
+    if type(v) is not str:
+        v = _rt.w_str(v, "id")
+    d["id"] = v
     d["type"] = "function"
-    d["function"] = _e_FunctionCall(o.function)
-    v_encrypted_value = o.encrypted_value
-    if v_encrypted_value is not None:
-        d["encryptedValue"] = v_encrypted_value
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v = o.function
+    if type(v) is FunctionCall:
+        try:
+            d["function"] = _e_FunctionCall(v, jv)
+        except EncodeError as exc:
+            raise exc.within("function") from None
+    else:
+        d["function"] = _rt.w_model(v, "function", _W_FunctionCall, "a FunctionCall", jv)
+    v = o.encrypted_value
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "encryptedValue")
+        d["encryptedValue"] = v
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
     return d
+
+
+_W_ToolCall: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {ToolCall: _e_ToolCall}
 
 
 # ── DeveloperMessage ──
@@ -763,24 +973,42 @@ def _d_DeveloperMessage(d: dict[str, Any], at: At, cx: Ctx) -> DeveloperMessage:
     return o
 
 
-def _e_DeveloperMessage(o: DeveloperMessage) -> dict[str, Any]:
+def _e_DeveloperMessage(o: DeveloperMessage, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["id"] = o.id
+    v: Any  # each member in turn
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.id
+    if type(v) is not str:
+        v = _rt.w_str(v, "id")
+    d["id"] = v
     d["role"] = "developer"
-    v_name = o.name
-    if v_name is not None:
-        d["name"] = v_name
-    v_encrypted_value = o.encrypted_value
-    if v_encrypted_value is not None:
-        d["encryptedValue"] = v_encrypted_value
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    d["content"] = o.content
+    v = o.name
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "name")
+        d["name"] = v
+    v = o.encrypted_value
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "encryptedValue")
+        d["encryptedValue"] = v
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.content
+    if type(v) is not str:
+        v = _rt.w_str(v, "content")
+    d["content"] = v
     return d
+
+
+_W_DeveloperMessage: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    DeveloperMessage: _e_DeveloperMessage
+}
 
 
 # ── SystemMessage ──
@@ -851,24 +1079,42 @@ def _d_SystemMessage(d: dict[str, Any], at: At, cx: Ctx) -> SystemMessage:
     return o
 
 
-def _e_SystemMessage(o: SystemMessage) -> dict[str, Any]:
+def _e_SystemMessage(o: SystemMessage, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["id"] = o.id
+    v: Any  # each member in turn
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.id
+    if type(v) is not str:
+        v = _rt.w_str(v, "id")
+    d["id"] = v
     d["role"] = "system"
-    v_name = o.name
-    if v_name is not None:
-        d["name"] = v_name
-    v_encrypted_value = o.encrypted_value
-    if v_encrypted_value is not None:
-        d["encryptedValue"] = v_encrypted_value
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    d["content"] = o.content
+    v = o.name
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "name")
+        d["name"] = v
+    v = o.encrypted_value
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "encryptedValue")
+        d["encryptedValue"] = v
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.content
+    if type(v) is not str:
+        v = _rt.w_str(v, "content")
+    d["content"] = v
     return d
+
+
+_W_SystemMessage: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    SystemMessage: _e_SystemMessage
+}
 
 
 # ── AssistantMessage ──
@@ -960,29 +1206,55 @@ def _d_AssistantMessage(d: dict[str, Any], at: At, cx: Ctx) -> AssistantMessage:
     return o
 
 
-def _e_AssistantMessage(o: AssistantMessage) -> dict[str, Any]:
+def _e_AssistantMessage(o: AssistantMessage, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["id"] = o.id
+    v: Any  # each member in turn
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.id
+    if type(v) is not str:
+        v = _rt.w_str(v, "id")
+    d["id"] = v
     d["role"] = "assistant"
-    v_name = o.name
-    if v_name is not None:
-        d["name"] = v_name
-    v_encrypted_value = o.encrypted_value
-    if v_encrypted_value is not None:
-        d["encryptedValue"] = v_encrypted_value
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_content = o.content
-    if v_content is not None:
-        d["content"] = v_content
-    v_tool_calls = o.tool_calls
-    if v_tool_calls is not None:
-        d["toolCalls"] = [_e_ToolCall(x) for x in v_tool_calls]
+    v = o.name
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "name")
+        d["name"] = v
+    v = o.encrypted_value
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "encryptedValue")
+        d["encryptedValue"] = v
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.content
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "content")
+        d["content"] = v
+    v = o.tool_calls
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "toolCalls", "an array (a tuple or a list)")
+        try:
+            d["toolCalls"] = (
+                out
+            ) = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_ToolCall[type(x)](x, jv))
+        except Exception:
+            d["toolCalls"] = _rt.w_items(v, "toolCalls", _W_ToolCall, "a ToolCall", jv)
     return d
+
+
+_W_AssistantMessage: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    AssistantMessage: _e_AssistantMessage
+}
 
 
 # ── UserMessage ──
@@ -1057,25 +1329,54 @@ def _d_UserMessage(d: dict[str, Any], at: At, cx: Ctx) -> UserMessage:
     return o
 
 
-def _e_UserMessage(o: UserMessage) -> dict[str, Any]:
+def _e_UserMessage(o: UserMessage, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["id"] = o.id
+    v: Any  # each member in turn
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.id
+    if type(v) is not str:
+        v = _rt.w_str(v, "id")
+    d["id"] = v
     d["role"] = "user"
-    v_name = o.name
-    if v_name is not None:
-        d["name"] = v_name
-    v_encrypted_value = o.encrypted_value
-    if v_encrypted_value is not None:
-        d["encryptedValue"] = v_encrypted_value
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_content = o.content
-    d["content"] = v_content if type(v_content) is str else [_ENC[type(x)](x) for x in v_content]
+    v = o.name
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "name")
+        d["name"] = v
+    v = o.encrypted_value
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "encryptedValue")
+        d["encryptedValue"] = v
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.content
+    if type(v) is str:
+        d["content"] = v
+    elif type(v) is tuple or type(v) is list:
+        try:
+            d["content"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_ContentPart[type(x)](x, jv))
+        except Exception:
+            d["content"] = _rt.w_items(
+                v,
+                "content",
+                _W_ContentPart,
+                "a ContentPart (TextPart, ImagePart, AudioPart, VideoPart or DocumentPart)",
+                jv,
+            )
+    else:
+        d["content"] = _rt.w_either(v, "content", "a string or an array", True)
     return d
+
+
+_W_UserMessage: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {UserMessage: _e_UserMessage}
 
 
 # ── ToolMessage ──
@@ -1156,26 +1457,58 @@ def _d_ToolMessage(d: dict[str, Any], at: At, cx: Ctx) -> ToolMessage:
     return o
 
 
-def _e_ToolMessage(o: ToolMessage) -> dict[str, Any]:
+def _e_ToolMessage(o: ToolMessage, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["id"] = o.id
+    v: Any  # each member in turn
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.id
+    if type(v) is not str:
+        v = _rt.w_str(v, "id")
+    d["id"] = v
     d["role"] = "tool"
-    v_content = o.content
-    d["content"] = v_content if type(v_content) is str else [_ENC[type(x)](x) for x in v_content]
-    d["toolCallId"] = o.tool_call_id
-    v_error = o.error
-    if v_error is not None:
-        d["error"] = v_error
-    v_encrypted_value = o.encrypted_value
-    if v_encrypted_value is not None:
-        d["encryptedValue"] = v_encrypted_value
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v = o.content
+    if type(v) is str:
+        d["content"] = v
+    elif type(v) is tuple or type(v) is list:
+        try:
+            d["content"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_ContentPart[type(x)](x, jv))
+        except Exception:
+            d["content"] = _rt.w_items(
+                v,
+                "content",
+                _W_ContentPart,
+                "a ContentPart (TextPart, ImagePart, AudioPart, VideoPart or DocumentPart)",
+                jv,
+            )
+    else:
+        d["content"] = _rt.w_either(v, "content", "a string or an array", True)
+    v = o.tool_call_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "toolCallId")
+    d["toolCallId"] = v
+    v = o.error
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "error")
+        d["error"] = v
+    v = o.encrypted_value
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "encryptedValue")
+        d["encryptedValue"] = v
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
     return d
+
+
+_W_ToolMessage: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {ToolMessage: _e_ToolMessage}
 
 
 # ── ActivityMessage ──
@@ -1232,19 +1565,34 @@ def _d_ActivityMessage(d: dict[str, Any], at: At, cx: Ctx) -> ActivityMessage:
     return o
 
 
-def _e_ActivityMessage(o: ActivityMessage) -> dict[str, Any]:
+def _e_ActivityMessage(o: ActivityMessage, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["id"] = o.id
+    v: Any  # each member in turn
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.id
+    if type(v) is not str:
+        v = _rt.w_str(v, "id")
+    d["id"] = v
     d["role"] = "activity"
-    d["activityType"] = o.activity_type
-    d["content"] = o.content
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v = o.activity_type
+    if type(v) is not str:
+        v = _rt.w_str(v, "activityType")
+    d["activityType"] = v
+    v = o.content
+    d["content"] = jv(v, "content") if type(v) is dict else _rt.w_object(v, "content", jv)
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
     return d
+
+
+_W_ActivityMessage: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ActivityMessage: _e_ActivityMessage
+}
 
 
 # ── ReasoningMessage ──
@@ -1306,21 +1654,37 @@ def _d_ReasoningMessage(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningMessage:
     return o
 
 
-def _e_ReasoningMessage(o: ReasoningMessage) -> dict[str, Any]:
+def _e_ReasoningMessage(o: ReasoningMessage, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["id"] = o.id
+    v: Any  # each member in turn
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.id
+    if type(v) is not str:
+        v = _rt.w_str(v, "id")
+    d["id"] = v
     d["role"] = "reasoning"
-    d["content"] = o.content
-    v_encrypted_value = o.encrypted_value
-    if v_encrypted_value is not None:
-        d["encryptedValue"] = v_encrypted_value
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v = o.content
+    if type(v) is not str:
+        v = _rt.w_str(v, "content")
+    d["content"] = v
+    v = o.encrypted_value
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "encryptedValue")
+        d["encryptedValue"] = v
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
     return d
+
+
+_W_ReasoningMessage: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReasoningMessage: _e_ReasoningMessage
+}
 
 
 # ── Message (union on "role") ──
@@ -1343,6 +1707,17 @@ def _u_Message(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
         if decoder is not None:
             return decoder(v, at, cx)
     return _rt.union_fail(cx, v, at, "role", _T_Message, can_drop)
+
+
+_W_Message: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    DeveloperMessage: _e_DeveloperMessage,
+    SystemMessage: _e_SystemMessage,
+    AssistantMessage: _e_AssistantMessage,
+    UserMessage: _e_UserMessage,
+    ToolMessage: _e_ToolMessage,
+    ActivityMessage: _e_ActivityMessage,
+    ReasoningMessage: _e_ReasoningMessage,
+}
 
 
 # ── AddOperation ──
@@ -1378,15 +1753,25 @@ def _d_AddOperation(d: dict[str, Any], at: At, cx: Ctx) -> AddOperation:
     return o
 
 
-def _e_AddOperation(o: AddOperation) -> dict[str, Any]:
+def _e_AddOperation(o: AddOperation, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["op"] = "add"
-    d["path"] = o.path
-    d["value"] = o.value
+    v = o.path
+    if type(v) is not str or v not in _PM0:
+        v = _rt.w_matched(v, "path", _P0, _PM0, "^(/([^/~]|~[01])*)*$")
+    d["path"] = v
+    v = o.value
+    t = type(v)
+    d["value"] = v if t is str or t is int or t is bool or v is None else jv(v, "value")
     if o.extra:
-        for key, value in o.extra.items():
-            d.setdefault(key, value)
+        _rt.w_extra(d, o.extra, jv)
     return d
+
+
+_W_AddOperation: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    AddOperation: _e_AddOperation
+}
 
 
 # ── RemoveOperation ──
@@ -1416,14 +1801,22 @@ def _d_RemoveOperation(d: dict[str, Any], at: At, cx: Ctx) -> RemoveOperation:
     return o
 
 
-def _e_RemoveOperation(o: RemoveOperation) -> dict[str, Any]:
+def _e_RemoveOperation(o: RemoveOperation, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["op"] = "remove"
-    d["path"] = o.path
+    v = o.path
+    if type(v) is not str or v not in _PM0:
+        v = _rt.w_matched(v, "path", _P0, _PM0, "^(/([^/~]|~[01])*)*$")
+    d["path"] = v
     if o.extra:
-        for key, value in o.extra.items():
-            d.setdefault(key, value)
+        _rt.w_extra(d, o.extra, jv)
     return d
+
+
+_W_RemoveOperation: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    RemoveOperation: _e_RemoveOperation
+}
 
 
 # ── ReplaceOperation ──
@@ -1459,15 +1852,25 @@ def _d_ReplaceOperation(d: dict[str, Any], at: At, cx: Ctx) -> ReplaceOperation:
     return o
 
 
-def _e_ReplaceOperation(o: ReplaceOperation) -> dict[str, Any]:
+def _e_ReplaceOperation(o: ReplaceOperation, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["op"] = "replace"
-    d["path"] = o.path
-    d["value"] = o.value
+    v = o.path
+    if type(v) is not str or v not in _PM0:
+        v = _rt.w_matched(v, "path", _P0, _PM0, "^(/([^/~]|~[01])*)*$")
+    d["path"] = v
+    v = o.value
+    t = type(v)
+    d["value"] = v if t is str or t is int or t is bool or v is None else jv(v, "value")
     if o.extra:
-        for key, value in o.extra.items():
-            d.setdefault(key, value)
+        _rt.w_extra(d, o.extra, jv)
     return d
+
+
+_W_ReplaceOperation: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReplaceOperation: _e_ReplaceOperation
+}
 
 
 # ── MoveOperation ──
@@ -1505,15 +1908,26 @@ def _d_MoveOperation(d: dict[str, Any], at: At, cx: Ctx) -> MoveOperation:
     return o
 
 
-def _e_MoveOperation(o: MoveOperation) -> dict[str, Any]:
+def _e_MoveOperation(o: MoveOperation, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["op"] = "move"
-    d["from"] = o.from_
-    d["path"] = o.path
+    v = o.from_
+    if type(v) is not str or v not in _PM0:
+        v = _rt.w_matched(v, "from", _P0, _PM0, "^(/([^/~]|~[01])*)*$")
+    d["from"] = v
+    v = o.path
+    if type(v) is not str or v not in _PM0:
+        v = _rt.w_matched(v, "path", _P0, _PM0, "^(/([^/~]|~[01])*)*$")
+    d["path"] = v
     if o.extra:
-        for key, value in o.extra.items():
-            d.setdefault(key, value)
+        _rt.w_extra(d, o.extra, jv)
     return d
+
+
+_W_MoveOperation: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    MoveOperation: _e_MoveOperation
+}
 
 
 # ── CopyOperation ──
@@ -1551,15 +1965,26 @@ def _d_CopyOperation(d: dict[str, Any], at: At, cx: Ctx) -> CopyOperation:
     return o
 
 
-def _e_CopyOperation(o: CopyOperation) -> dict[str, Any]:
+def _e_CopyOperation(o: CopyOperation, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["op"] = "copy"
-    d["from"] = o.from_
-    d["path"] = o.path
+    v = o.from_
+    if type(v) is not str or v not in _PM0:
+        v = _rt.w_matched(v, "from", _P0, _PM0, "^(/([^/~]|~[01])*)*$")
+    d["from"] = v
+    v = o.path
+    if type(v) is not str or v not in _PM0:
+        v = _rt.w_matched(v, "path", _P0, _PM0, "^(/([^/~]|~[01])*)*$")
+    d["path"] = v
     if o.extra:
-        for key, value in o.extra.items():
-            d.setdefault(key, value)
+        _rt.w_extra(d, o.extra, jv)
     return d
+
+
+_W_CopyOperation: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    CopyOperation: _e_CopyOperation
+}
 
 
 # ── TestOperation ──
@@ -1595,15 +2020,25 @@ def _d_TestOperation(d: dict[str, Any], at: At, cx: Ctx) -> TestOperation:
     return o
 
 
-def _e_TestOperation(o: TestOperation) -> dict[str, Any]:
+def _e_TestOperation(o: TestOperation, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["op"] = "test"
-    d["path"] = o.path
-    d["value"] = o.value
+    v = o.path
+    if type(v) is not str or v not in _PM0:
+        v = _rt.w_matched(v, "path", _P0, _PM0, "^(/([^/~]|~[01])*)*$")
+    d["path"] = v
+    v = o.value
+    t = type(v)
+    d["value"] = v if t is str or t is int or t is bool or v is None else jv(v, "value")
     if o.extra:
-        for key, value in o.extra.items():
-            d.setdefault(key, value)
+        _rt.w_extra(d, o.extra, jv)
     return d
+
+
+_W_TestOperation: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    TestOperation: _e_TestOperation
+}
 
 
 # ── JsonPatchOperation (union on "op") ──
@@ -1625,6 +2060,16 @@ def _u_JsonPatchOperation(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
         if decoder is not None:
             return decoder(v, at, cx)
     return _rt.union_fail(cx, v, at, "op", _T_JsonPatchOperation, can_drop)
+
+
+_W_JsonPatchOperation: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    AddOperation: _e_AddOperation,
+    RemoveOperation: _e_RemoveOperation,
+    ReplaceOperation: _e_ReplaceOperation,
+    MoveOperation: _e_MoveOperation,
+    CopyOperation: _e_CopyOperation,
+    TestOperation: _e_TestOperation,
+}
 
 
 # ── Tool ──
@@ -1671,17 +2116,30 @@ def _d_Tool(d: dict[str, Any], at: At, cx: Ctx) -> Tool:
     return o
 
 
-def _e_Tool(o: Tool) -> dict[str, Any]:
+def _e_Tool(o: Tool, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    d["name"] = o.name
-    d["description"] = o.description
-    v_parameters = o.parameters
-    if v_parameters is not None:
-        d["parameters"] = v_parameters
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v: Any  # each member in turn
+    v = o.name
+    if type(v) is not str:
+        v = _rt.w_str(v, "name")
+    d["name"] = v
+    v = o.description
+    if type(v) is not str:
+        v = _rt.w_str(v, "description")
+    d["description"] = v
+    v = o.parameters
+    if v is not None:
+        t = type(v)
+        d["parameters"] = (
+            v if t is str or t is int or t is bool or v is None else jv(v, "parameters")
+        )
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
     return d
+
+
+_W_Tool: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {Tool: _e_Tool}
 
 
 # ── Context ──
@@ -1710,11 +2168,21 @@ def _d_Context(d: dict[str, Any], at: At, cx: Ctx) -> Context:
     return o
 
 
-def _e_Context(o: Context) -> dict[str, Any]:
+def _e_Context(o: Context, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    d["description"] = o.description
-    d["value"] = o.value
+    v: Any  # each member in turn
+    v = o.description
+    if type(v) is not str:
+        v = _rt.w_str(v, "description")
+    d["description"] = v
+    v = o.value
+    if type(v) is not str:
+        v = _rt.w_str(v, "value")
+    d["value"] = v
     return d
+
+
+_W_Context: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {Context: _e_Context}
 
 
 # ── ResumeEntry ──
@@ -1762,17 +2230,27 @@ def _d_ResumeEntry(d: dict[str, Any], at: At, cx: Ctx) -> ResumeEntry:
     return o
 
 
-def _e_ResumeEntry(o: ResumeEntry) -> dict[str, Any]:
+def _e_ResumeEntry(o: ResumeEntry, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    d["interruptId"] = o.interrupt_id
-    d["status"] = o.status
-    v_payload = o.payload
-    if v_payload is not None:
-        d["payload"] = v_payload
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v: Any  # each member in turn
+    v = o.interrupt_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "interruptId")
+    d["interruptId"] = v
+    v = o.status
+    e = _EW_ResumeStatus.get(v) if type(v) is ResumeStatus or type(v) is str else None
+    d["status"] = e if e is not None else _rt.w_enum(v, "status", _EW_ResumeStatus, "ResumeStatus")
+    v = o.payload
+    if v is not None:
+        t = type(v)
+        d["payload"] = v if t is str or t is int or t is bool or v is None else jv(v, "payload")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
     return d
+
+
+_W_ResumeEntry: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {ResumeEntry: _e_ResumeEntry}
 
 
 # ── RunAgentInput ──
@@ -1912,33 +2390,88 @@ def _d_RunAgentInput(d: dict[str, Any], at: At, cx: Ctx) -> RunAgentInput:
     return o
 
 
-def _e_RunAgentInput(o: RunAgentInput) -> dict[str, Any]:
+def _e_RunAgentInput(o: RunAgentInput, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    d["threadId"] = o.thread_id
-    d["runId"] = o.run_id
-    v_protocol_version = o.protocol_version
-    if v_protocol_version is not None:
-        d["protocolVersion"] = v_protocol_version
-    v_parent_run_id = o.parent_run_id
-    if v_parent_run_id is not None:
-        d["parentRunId"] = v_parent_run_id
-    v_state = o.state
-    if v_state is not None:
-        d["state"] = v_state
-    d["messages"] = [_ENC[type(x)](x) for x in o.messages]
-    v_tools = o.tools
-    if v_tools is not None:
-        d["tools"] = [_e_Tool(x) for x in v_tools]
-    v_context = o.context
-    if v_context is not None:
-        d["context"] = [_e_Context(x) for x in v_context]
-    v_forwarded_props = o.forwarded_props
-    if v_forwarded_props is not None:
-        d["forwardedProps"] = v_forwarded_props
-    v_resume = o.resume
-    if v_resume is not None:
-        d["resume"] = [_e_ResumeEntry(x) for x in v_resume]
+    v: Any  # each member in turn
+    v = o.thread_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "threadId")
+    d["threadId"] = v
+    v = o.run_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "runId")
+    d["runId"] = v
+    v = o.protocol_version
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "protocolVersion")
+        d["protocolVersion"] = v
+    v = o.parent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "parentRunId")
+        d["parentRunId"] = v
+    v = o.state
+    if v is not None:
+        t = type(v)
+        d["state"] = v if t is str or t is int or t is bool or v is None else jv(v, "state")
+    v = o.messages
+    if type(v) is not tuple and type(v) is not list:
+        _rt.wrong(v, "messages", "an array (a tuple or a list)")
+    try:
+        d["messages"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+        for x in v:
+            out.append(_W_Message[type(x)](x, jv))
+    except Exception:
+        d["messages"] = _rt.w_items(
+            v,
+            "messages",
+            _W_Message,
+            "a Message (DeveloperMessage, SystemMessage, AssistantMessage, UserMessage, ToolMessage, ActivityMessage or ReasoningMessage)",
+            jv,
+        )
+    v = o.tools
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "tools", "an array (a tuple or a list)")
+        try:
+            d["tools"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_Tool[type(x)](x, jv))
+        except Exception:
+            d["tools"] = _rt.w_items(v, "tools", _W_Tool, "a Tool", jv)
+    v = o.context
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "context", "an array (a tuple or a list)")
+        try:
+            d["context"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_Context[type(x)](x, jv))
+        except Exception:
+            d["context"] = _rt.w_items(v, "context", _W_Context, "a Context", jv)
+    v = o.forwarded_props
+    if v is not None:
+        t = type(v)
+        d["forwardedProps"] = (
+            v if t is str or t is int or t is bool or v is None else jv(v, "forwardedProps")
+        )
+    v = o.resume
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "resume", "an array (a tuple or a list)")
+        try:
+            d["resume"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_ResumeEntry[type(x)](x, jv))
+        except Exception:
+            d["resume"] = _rt.w_items(v, "resume", _W_ResumeEntry, "a ResumeEntry", jv)
     return d
+
+
+_W_RunAgentInput: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    RunAgentInput: _e_RunAgentInput
+}
 
 
 # ── Interrupt ──
@@ -2036,29 +2569,49 @@ def _d_Interrupt(d: dict[str, Any], at: At, cx: Ctx) -> Interrupt:
     return o
 
 
-def _e_Interrupt(o: Interrupt) -> dict[str, Any]:
+def _e_Interrupt(o: Interrupt, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["id"] = o.id
-    d["reason"] = o.reason
-    v_message = o.message
-    if v_message is not None:
-        d["message"] = v_message
-    v_tool_call_id = o.tool_call_id
-    if v_tool_call_id is not None:
-        d["toolCallId"] = v_tool_call_id
-    v_response_schema = o.response_schema
-    if v_response_schema is not None:
-        d["responseSchema"] = v_response_schema
-    v_expires_at = o.expires_at
-    if v_expires_at is not None:
-        d["expiresAt"] = v_expires_at
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v: Any  # each member in turn
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.id
+    if type(v) is not str:
+        v = _rt.w_str(v, "id")
+    d["id"] = v
+    v = o.reason
+    if type(v) is not str:
+        v = _rt.w_str(v, "reason")
+    d["reason"] = v
+    v = o.message
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "message")
+        d["message"] = v
+    v = o.tool_call_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "toolCallId")
+        d["toolCallId"] = v
+    v = o.response_schema
+    if v is not None:
+        d["responseSchema"] = (
+            jv(v, "responseSchema") if type(v) is dict else _rt.w_object(v, "responseSchema", jv)
+        )
+    v = o.expires_at
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "expiresAt")
+        d["expiresAt"] = v
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
     return d
+
+
+_W_Interrupt: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {Interrupt: _e_Interrupt}
 
 
 # ── RunFinishedSuccessOutcome ──
@@ -2092,13 +2645,21 @@ def _d_RunFinishedSuccessOutcome(d: dict[str, Any], at: At, cx: Ctx) -> RunFinis
     return o
 
 
-def _e_RunFinishedSuccessOutcome(o: RunFinishedSuccessOutcome) -> dict[str, Any]:
+def _e_RunFinishedSuccessOutcome(o: RunFinishedSuccessOutcome, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "success"
-    v_pending_tool_call_ids = o.pending_tool_call_ids
-    if v_pending_tool_call_ids is not None:
-        d["pendingToolCallIds"] = list(v_pending_tool_call_ids)
+    v = o.pending_tool_call_ids
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "pendingToolCallIds", "an array (a tuple or a list)")
+        d["pendingToolCallIds"] = _rt.w_strings(v, "pendingToolCallIds")
     return d
+
+
+_W_RunFinishedSuccessOutcome: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    RunFinishedSuccessOutcome: _e_RunFinishedSuccessOutcome
+}
 
 
 # ── RunFinishedInterruptOutcome ──
@@ -2136,11 +2697,29 @@ def _d_RunFinishedInterruptOutcome(
     return o
 
 
-def _e_RunFinishedInterruptOutcome(o: RunFinishedInterruptOutcome) -> dict[str, Any]:
+def _e_RunFinishedInterruptOutcome(
+    o: RunFinishedInterruptOutcome, jv: JsonWriter
+) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "interrupt"
-    d["interrupts"] = [_e_Interrupt(x) for x in o.interrupts]
+    v = o.interrupts
+    if type(v) is not tuple and type(v) is not list:
+        _rt.wrong(v, "interrupts", "an array (a tuple or a list)")
+    if len(v) < 1:
+        _rt.w_min_items("interrupts", 1)
+    try:
+        d["interrupts"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+        for x in v:
+            out.append(_W_Interrupt[type(x)](x, jv))
+    except Exception:
+        d["interrupts"] = _rt.w_items(v, "interrupts", _W_Interrupt, "an Interrupt", jv)
     return d
+
+
+_W_RunFinishedInterruptOutcome: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    RunFinishedInterruptOutcome: _e_RunFinishedInterruptOutcome
+}
 
 
 # ── RunFinishedCancelledOutcome ──
@@ -2159,10 +2738,17 @@ def _d_RunFinishedCancelledOutcome(
     return o
 
 
-def _e_RunFinishedCancelledOutcome(o: RunFinishedCancelledOutcome) -> dict[str, Any]:
+def _e_RunFinishedCancelledOutcome(
+    o: RunFinishedCancelledOutcome, jv: JsonWriter
+) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "cancelled"
     return d
+
+
+_W_RunFinishedCancelledOutcome: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    RunFinishedCancelledOutcome: _e_RunFinishedCancelledOutcome
+}
 
 
 # ── RunFinishedOutcome (union on "type") ──
@@ -2183,6 +2769,13 @@ def _u_RunFinishedOutcome(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
     return _rt.union_fail(cx, v, at, "type", _T_RunFinishedOutcome, can_drop)
 
 
+_W_RunFinishedOutcome: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    RunFinishedSuccessOutcome: _e_RunFinishedSuccessOutcome,
+    RunFinishedInterruptOutcome: _e_RunFinishedInterruptOutcome,
+    RunFinishedCancelledOutcome: _e_RunFinishedCancelledOutcome,
+}
+
+
 # ── SubagentFinishedSuccessOutcome ──
 
 _K_SubagentFinishedSuccessOutcome: Final[frozenset[str]] = frozenset(["type"])
@@ -2201,10 +2794,17 @@ def _d_SubagentFinishedSuccessOutcome(
     return o
 
 
-def _e_SubagentFinishedSuccessOutcome(o: SubagentFinishedSuccessOutcome) -> dict[str, Any]:
+def _e_SubagentFinishedSuccessOutcome(
+    o: SubagentFinishedSuccessOutcome, jv: JsonWriter
+) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["type"] = "success"
     return d
+
+
+_W_SubagentFinishedSuccessOutcome: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    SubagentFinishedSuccessOutcome: _e_SubagentFinishedSuccessOutcome
+}
 
 
 # ── SubagentFinishedSuspendedOutcome ──
@@ -2245,13 +2845,23 @@ def _d_SubagentFinishedSuspendedOutcome(
     return o
 
 
-def _e_SubagentFinishedSuspendedOutcome(o: SubagentFinishedSuspendedOutcome) -> dict[str, Any]:
+def _e_SubagentFinishedSuspendedOutcome(
+    o: SubagentFinishedSuspendedOutcome, jv: JsonWriter
+) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "suspended"
-    v_interrupt_ids = o.interrupt_ids
-    if v_interrupt_ids is not None:
-        d["interruptIds"] = list(v_interrupt_ids)
+    v = o.interrupt_ids
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "interruptIds", "an array (a tuple or a list)")
+        d["interruptIds"] = _rt.w_strings(v, "interruptIds")
     return d
+
+
+_W_SubagentFinishedSuspendedOutcome: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    SubagentFinishedSuspendedOutcome: _e_SubagentFinishedSuspendedOutcome
+}
 
 
 # ── SubagentFinishedOutcome (union on "type") ──
@@ -2271,6 +2881,12 @@ def _u_SubagentFinishedOutcome(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
         if decoder is not None:
             return decoder(v, at, cx)
     return _rt.union_fail(cx, v, at, "type", _T_SubagentFinishedOutcome, can_drop)
+
+
+_W_SubagentFinishedOutcome: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    SubagentFinishedSuccessOutcome: _e_SubagentFinishedSuccessOutcome,
+    SubagentFinishedSuspendedOutcome: _e_SubagentFinishedSuspendedOutcome,
+}
 
 
 # ── TokenUsage ──
@@ -2396,33 +3012,53 @@ def _d_TokenUsage(d: dict[str, Any], at: At, cx: Ctx) -> TokenUsage:
     return o
 
 
-def _e_TokenUsage(o: TokenUsage) -> dict[str, Any]:
+def _e_TokenUsage(o: TokenUsage, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_provider = o.provider
-    if v_provider is not None:
-        d["provider"] = v_provider
-    v_model = o.model
-    if v_model is not None:
-        d["model"] = v_model
-    v_input_tokens = o.input_tokens
-    if v_input_tokens is not None:
-        d["inputTokens"] = v_input_tokens
-    v_output_tokens = o.output_tokens
-    if v_output_tokens is not None:
-        d["outputTokens"] = v_output_tokens
-    v_total_tokens = o.total_tokens
-    if v_total_tokens is not None:
-        d["totalTokens"] = v_total_tokens
-    v_reasoning_tokens = o.reasoning_tokens
-    if v_reasoning_tokens is not None:
-        d["reasoningTokens"] = v_reasoning_tokens
-    v_cached_input_tokens = o.cached_input_tokens
-    if v_cached_input_tokens is not None:
-        d["cachedInputTokens"] = v_cached_input_tokens
-    v_cache_write_input_tokens = o.cache_write_input_tokens
-    if v_cache_write_input_tokens is not None:
-        d["cacheWriteInputTokens"] = v_cache_write_input_tokens
+    v: Any  # each member in turn
+    v = o.provider
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "provider")
+        d["provider"] = v
+    v = o.model
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "model")
+        d["model"] = v
+    v = o.input_tokens
+    if v is not None:
+        if type(v) is not int or not 0 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "inputTokens", 0, 9007199254740991)
+        d["inputTokens"] = v
+    v = o.output_tokens
+    if v is not None:
+        if type(v) is not int or not 0 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "outputTokens", 0, 9007199254740991)
+        d["outputTokens"] = v
+    v = o.total_tokens
+    if v is not None:
+        if type(v) is not int or not 0 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "totalTokens", 0, 9007199254740991)
+        d["totalTokens"] = v
+    v = o.reasoning_tokens
+    if v is not None:
+        if type(v) is not int or not 0 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "reasoningTokens", 0, 9007199254740991)
+        d["reasoningTokens"] = v
+    v = o.cached_input_tokens
+    if v is not None:
+        if type(v) is not int or not 0 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "cachedInputTokens", 0, 9007199254740991)
+        d["cachedInputTokens"] = v
+    v = o.cache_write_input_tokens
+    if v is not None:
+        if type(v) is not int or not 0 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "cacheWriteInputTokens", 0, 9007199254740991)
+        d["cacheWriteInputTokens"] = v
     return d
+
+
+_W_TokenUsage: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {TokenUsage: _e_TokenUsage}
 
 
 # ── TextMessageStartEvent ──
@@ -2507,29 +3143,48 @@ def _d_TextMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageS
     return o
 
 
-def _e_TextMessageStartEvent(o: TextMessageStartEvent) -> dict[str, Any]:
+def _e_TextMessageStartEvent(o: TextMessageStartEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "TEXT_MESSAGE_START"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
-    v_role = o.role
-    if v_role is not None:
-        d["role"] = v_role
-    v_name = o.name
-    if v_name is not None:
-        d["name"] = v_name
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
+    v = o.role
+    if v is not None:
+        e = _EW_TextMessageRole.get(v) if type(v) is TextMessageRole or type(v) is str else None
+        d["role"] = (
+            e if e is not None else _rt.w_enum(v, "role", _EW_TextMessageRole, "TextMessageRole")
+        )
+    v = o.name
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "name")
+        d["name"] = v
     return d
+
+
+_W_TextMessageStartEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    TextMessageStartEvent: _e_TextMessageStartEvent
+}
 
 
 # ── TextMessageContentEvent ──
@@ -2603,24 +3258,41 @@ def _d_TextMessageContentEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessag
     return o
 
 
-def _e_TextMessageContentEvent(o: TextMessageContentEvent) -> dict[str, Any]:
+def _e_TextMessageContentEvent(o: TextMessageContentEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "TEXT_MESSAGE_CONTENT"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
-    d["delta"] = o.delta
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
+    v = o.delta
+    if type(v) is not str:
+        v = _rt.w_str(v, "delta")
+    d["delta"] = v
     return d
+
+
+_W_TextMessageContentEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    TextMessageContentEvent: _e_TextMessageContentEvent
+}
 
 
 # ── TextMessageEndEvent ──
@@ -2686,23 +3358,37 @@ def _d_TextMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageEnd
     return o
 
 
-def _e_TextMessageEndEvent(o: TextMessageEndEvent) -> dict[str, Any]:
+def _e_TextMessageEndEvent(o: TextMessageEndEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "TEXT_MESSAGE_END"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
     return d
+
+
+_W_TextMessageEndEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    TextMessageEndEvent: _e_TextMessageEndEvent
+}
 
 
 # ── TextMessageChunkEvent ──
@@ -2809,34 +3495,54 @@ def _d_TextMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageC
     return o
 
 
-def _e_TextMessageChunkEvent(o: TextMessageChunkEvent) -> dict[str, Any]:
+def _e_TextMessageChunkEvent(o: TextMessageChunkEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "TEXT_MESSAGE_CHUNK"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    v_message_id = o.message_id
-    if v_message_id is not None:
-        d["messageId"] = v_message_id
-    v_role = o.role
-    if v_role is not None:
-        d["role"] = v_role
-    v_delta = o.delta
-    if v_delta is not None:
-        d["delta"] = v_delta
-    v_name = o.name
-    if v_name is not None:
-        d["name"] = v_name
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "messageId")
+        d["messageId"] = v
+    v = o.role
+    if v is not None:
+        e = _EW_TextMessageRole.get(v) if type(v) is TextMessageRole or type(v) is str else None
+        d["role"] = (
+            e if e is not None else _rt.w_enum(v, "role", _EW_TextMessageRole, "TextMessageRole")
+        )
+    v = o.delta
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "delta")
+        d["delta"] = v
+    v = o.name
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "name")
+        d["name"] = v
     return d
+
+
+_W_TextMessageChunkEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    TextMessageChunkEvent: _e_TextMessageChunkEvent
+}
 
 
 # ── ToolCallStartEvent ──
@@ -2926,27 +3632,46 @@ def _d_ToolCallStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallStartEv
     return o
 
 
-def _e_ToolCallStartEvent(o: ToolCallStartEvent) -> dict[str, Any]:
+def _e_ToolCallStartEvent(o: ToolCallStartEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "TOOL_CALL_START"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["toolCallId"] = o.tool_call_id
-    d["toolCallName"] = o.tool_call_name
-    v_parent_message_id = o.parent_message_id
-    if v_parent_message_id is not None:
-        d["parentMessageId"] = v_parent_message_id
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.tool_call_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "toolCallId")
+    d["toolCallId"] = v
+    v = o.tool_call_name
+    if type(v) is not str:
+        v = _rt.w_str(v, "toolCallName")
+    d["toolCallName"] = v
+    v = o.parent_message_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "parentMessageId")
+        d["parentMessageId"] = v
     return d
+
+
+_W_ToolCallStartEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ToolCallStartEvent: _e_ToolCallStartEvent
+}
 
 
 # ── ToolCallArgsEvent ──
@@ -3018,24 +3743,41 @@ def _d_ToolCallArgsEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallArgsEven
     return o
 
 
-def _e_ToolCallArgsEvent(o: ToolCallArgsEvent) -> dict[str, Any]:
+def _e_ToolCallArgsEvent(o: ToolCallArgsEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "TOOL_CALL_ARGS"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["toolCallId"] = o.tool_call_id
-    d["delta"] = o.delta
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.tool_call_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "toolCallId")
+    d["toolCallId"] = v
+    v = o.delta
+    if type(v) is not str:
+        v = _rt.w_str(v, "delta")
+    d["delta"] = v
     return d
+
+
+_W_ToolCallArgsEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ToolCallArgsEvent: _e_ToolCallArgsEvent
+}
 
 
 # ── ToolCallEndEvent ──
@@ -3101,23 +3843,37 @@ def _d_ToolCallEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallEndEvent:
     return o
 
 
-def _e_ToolCallEndEvent(o: ToolCallEndEvent) -> dict[str, Any]:
+def _e_ToolCallEndEvent(o: ToolCallEndEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "TOOL_CALL_END"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["toolCallId"] = o.tool_call_id
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.tool_call_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "toolCallId")
+    d["toolCallId"] = v
     return d
+
+
+_W_ToolCallEndEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ToolCallEndEvent: _e_ToolCallEndEvent
+}
 
 
 # ── ToolCallChunkEvent ──
@@ -3232,34 +3988,53 @@ def _d_ToolCallChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallChunkEv
     return o
 
 
-def _e_ToolCallChunkEvent(o: ToolCallChunkEvent) -> dict[str, Any]:
+def _e_ToolCallChunkEvent(o: ToolCallChunkEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "TOOL_CALL_CHUNK"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    v_tool_call_id = o.tool_call_id
-    if v_tool_call_id is not None:
-        d["toolCallId"] = v_tool_call_id
-    v_tool_call_name = o.tool_call_name
-    if v_tool_call_name is not None:
-        d["toolCallName"] = v_tool_call_name
-    v_parent_message_id = o.parent_message_id
-    if v_parent_message_id is not None:
-        d["parentMessageId"] = v_parent_message_id
-    v_delta = o.delta
-    if v_delta is not None:
-        d["delta"] = v_delta
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.tool_call_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "toolCallId")
+        d["toolCallId"] = v
+    v = o.tool_call_name
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "toolCallName")
+        d["toolCallName"] = v
+    v = o.parent_message_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "parentMessageId")
+        d["parentMessageId"] = v
+    v = o.delta
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "delta")
+        d["delta"] = v
     return d
+
+
+_W_ToolCallChunkEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ToolCallChunkEvent: _e_ToolCallChunkEvent
+}
 
 
 # ── ToolCallResultEvent ──
@@ -3359,29 +4134,64 @@ def _d_ToolCallResultEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallResult
     return o
 
 
-def _e_ToolCallResultEvent(o: ToolCallResultEvent) -> dict[str, Any]:
+def _e_ToolCallResultEvent(o: ToolCallResultEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "TOOL_CALL_RESULT"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
-    d["toolCallId"] = o.tool_call_id
-    v_content = o.content
-    d["content"] = v_content if type(v_content) is str else [_ENC[type(x)](x) for x in v_content]
-    v_role = o.role
-    if v_role is not None:
-        d["role"] = v_role
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
+    v = o.tool_call_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "toolCallId")
+    d["toolCallId"] = v
+    v = o.content
+    if type(v) is str:
+        d["content"] = v
+    elif type(v) is tuple or type(v) is list:
+        try:
+            d["content"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_ContentPart[type(x)](x, jv))
+        except Exception:
+            d["content"] = _rt.w_items(
+                v,
+                "content",
+                _W_ContentPart,
+                "a ContentPart (TextPart, ImagePart, AudioPart, VideoPart or DocumentPart)",
+                jv,
+            )
+    else:
+        d["content"] = _rt.w_either(v, "content", "a string or an array", True)
+    v = o.role
+    if v is not None:
+        if type(v) is not str or v != "tool":
+            _rt.w_const(v, "role", "tool")
+        d["role"] = "tool"
     return d
+
+
+_W_ToolCallResultEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ToolCallResultEvent: _e_ToolCallResultEvent
+}
 
 
 # ── StateSnapshotEvent ──
@@ -3447,23 +4257,36 @@ def _d_StateSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateSnapshotEv
     return o
 
 
-def _e_StateSnapshotEvent(o: StateSnapshotEvent) -> dict[str, Any]:
+def _e_StateSnapshotEvent(o: StateSnapshotEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "STATE_SNAPSHOT"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["snapshot"] = o.snapshot
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.snapshot
+    t = type(v)
+    d["snapshot"] = v if t is str or t is int or t is bool or v is None else jv(v, "snapshot")
     return d
+
+
+_W_StateSnapshotEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    StateSnapshotEvent: _e_StateSnapshotEvent
+}
 
 
 # ── StateDeltaEvent ──
@@ -3531,23 +4354,48 @@ def _d_StateDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateDeltaEvent:
     return o
 
 
-def _e_StateDeltaEvent(o: StateDeltaEvent) -> dict[str, Any]:
+def _e_StateDeltaEvent(o: StateDeltaEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "STATE_DELTA"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["delta"] = [_ENC[type(x)](x) for x in o.delta]
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.delta
+    if type(v) is not tuple and type(v) is not list:
+        _rt.wrong(v, "delta", "an array (a tuple or a list)")
+    try:
+        d["delta"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+        for x in v:
+            out.append(_W_JsonPatchOperation[type(x)](x, jv))
+    except Exception:
+        d["delta"] = _rt.w_items(
+            v,
+            "delta",
+            _W_JsonPatchOperation,
+            "a JsonPatchOperation (AddOperation, RemoveOperation, ReplaceOperation, MoveOperation, CopyOperation or TestOperation)",
+            jv,
+        )
     return d
+
+
+_W_StateDeltaEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    StateDeltaEvent: _e_StateDeltaEvent
+}
 
 
 # ── MessagesSnapshotEvent ──
@@ -3604,20 +4452,43 @@ def _d_MessagesSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> MessagesSnap
     return o
 
 
-def _e_MessagesSnapshotEvent(o: MessagesSnapshotEvent) -> dict[str, Any]:
+def _e_MessagesSnapshotEvent(o: MessagesSnapshotEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "MESSAGES_SNAPSHOT"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    d["messages"] = [_ENC[type(x)](x) for x in o.messages]
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.messages
+    if type(v) is not tuple and type(v) is not list:
+        _rt.wrong(v, "messages", "an array (a tuple or a list)")
+    try:
+        d["messages"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+        for x in v:
+            out.append(_W_Message[type(x)](x, jv))
+    except Exception:
+        d["messages"] = _rt.w_items(
+            v,
+            "messages",
+            _W_Message,
+            "a Message (DeveloperMessage, SystemMessage, AssistantMessage, UserMessage, ToolMessage, ActivityMessage or ReasoningMessage)",
+            jv,
+        )
     return d
+
+
+_W_MessagesSnapshotEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    MessagesSnapshotEvent: _e_MessagesSnapshotEvent
+}
 
 
 # ── ActivitySnapshotEvent ──
@@ -3714,28 +4585,48 @@ def _d_ActivitySnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivitySnap
     return o
 
 
-def _e_ActivitySnapshotEvent(o: ActivitySnapshotEvent) -> dict[str, Any]:
+def _e_ActivitySnapshotEvent(o: ActivitySnapshotEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "ACTIVITY_SNAPSHOT"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
-    d["activityType"] = o.activity_type
-    d["content"] = o.content
-    v_replace = o.replace
-    if v_replace is not None:
-        d["replace"] = v_replace
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
+    v = o.activity_type
+    if type(v) is not str:
+        v = _rt.w_str(v, "activityType")
+    d["activityType"] = v
+    v = o.content
+    d["content"] = jv(v, "content") if type(v) is dict else _rt.w_object(v, "content", jv)
+    v = o.replace
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "replace", "a boolean")
+        d["replace"] = v
     return d
+
+
+_W_ActivitySnapshotEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ActivitySnapshotEvent: _e_ActivitySnapshotEvent
+}
 
 
 # ── ActivityDeltaEvent ──
@@ -3824,25 +4715,56 @@ def _d_ActivityDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivityDeltaEv
     return o
 
 
-def _e_ActivityDeltaEvent(o: ActivityDeltaEvent) -> dict[str, Any]:
+def _e_ActivityDeltaEvent(o: ActivityDeltaEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "ACTIVITY_DELTA"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
-    d["activityType"] = o.activity_type
-    d["patch"] = [_ENC[type(x)](x) for x in o.patch]
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
+    v = o.activity_type
+    if type(v) is not str:
+        v = _rt.w_str(v, "activityType")
+    d["activityType"] = v
+    v = o.patch
+    if type(v) is not tuple and type(v) is not list:
+        _rt.wrong(v, "patch", "an array (a tuple or a list)")
+    try:
+        d["patch"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+        for x in v:
+            out.append(_W_JsonPatchOperation[type(x)](x, jv))
+    except Exception:
+        d["patch"] = _rt.w_items(
+            v,
+            "patch",
+            _W_JsonPatchOperation,
+            "a JsonPatchOperation (AddOperation, RemoveOperation, ReplaceOperation, MoveOperation, CopyOperation or TestOperation)",
+            jv,
+        )
     return d
+
+
+_W_ActivityDeltaEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ActivityDeltaEvent: _e_ActivityDeltaEvent
+}
 
 
 # ── RawEvent ──
@@ -3917,26 +4839,39 @@ def _d_RawEvent(d: dict[str, Any], at: At, cx: Ctx) -> RawEvent:
     return o
 
 
-def _e_RawEvent(o: RawEvent) -> dict[str, Any]:
+def _e_RawEvent(o: RawEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "RAW"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["event"] = o.event
-    v_source = o.source
-    if v_source is not None:
-        d["source"] = v_source
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.event
+    t = type(v)
+    d["event"] = v if t is str or t is int or t is bool or v is None else jv(v, "event")
+    v = o.source
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "source")
+        d["source"] = v
     return d
+
+
+_W_RawEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {RawEvent: _e_RawEvent}
 
 
 # ── CustomEvent ──
@@ -4008,24 +4943,38 @@ def _d_CustomEvent(d: dict[str, Any], at: At, cx: Ctx) -> CustomEvent:
     return o
 
 
-def _e_CustomEvent(o: CustomEvent) -> dict[str, Any]:
+def _e_CustomEvent(o: CustomEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "CUSTOM"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["name"] = o.name
-    d["value"] = o.value
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.name
+    if type(v) is not str:
+        v = _rt.w_str(v, "name")
+    d["name"] = v
+    v = o.value
+    t = type(v)
+    d["value"] = v if t is str or t is int or t is bool or v is None else jv(v, "value")
     return d
+
+
+_W_CustomEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {CustomEvent: _e_CustomEvent}
 
 
 # ── RunStartedEvent ──
@@ -4127,30 +5076,55 @@ def _d_RunStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunStartedEvent:
     return o
 
 
-def _e_RunStartedEvent(o: RunStartedEvent) -> dict[str, Any]:
+def _e_RunStartedEvent(o: RunStartedEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "RUN_STARTED"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    d["threadId"] = o.thread_id
-    d["runId"] = o.run_id
-    v_protocol_version = o.protocol_version
-    if v_protocol_version is not None:
-        d["protocolVersion"] = v_protocol_version
-    v_parent_run_id = o.parent_run_id
-    if v_parent_run_id is not None:
-        d["parentRunId"] = v_parent_run_id
-    v_input = o.input
-    if v_input is not None:
-        d["input"] = _e_RunAgentInput(v_input)
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.thread_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "threadId")
+    d["threadId"] = v
+    v = o.run_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "runId")
+    d["runId"] = v
+    v = o.protocol_version
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "protocolVersion")
+        d["protocolVersion"] = v
+    v = o.parent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "parentRunId")
+        d["parentRunId"] = v
+    v = o.input
+    if v is not None:
+        if type(v) is RunAgentInput:
+            try:
+                d["input"] = _e_RunAgentInput(v, jv)
+            except EncodeError as exc:
+                raise exc.within("input") from None
+        else:
+            d["input"] = _rt.w_model(v, "input", _W_RunAgentInput, "a RunAgentInput", jv)
     return d
+
+
+_W_RunStartedEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    RunStartedEvent: _e_RunStartedEvent
+}
 
 
 # ── RunFinishedEvent ──
@@ -4251,30 +5225,64 @@ def _d_RunFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunFinishedEvent:
     return o
 
 
-def _e_RunFinishedEvent(o: RunFinishedEvent) -> dict[str, Any]:
+def _e_RunFinishedEvent(o: RunFinishedEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "RUN_FINISHED"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    d["threadId"] = o.thread_id
-    d["runId"] = o.run_id
-    v_result = o.result
-    if v_result is not None:
-        d["result"] = v_result
-    v_outcome = o.outcome
-    if v_outcome is not None:
-        d["outcome"] = _ENC[type(v_outcome)](v_outcome)
-    v_usage = o.usage
-    if v_usage is not None:
-        d["usage"] = [_e_TokenUsage(x) for x in v_usage]
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.thread_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "threadId")
+    d["threadId"] = v
+    v = o.run_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "runId")
+    d["runId"] = v
+    v = o.result
+    if v is not None:
+        t = type(v)
+        d["result"] = v if t is str or t is int or t is bool or v is None else jv(v, "result")
+    v = o.outcome
+    if v is not None:
+        try:
+            d["outcome"] = _W_RunFinishedOutcome[type(v)](v, jv)
+        except EncodeError as exc:
+            raise exc.within("outcome") from None
+        except Exception:
+            d["outcome"] = _rt.w_model(
+                v,
+                "outcome",
+                _W_RunFinishedOutcome,
+                "a RunFinishedOutcome (RunFinishedSuccessOutcome, RunFinishedInterruptOutcome or RunFinishedCancelledOutcome)",
+                jv,
+            )
+    v = o.usage
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "usage", "an array (a tuple or a list)")
+        try:
+            d["usage"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_TokenUsage[type(x)](x, jv))
+        except Exception:
+            d["usage"] = _rt.w_items(v, "usage", _W_TokenUsage, "a TokenUsage", jv)
     return d
+
+
+_W_RunFinishedEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    RunFinishedEvent: _e_RunFinishedEvent
+}
 
 
 # ── RunErrorEvent ──
@@ -4358,26 +5366,47 @@ def _d_RunErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunErrorEvent:
     return o
 
 
-def _e_RunErrorEvent(o: RunErrorEvent) -> dict[str, Any]:
+def _e_RunErrorEvent(o: RunErrorEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "RUN_ERROR"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    d["message"] = o.message
-    v_code = o.code
-    if v_code is not None:
-        d["code"] = v_code
-    v_usage = o.usage
-    if v_usage is not None:
-        d["usage"] = [_e_TokenUsage(x) for x in v_usage]
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.message
+    if type(v) is not str:
+        v = _rt.w_str(v, "message")
+    d["message"] = v
+    v = o.code
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "code")
+        d["code"] = v
+    v = o.usage
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "usage", "an array (a tuple or a list)")
+        try:
+            d["usage"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_TokenUsage[type(x)](x, jv))
+        except Exception:
+            d["usage"] = _rt.w_items(v, "usage", _W_TokenUsage, "a TokenUsage", jv)
     return d
+
+
+_W_RunErrorEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    RunErrorEvent: _e_RunErrorEvent
+}
 
 
 # ── StepStartedEvent ──
@@ -4443,23 +5472,37 @@ def _d_StepStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepStartedEvent:
     return o
 
 
-def _e_StepStartedEvent(o: StepStartedEvent) -> dict[str, Any]:
+def _e_StepStartedEvent(o: StepStartedEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "STEP_STARTED"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["stepName"] = o.step_name
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.step_name
+    if type(v) is not str:
+        v = _rt.w_str(v, "stepName")
+    d["stepName"] = v
     return d
+
+
+_W_StepStartedEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    StepStartedEvent: _e_StepStartedEvent
+}
 
 
 # ── StepFinishedEvent ──
@@ -4525,23 +5568,37 @@ def _d_StepFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepFinishedEven
     return o
 
 
-def _e_StepFinishedEvent(o: StepFinishedEvent) -> dict[str, Any]:
+def _e_StepFinishedEvent(o: StepFinishedEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "STEP_FINISHED"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["stepName"] = o.step_name
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.step_name
+    if type(v) is not str:
+        v = _rt.w_str(v, "stepName")
+    d["stepName"] = v
     return d
+
+
+_W_StepFinishedEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    StepFinishedEvent: _e_StepFinishedEvent
+}
 
 
 # ── ReasoningStartEvent ──
@@ -4607,23 +5664,37 @@ def _d_ReasoningStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningStart
     return o
 
 
-def _e_ReasoningStartEvent(o: ReasoningStartEvent) -> dict[str, Any]:
+def _e_ReasoningStartEvent(o: ReasoningStartEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "REASONING_START"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
     return d
+
+
+_W_ReasoningStartEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReasoningStartEvent: _e_ReasoningStartEvent
+}
 
 
 # ── ReasoningMessageStartEvent ──
@@ -4693,24 +5764,38 @@ def _d_ReasoningMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoni
     return o
 
 
-def _e_ReasoningMessageStartEvent(o: ReasoningMessageStartEvent) -> dict[str, Any]:
+def _e_ReasoningMessageStartEvent(o: ReasoningMessageStartEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "REASONING_MESSAGE_START"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
     d["role"] = "reasoning"
     return d
+
+
+_W_ReasoningMessageStartEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReasoningMessageStartEvent: _e_ReasoningMessageStartEvent
+}
 
 
 # ── ReasoningMessageContentEvent ──
@@ -4794,24 +5879,43 @@ def _d_ReasoningMessageContentEvent(
     return o
 
 
-def _e_ReasoningMessageContentEvent(o: ReasoningMessageContentEvent) -> dict[str, Any]:
+def _e_ReasoningMessageContentEvent(
+    o: ReasoningMessageContentEvent, jv: JsonWriter
+) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "REASONING_MESSAGE_CONTENT"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
-    d["delta"] = o.delta
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
+    v = o.delta
+    if type(v) is not str:
+        v = _rt.w_str(v, "delta")
+    d["delta"] = v
     return d
+
+
+_W_ReasoningMessageContentEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReasoningMessageContentEvent: _e_ReasoningMessageContentEvent
+}
 
 
 # ── ReasoningMessageEndEvent ──
@@ -4879,23 +5983,37 @@ def _d_ReasoningMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoning
     return o
 
 
-def _e_ReasoningMessageEndEvent(o: ReasoningMessageEndEvent) -> dict[str, Any]:
+def _e_ReasoningMessageEndEvent(o: ReasoningMessageEndEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "REASONING_MESSAGE_END"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
     return d
+
+
+_W_ReasoningMessageEndEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReasoningMessageEndEvent: _e_ReasoningMessageEndEvent
+}
 
 
 # ── ReasoningMessageChunkEvent ──
@@ -4975,28 +6093,43 @@ def _d_ReasoningMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoni
     return o
 
 
-def _e_ReasoningMessageChunkEvent(o: ReasoningMessageChunkEvent) -> dict[str, Any]:
+def _e_ReasoningMessageChunkEvent(o: ReasoningMessageChunkEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "REASONING_MESSAGE_CHUNK"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    v_message_id = o.message_id
-    if v_message_id is not None:
-        d["messageId"] = v_message_id
-    v_delta = o.delta
-    if v_delta is not None:
-        d["delta"] = v_delta
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "messageId")
+        d["messageId"] = v
+    v = o.delta
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "delta")
+        d["delta"] = v
     return d
+
+
+_W_ReasoningMessageChunkEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReasoningMessageChunkEvent: _e_ReasoningMessageChunkEvent
+}
 
 
 # ── ReasoningEndEvent ──
@@ -5062,23 +6195,37 @@ def _d_ReasoningEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningEndEven
     return o
 
 
-def _e_ReasoningEndEvent(o: ReasoningEndEvent) -> dict[str, Any]:
+def _e_ReasoningEndEvent(o: ReasoningEndEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "REASONING_END"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["messageId"] = o.message_id
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.message_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "messageId")
+    d["messageId"] = v
     return d
+
+
+_W_ReasoningEndEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReasoningEndEvent: _e_ReasoningEndEvent
+}
 
 
 # ── ReasoningEncryptedValueEvent ──
@@ -5182,25 +6329,56 @@ def _d_ReasoningEncryptedValueEvent(
     return o
 
 
-def _e_ReasoningEncryptedValueEvent(o: ReasoningEncryptedValueEvent) -> dict[str, Any]:
+def _e_ReasoningEncryptedValueEvent(
+    o: ReasoningEncryptedValueEvent, jv: JsonWriter
+) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "REASONING_ENCRYPTED_VALUE"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    v_subagent_run_id = o.subagent_run_id
-    if v_subagent_run_id is not None:
-        d["subagentRunId"] = v_subagent_run_id
-    d["subtype"] = o.subtype
-    d["entityId"] = o.entity_id
-    d["encryptedValue"] = o.encrypted_value
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "subagentRunId")
+        d["subagentRunId"] = v
+    v = o.subtype
+    e = (
+        _EW_ReasoningEncryptedValueSubtype.get(v)
+        if type(v) is ReasoningEncryptedValueSubtype or type(v) is str
+        else None
+    )
+    d["subtype"] = (
+        e
+        if e is not None
+        else _rt.w_enum(
+            v, "subtype", _EW_ReasoningEncryptedValueSubtype, "ReasoningEncryptedValueSubtype"
+        )
+    )
+    v = o.entity_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "entityId")
+    d["entityId"] = v
+    v = o.encrypted_value
+    if type(v) is not str:
+        v = _rt.w_str(v, "encryptedValue")
+    d["encryptedValue"] = v
     return d
+
+
+_W_ReasoningEncryptedValueEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReasoningEncryptedValueEvent: _e_ReasoningEncryptedValueEvent
+}
 
 
 # ── SubagentStartedEvent ──
@@ -5324,33 +6502,56 @@ def _d_SubagentStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentStart
     return o
 
 
-def _e_SubagentStartedEvent(o: SubagentStartedEvent) -> dict[str, Any]:
+def _e_SubagentStartedEvent(o: SubagentStartedEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "SUBAGENT_STARTED"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    d["subagentRunId"] = o.subagent_run_id
-    d["name"] = o.name
-    v_description = o.description
-    if v_description is not None:
-        d["description"] = v_description
-    v_parent_subagent_run_id = o.parent_subagent_run_id
-    if v_parent_subagent_run_id is not None:
-        d["parentSubagentRunId"] = v_parent_subagent_run_id
-    v_parent_tool_call_id = o.parent_tool_call_id
-    if v_parent_tool_call_id is not None:
-        d["parentToolCallId"] = v_parent_tool_call_id
-    v_parent_message_id = o.parent_message_id
-    if v_parent_message_id is not None:
-        d["parentMessageId"] = v_parent_message_id
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "subagentRunId")
+    d["subagentRunId"] = v
+    v = o.name
+    if type(v) is not str:
+        v = _rt.w_str(v, "name")
+    d["name"] = v
+    v = o.description
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "description")
+        d["description"] = v
+    v = o.parent_subagent_run_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "parentSubagentRunId")
+        d["parentSubagentRunId"] = v
+    v = o.parent_tool_call_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "parentToolCallId")
+        d["parentToolCallId"] = v
+    v = o.parent_message_id
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "parentMessageId")
+        d["parentMessageId"] = v
     return d
+
+
+_W_SubagentStartedEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    SubagentStartedEvent: _e_SubagentStartedEvent
+}
 
 
 # ── SubagentFinishedEvent ──
@@ -5427,26 +6628,50 @@ def _d_SubagentFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentFini
     return o
 
 
-def _e_SubagentFinishedEvent(o: SubagentFinishedEvent) -> dict[str, Any]:
+def _e_SubagentFinishedEvent(o: SubagentFinishedEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "SUBAGENT_FINISHED"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    d["subagentRunId"] = o.subagent_run_id
-    v_result = o.result
-    if v_result is not None:
-        d["result"] = v_result
-    v_outcome = o.outcome
-    if v_outcome is not None:
-        d["outcome"] = _ENC[type(v_outcome)](v_outcome)
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "subagentRunId")
+    d["subagentRunId"] = v
+    v = o.result
+    if v is not None:
+        t = type(v)
+        d["result"] = v if t is str or t is int or t is bool or v is None else jv(v, "result")
+    v = o.outcome
+    if v is not None:
+        try:
+            d["outcome"] = _W_SubagentFinishedOutcome[type(v)](v, jv)
+        except EncodeError as exc:
+            raise exc.within("outcome") from None
+        except Exception:
+            d["outcome"] = _rt.w_model(
+                v,
+                "outcome",
+                _W_SubagentFinishedOutcome,
+                "a SubagentFinishedOutcome (SubagentFinishedSuccessOutcome or SubagentFinishedSuspendedOutcome)",
+                jv,
+            )
     return d
+
+
+_W_SubagentFinishedEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    SubagentFinishedEvent: _e_SubagentFinishedEvent
+}
 
 
 # ── SubagentErrorEvent ──
@@ -5518,24 +6743,41 @@ def _d_SubagentErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentErrorEv
     return o
 
 
-def _e_SubagentErrorEvent(o: SubagentErrorEvent) -> dict[str, Any]:
+def _e_SubagentErrorEvent(o: SubagentErrorEvent, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any  # each member in turn
     d["type"] = "SUBAGENT_ERROR"
-    v_timestamp = o.timestamp
-    if v_timestamp is not None:
-        d["timestamp"] = v_timestamp
-    v_raw_event = o.raw_event
-    if v_raw_event is not None:
-        d["rawEvent"] = v_raw_event
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
-    d["subagentRunId"] = o.subagent_run_id
-    d["message"] = o.message
-    v_code = o.code
-    if v_code is not None:
-        d["code"] = v_code
+    v = o.timestamp
+    if v is not None:
+        if type(v) is not int or not -9007199254740991 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "timestamp", -9007199254740991, 9007199254740991)
+        d["timestamp"] = v
+    v = o.raw_event
+    if v is not None:
+        t = type(v)
+        d["rawEvent"] = v if t is str or t is int or t is bool or v is None else jv(v, "rawEvent")
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
+    v = o.subagent_run_id
+    if type(v) is not str:
+        v = _rt.w_str(v, "subagentRunId")
+    d["subagentRunId"] = v
+    v = o.message
+    if type(v) is not str:
+        v = _rt.w_str(v, "message")
+    d["message"] = v
+    v = o.code
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "code")
+        d["code"] = v
     return d
+
+
+_W_SubagentErrorEvent: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    SubagentErrorEvent: _e_SubagentErrorEvent
+}
 
 
 # ── Event (union on "type") ──
@@ -5584,6 +6826,41 @@ def _u_Event(v: Any, at: At, cx: Ctx, can_drop: bool) -> Any:
     return _rt.union_fail(cx, v, at, "type", _T_Event, can_drop)
 
 
+_W_Event: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    TextMessageStartEvent: _e_TextMessageStartEvent,
+    TextMessageContentEvent: _e_TextMessageContentEvent,
+    TextMessageEndEvent: _e_TextMessageEndEvent,
+    TextMessageChunkEvent: _e_TextMessageChunkEvent,
+    ToolCallStartEvent: _e_ToolCallStartEvent,
+    ToolCallArgsEvent: _e_ToolCallArgsEvent,
+    ToolCallEndEvent: _e_ToolCallEndEvent,
+    ToolCallChunkEvent: _e_ToolCallChunkEvent,
+    ToolCallResultEvent: _e_ToolCallResultEvent,
+    StateSnapshotEvent: _e_StateSnapshotEvent,
+    StateDeltaEvent: _e_StateDeltaEvent,
+    MessagesSnapshotEvent: _e_MessagesSnapshotEvent,
+    ActivitySnapshotEvent: _e_ActivitySnapshotEvent,
+    ActivityDeltaEvent: _e_ActivityDeltaEvent,
+    RawEvent: _e_RawEvent,
+    CustomEvent: _e_CustomEvent,
+    RunStartedEvent: _e_RunStartedEvent,
+    RunFinishedEvent: _e_RunFinishedEvent,
+    RunErrorEvent: _e_RunErrorEvent,
+    StepStartedEvent: _e_StepStartedEvent,
+    StepFinishedEvent: _e_StepFinishedEvent,
+    ReasoningStartEvent: _e_ReasoningStartEvent,
+    ReasoningMessageStartEvent: _e_ReasoningMessageStartEvent,
+    ReasoningMessageContentEvent: _e_ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent: _e_ReasoningMessageEndEvent,
+    ReasoningMessageChunkEvent: _e_ReasoningMessageChunkEvent,
+    ReasoningEndEvent: _e_ReasoningEndEvent,
+    ReasoningEncryptedValueEvent: _e_ReasoningEncryptedValueEvent,
+    SubagentStartedEvent: _e_SubagentStartedEvent,
+    SubagentFinishedEvent: _e_SubagentFinishedEvent,
+    SubagentErrorEvent: _e_SubagentErrorEvent,
+}
+
+
 # ── SubagentInfo ──
 
 _K_SubagentInfo: Final[frozenset[str]] = frozenset(["name", "description"])
@@ -5615,13 +6892,24 @@ def _d_SubagentInfo(d: dict[str, Any], at: At, cx: Ctx) -> SubagentInfo:
     return o
 
 
-def _e_SubagentInfo(o: SubagentInfo) -> dict[str, Any]:
+def _e_SubagentInfo(o: SubagentInfo, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    d["name"] = o.name
-    v_description = o.description
-    if v_description is not None:
-        d["description"] = v_description
+    v: Any  # each member in turn
+    v = o.name
+    if type(v) is not str:
+        v = _rt.w_str(v, "name")
+    d["name"] = v
+    v = o.description
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "description")
+        d["description"] = v
     return d
+
+
+_W_SubagentInfo: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    SubagentInfo: _e_SubagentInfo
+}
 
 
 # ── IdentityCapabilities ──
@@ -5709,30 +6997,48 @@ def _d_IdentityCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> IdentityCapab
     return o
 
 
-def _e_IdentityCapabilities(o: IdentityCapabilities) -> dict[str, Any]:
+def _e_IdentityCapabilities(o: IdentityCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_name = o.name
-    if v_name is not None:
-        d["name"] = v_name
-    v_type = o.type
-    if v_type is not None:
-        d["type"] = v_type
-    v_description = o.description
-    if v_description is not None:
-        d["description"] = v_description
-    v_version = o.version
-    if v_version is not None:
-        d["version"] = v_version
-    v_provider = o.provider
-    if v_provider is not None:
-        d["provider"] = v_provider
-    v_documentation_url = o.documentation_url
-    if v_documentation_url is not None:
-        d["documentationUrl"] = v_documentation_url
-    v_metadata = o.metadata
-    if v_metadata is not None:
-        d["metadata"] = v_metadata
+    v: Any  # each member in turn
+    v = o.name
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "name")
+        d["name"] = v
+    v = o.type
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "type")
+        d["type"] = v
+    v = o.description
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "description")
+        d["description"] = v
+    v = o.version
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "version")
+        d["version"] = v
+    v = o.provider
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "provider")
+        d["provider"] = v
+    v = o.documentation_url
+    if v is not None:
+        if type(v) is not str:
+            v = _rt.w_str(v, "documentationUrl")
+        d["documentationUrl"] = v
+    v = o.metadata
+    if v is not None:
+        d["metadata"] = jv(v, "metadata") if type(v) is dict else _rt.w_object(v, "metadata", jv)
     return d
+
+
+_W_IdentityCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    IdentityCapabilities: _e_IdentityCapabilities
+}
 
 
 # ── TransportCapabilities ──
@@ -5802,24 +7108,40 @@ def _d_TransportCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> TransportCap
     return o
 
 
-def _e_TransportCapabilities(o: TransportCapabilities) -> dict[str, Any]:
+def _e_TransportCapabilities(o: TransportCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_streaming = o.streaming
-    if v_streaming is not None:
-        d["streaming"] = v_streaming
-    v_websocket = o.websocket
-    if v_websocket is not None:
-        d["websocket"] = v_websocket
-    v_http_binary = o.http_binary
-    if v_http_binary is not None:
-        d["httpBinary"] = v_http_binary
-    v_push_notifications = o.push_notifications
-    if v_push_notifications is not None:
-        d["pushNotifications"] = v_push_notifications
-    v_resumable = o.resumable
-    if v_resumable is not None:
-        d["resumable"] = v_resumable
+    v: Any  # each member in turn
+    v = o.streaming
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "streaming", "a boolean")
+        d["streaming"] = v
+    v = o.websocket
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "websocket", "a boolean")
+        d["websocket"] = v
+    v = o.http_binary
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "httpBinary", "a boolean")
+        d["httpBinary"] = v
+    v = o.push_notifications
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "pushNotifications", "a boolean")
+        d["pushNotifications"] = v
+    v = o.resumable
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "resumable", "a boolean")
+        d["resumable"] = v
     return d
+
+
+_W_TransportCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    TransportCapabilities: _e_TransportCapabilities
+}
 
 
 # ── ToolsCapabilities ──
@@ -5887,21 +7209,40 @@ def _d_ToolsCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ToolsCapabilitie
     return o
 
 
-def _e_ToolsCapabilities(o: ToolsCapabilities) -> dict[str, Any]:
+def _e_ToolsCapabilities(o: ToolsCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_supported = o.supported
-    if v_supported is not None:
-        d["supported"] = v_supported
-    v_items = o.items
-    if v_items is not None:
-        d["items"] = [_e_Tool(x) for x in v_items]
-    v_parallel_calls = o.parallel_calls
-    if v_parallel_calls is not None:
-        d["parallelCalls"] = v_parallel_calls
-    v_client_provided = o.client_provided
-    if v_client_provided is not None:
-        d["clientProvided"] = v_client_provided
+    v: Any  # each member in turn
+    v = o.supported
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "supported", "a boolean")
+        d["supported"] = v
+    v = o.items
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "items", "an array (a tuple or a list)")
+        try:
+            d["items"] = out = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_Tool[type(x)](x, jv))
+        except Exception:
+            d["items"] = _rt.w_items(v, "items", _W_Tool, "a Tool", jv)
+    v = o.parallel_calls
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "parallelCalls", "a boolean")
+        d["parallelCalls"] = v
+    v = o.client_provided
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "clientProvided", "a boolean")
+        d["clientProvided"] = v
     return d
+
+
+_W_ToolsCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ToolsCapabilities: _e_ToolsCapabilities
+}
 
 
 # ── OutputCapabilities ──
@@ -5944,15 +7285,25 @@ def _d_OutputCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> OutputCapabilit
     return o
 
 
-def _e_OutputCapabilities(o: OutputCapabilities) -> dict[str, Any]:
+def _e_OutputCapabilities(o: OutputCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_structured_output = o.structured_output
-    if v_structured_output is not None:
-        d["structuredOutput"] = v_structured_output
-    v_supported_mime_types = o.supported_mime_types
-    if v_supported_mime_types is not None:
-        d["supportedMimeTypes"] = list(v_supported_mime_types)
+    v: Any  # each member in turn
+    v = o.structured_output
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "structuredOutput", "a boolean")
+        d["structuredOutput"] = v
+    v = o.supported_mime_types
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "supportedMimeTypes", "an array (a tuple or a list)")
+        d["supportedMimeTypes"] = _rt.w_strings(v, "supportedMimeTypes")
     return d
+
+
+_W_OutputCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    OutputCapabilities: _e_OutputCapabilities
+}
 
 
 # ── StateCapabilities ──
@@ -6011,21 +7362,35 @@ def _d_StateCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> StateCapabilitie
     return o
 
 
-def _e_StateCapabilities(o: StateCapabilities) -> dict[str, Any]:
+def _e_StateCapabilities(o: StateCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_snapshots = o.snapshots
-    if v_snapshots is not None:
-        d["snapshots"] = v_snapshots
-    v_deltas = o.deltas
-    if v_deltas is not None:
-        d["deltas"] = v_deltas
-    v_memory = o.memory
-    if v_memory is not None:
-        d["memory"] = v_memory
-    v_persistent_state = o.persistent_state
-    if v_persistent_state is not None:
-        d["persistentState"] = v_persistent_state
+    v: Any  # each member in turn
+    v = o.snapshots
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "snapshots", "a boolean")
+        d["snapshots"] = v
+    v = o.deltas
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "deltas", "a boolean")
+        d["deltas"] = v
+    v = o.memory
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "memory", "a boolean")
+        d["memory"] = v
+    v = o.persistent_state
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "persistentState", "a boolean")
+        d["persistentState"] = v
     return d
+
+
+_W_StateCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    StateCapabilities: _e_StateCapabilities
+}
 
 
 # ── MultiAgentCapabilities ──
@@ -6093,21 +7458,42 @@ def _d_MultiAgentCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> MultiAgentC
     return o
 
 
-def _e_MultiAgentCapabilities(o: MultiAgentCapabilities) -> dict[str, Any]:
+def _e_MultiAgentCapabilities(o: MultiAgentCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_supported = o.supported
-    if v_supported is not None:
-        d["supported"] = v_supported
-    v_delegation = o.delegation
-    if v_delegation is not None:
-        d["delegation"] = v_delegation
-    v_handoffs = o.handoffs
-    if v_handoffs is not None:
-        d["handoffs"] = v_handoffs
-    v_subagents = o.subagents
-    if v_subagents is not None:
-        d["subagents"] = [_e_SubagentInfo(x) for x in v_subagents]
+    v: Any  # each member in turn
+    v = o.supported
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "supported", "a boolean")
+        d["supported"] = v
+    v = o.delegation
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "delegation", "a boolean")
+        d["delegation"] = v
+    v = o.handoffs
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "handoffs", "a boolean")
+        d["handoffs"] = v
+    v = o.subagents
+    if v is not None:
+        if type(v) is not tuple and type(v) is not list:
+            _rt.wrong(v, "subagents", "an array (a tuple or a list)")
+        try:
+            d["subagents"] = (
+                out
+            ) = []  # a loop, not a comprehension: that would be a closure over jv
+            for x in v:
+                out.append(_W_SubagentInfo[type(x)](x, jv))
+        except Exception:
+            d["subagents"] = _rt.w_items(v, "subagents", _W_SubagentInfo, "a SubagentInfo", jv)
     return d
+
+
+_W_MultiAgentCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    MultiAgentCapabilities: _e_MultiAgentCapabilities
+}
 
 
 # ── ReasoningCapabilities ──
@@ -6153,18 +7539,30 @@ def _d_ReasoningCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningCap
     return o
 
 
-def _e_ReasoningCapabilities(o: ReasoningCapabilities) -> dict[str, Any]:
+def _e_ReasoningCapabilities(o: ReasoningCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_supported = o.supported
-    if v_supported is not None:
-        d["supported"] = v_supported
-    v_streaming = o.streaming
-    if v_streaming is not None:
-        d["streaming"] = v_streaming
-    v_encrypted = o.encrypted
-    if v_encrypted is not None:
-        d["encrypted"] = v_encrypted
+    v: Any  # each member in turn
+    v = o.supported
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "supported", "a boolean")
+        d["supported"] = v
+    v = o.streaming
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "streaming", "a boolean")
+        d["streaming"] = v
+    v = o.encrypted
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "encrypted", "a boolean")
+        d["encrypted"] = v
     return d
+
+
+_W_ReasoningCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ReasoningCapabilities: _e_ReasoningCapabilities
+}
 
 
 # ── MultimodalInputCapabilities ──
@@ -6234,24 +7632,42 @@ def _d_MultimodalInputCapabilities(
     return o
 
 
-def _e_MultimodalInputCapabilities(o: MultimodalInputCapabilities) -> dict[str, Any]:
+def _e_MultimodalInputCapabilities(
+    o: MultimodalInputCapabilities, jv: JsonWriter
+) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_image = o.image
-    if v_image is not None:
-        d["image"] = v_image
-    v_audio = o.audio
-    if v_audio is not None:
-        d["audio"] = v_audio
-    v_video = o.video
-    if v_video is not None:
-        d["video"] = v_video
-    v_pdf = o.pdf
-    if v_pdf is not None:
-        d["pdf"] = v_pdf
-    v_file = o.file
-    if v_file is not None:
-        d["file"] = v_file
+    v: Any  # each member in turn
+    v = o.image
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "image", "a boolean")
+        d["image"] = v
+    v = o.audio
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "audio", "a boolean")
+        d["audio"] = v
+    v = o.video
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "video", "a boolean")
+        d["video"] = v
+    v = o.pdf
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "pdf", "a boolean")
+        d["pdf"] = v
+    v = o.file
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "file", "a boolean")
+        d["file"] = v
     return d
+
+
+_W_MultimodalInputCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    MultimodalInputCapabilities: _e_MultimodalInputCapabilities
+}
 
 
 # ── MultimodalOutputCapabilities ──
@@ -6292,15 +7708,27 @@ def _d_MultimodalOutputCapabilities(
     return o
 
 
-def _e_MultimodalOutputCapabilities(o: MultimodalOutputCapabilities) -> dict[str, Any]:
+def _e_MultimodalOutputCapabilities(
+    o: MultimodalOutputCapabilities, jv: JsonWriter
+) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_image = o.image
-    if v_image is not None:
-        d["image"] = v_image
-    v_audio = o.audio
-    if v_audio is not None:
-        d["audio"] = v_audio
+    v: Any  # each member in turn
+    v = o.image
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "image", "a boolean")
+        d["image"] = v
+    v = o.audio
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "audio", "a boolean")
+        d["audio"] = v
     return d
+
+
+_W_MultimodalOutputCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    MultimodalOutputCapabilities: _e_MultimodalOutputCapabilities
+}
 
 
 # ── MultimodalCapabilities ──
@@ -6341,15 +7769,37 @@ def _d_MultimodalCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> MultimodalC
     return o
 
 
-def _e_MultimodalCapabilities(o: MultimodalCapabilities) -> dict[str, Any]:
+def _e_MultimodalCapabilities(o: MultimodalCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_input = o.input
-    if v_input is not None:
-        d["input"] = _e_MultimodalInputCapabilities(v_input)
-    v_output = o.output
-    if v_output is not None:
-        d["output"] = _e_MultimodalOutputCapabilities(v_output)
+    v: Any  # each member in turn
+    v = o.input
+    if v is not None:
+        if type(v) is MultimodalInputCapabilities:
+            try:
+                d["input"] = _e_MultimodalInputCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("input") from None
+        else:
+            d["input"] = _rt.w_model(
+                v, "input", _W_MultimodalInputCapabilities, "a MultimodalInputCapabilities", jv
+            )
+    v = o.output
+    if v is not None:
+        if type(v) is MultimodalOutputCapabilities:
+            try:
+                d["output"] = _e_MultimodalOutputCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("output") from None
+        else:
+            d["output"] = _rt.w_model(
+                v, "output", _W_MultimodalOutputCapabilities, "a MultimodalOutputCapabilities", jv
+            )
     return d
+
+
+_W_MultimodalCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    MultimodalCapabilities: _e_MultimodalCapabilities
+}
 
 
 # ── ExecutionCapabilities ──
@@ -6413,21 +7863,35 @@ def _d_ExecutionCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ExecutionCap
     return o
 
 
-def _e_ExecutionCapabilities(o: ExecutionCapabilities) -> dict[str, Any]:
+def _e_ExecutionCapabilities(o: ExecutionCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_code_execution = o.code_execution
-    if v_code_execution is not None:
-        d["codeExecution"] = v_code_execution
-    v_sandboxed = o.sandboxed
-    if v_sandboxed is not None:
-        d["sandboxed"] = v_sandboxed
-    v_max_iterations = o.max_iterations
-    if v_max_iterations is not None:
-        d["maxIterations"] = v_max_iterations
-    v_max_execution_time = o.max_execution_time
-    if v_max_execution_time is not None:
-        d["maxExecutionTime"] = v_max_execution_time
+    v: Any  # each member in turn
+    v = o.code_execution
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "codeExecution", "a boolean")
+        d["codeExecution"] = v
+    v = o.sandboxed
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "sandboxed", "a boolean")
+        d["sandboxed"] = v
+    v = o.max_iterations
+    if v is not None:
+        if type(v) is not int or not 0 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "maxIterations", 0, 9007199254740991)
+        d["maxIterations"] = v
+    v = o.max_execution_time
+    if v is not None:
+        if type(v) is not int or not 0 <= v <= 9007199254740991:
+            v = _rt.w_int(v, "maxExecutionTime", 0, 9007199254740991)
+        d["maxExecutionTime"] = v
     return d
+
+
+_W_ExecutionCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    ExecutionCapabilities: _e_ExecutionCapabilities
+}
 
 
 # ── HumanInTheLoopCapabilities ──
@@ -6508,27 +7972,45 @@ def _d_HumanInTheLoopCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> HumanIn
     return o
 
 
-def _e_HumanInTheLoopCapabilities(o: HumanInTheLoopCapabilities) -> dict[str, Any]:
+def _e_HumanInTheLoopCapabilities(o: HumanInTheLoopCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_supported = o.supported
-    if v_supported is not None:
-        d["supported"] = v_supported
-    v_approvals = o.approvals
-    if v_approvals is not None:
-        d["approvals"] = v_approvals
-    v_interventions = o.interventions
-    if v_interventions is not None:
-        d["interventions"] = v_interventions
-    v_feedback = o.feedback
-    if v_feedback is not None:
-        d["feedback"] = v_feedback
-    v_interrupts = o.interrupts
-    if v_interrupts is not None:
-        d["interrupts"] = v_interrupts
-    v_approve_with_edits = o.approve_with_edits
-    if v_approve_with_edits is not None:
-        d["approveWithEdits"] = v_approve_with_edits
+    v: Any  # each member in turn
+    v = o.supported
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "supported", "a boolean")
+        d["supported"] = v
+    v = o.approvals
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "approvals", "a boolean")
+        d["approvals"] = v
+    v = o.interventions
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "interventions", "a boolean")
+        d["interventions"] = v
+    v = o.feedback
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "feedback", "a boolean")
+        d["feedback"] = v
+    v = o.interrupts
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "interrupts", "a boolean")
+        d["interrupts"] = v
+    v = o.approve_with_edits
+    if v is not None:
+        if type(v) is not bool:
+            _rt.wrong(v, "approveWithEdits", "a boolean")
+        d["approveWithEdits"] = v
     return d
+
+
+_W_HumanInTheLoopCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    HumanInTheLoopCapabilities: _e_HumanInTheLoopCapabilities
+}
 
 
 # ── AgentCapabilities ──
@@ -6696,49 +8178,142 @@ def _d_AgentCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> AgentCapabilitie
     return o
 
 
-def _e_AgentCapabilities(o: AgentCapabilities) -> dict[str, Any]:
+def _e_AgentCapabilities(o: AgentCapabilities, jv: JsonWriter) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    v_identity = o.identity
-    if v_identity is not None:
-        d["identity"] = _e_IdentityCapabilities(v_identity)
-    v_transport = o.transport
-    if v_transport is not None:
-        d["transport"] = _e_TransportCapabilities(v_transport)
-    v_tools = o.tools
-    if v_tools is not None:
-        d["tools"] = _e_ToolsCapabilities(v_tools)
-    v_output = o.output
-    if v_output is not None:
-        d["output"] = _e_OutputCapabilities(v_output)
-    v_state = o.state
-    if v_state is not None:
-        d["state"] = _e_StateCapabilities(v_state)
-    v_multi_agent = o.multi_agent
-    if v_multi_agent is not None:
-        d["multiAgent"] = _e_MultiAgentCapabilities(v_multi_agent)
-    v_reasoning = o.reasoning
-    if v_reasoning is not None:
-        d["reasoning"] = _e_ReasoningCapabilities(v_reasoning)
-    v_multimodal = o.multimodal
-    if v_multimodal is not None:
-        d["multimodal"] = _e_MultimodalCapabilities(v_multimodal)
-    v_execution = o.execution
-    if v_execution is not None:
-        d["execution"] = _e_ExecutionCapabilities(v_execution)
-    v_human_in_the_loop = o.human_in_the_loop
-    if v_human_in_the_loop is not None:
-        d["humanInTheLoop"] = _e_HumanInTheLoopCapabilities(v_human_in_the_loop)
-    v_custom = o.custom
-    if v_custom is not None:
-        d["custom"] = v_custom
+    v: Any  # each member in turn
+    v = o.identity
+    if v is not None:
+        if type(v) is IdentityCapabilities:
+            try:
+                d["identity"] = _e_IdentityCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("identity") from None
+        else:
+            d["identity"] = _rt.w_model(
+                v, "identity", _W_IdentityCapabilities, "an IdentityCapabilities", jv
+            )
+    v = o.transport
+    if v is not None:
+        if type(v) is TransportCapabilities:
+            try:
+                d["transport"] = _e_TransportCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("transport") from None
+        else:
+            d["transport"] = _rt.w_model(
+                v, "transport", _W_TransportCapabilities, "a TransportCapabilities", jv
+            )
+    v = o.tools
+    if v is not None:
+        if type(v) is ToolsCapabilities:
+            try:
+                d["tools"] = _e_ToolsCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("tools") from None
+        else:
+            d["tools"] = _rt.w_model(v, "tools", _W_ToolsCapabilities, "a ToolsCapabilities", jv)
+    v = o.output
+    if v is not None:
+        if type(v) is OutputCapabilities:
+            try:
+                d["output"] = _e_OutputCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("output") from None
+        else:
+            d["output"] = _rt.w_model(
+                v, "output", _W_OutputCapabilities, "an OutputCapabilities", jv
+            )
+    v = o.state
+    if v is not None:
+        if type(v) is StateCapabilities:
+            try:
+                d["state"] = _e_StateCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("state") from None
+        else:
+            d["state"] = _rt.w_model(v, "state", _W_StateCapabilities, "a StateCapabilities", jv)
+    v = o.multi_agent
+    if v is not None:
+        if type(v) is MultiAgentCapabilities:
+            try:
+                d["multiAgent"] = _e_MultiAgentCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("multiAgent") from None
+        else:
+            d["multiAgent"] = _rt.w_model(
+                v, "multiAgent", _W_MultiAgentCapabilities, "a MultiAgentCapabilities", jv
+            )
+    v = o.reasoning
+    if v is not None:
+        if type(v) is ReasoningCapabilities:
+            try:
+                d["reasoning"] = _e_ReasoningCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("reasoning") from None
+        else:
+            d["reasoning"] = _rt.w_model(
+                v, "reasoning", _W_ReasoningCapabilities, "a ReasoningCapabilities", jv
+            )
+    v = o.multimodal
+    if v is not None:
+        if type(v) is MultimodalCapabilities:
+            try:
+                d["multimodal"] = _e_MultimodalCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("multimodal") from None
+        else:
+            d["multimodal"] = _rt.w_model(
+                v, "multimodal", _W_MultimodalCapabilities, "a MultimodalCapabilities", jv
+            )
+    v = o.execution
+    if v is not None:
+        if type(v) is ExecutionCapabilities:
+            try:
+                d["execution"] = _e_ExecutionCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("execution") from None
+        else:
+            d["execution"] = _rt.w_model(
+                v, "execution", _W_ExecutionCapabilities, "an ExecutionCapabilities", jv
+            )
+    v = o.human_in_the_loop
+    if v is not None:
+        if type(v) is HumanInTheLoopCapabilities:
+            try:
+                d["humanInTheLoop"] = _e_HumanInTheLoopCapabilities(v, jv)
+            except EncodeError as exc:
+                raise exc.within("humanInTheLoop") from None
+        else:
+            d["humanInTheLoop"] = _rt.w_model(
+                v,
+                "humanInTheLoop",
+                _W_HumanInTheLoopCapabilities,
+                "a HumanInTheLoopCapabilities",
+                jv,
+            )
+    v = o.custom
+    if v is not None:
+        d["custom"] = jv(v, "custom") if type(v) is dict else _rt.w_object(v, "custom", jv)
     return d
 
 
-def _e_UnknownEvent(o: _rt.UnknownEvent) -> dict[str, Any]:
-    return o.raw
+_W_AgentCapabilities: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
+    AgentCapabilities: _e_AgentCapabilities
+}
 
 
-_ENC: Final[dict[type, Callable[[Any], dict[str, Any]]]] = {
+def _e_UnknownEvent(o: _rt.UnknownEvent, jv: JsonWriter) -> Any:
+    """An event of a type this package does not know, written as it was received. It is checked
+    too: its type a string that is no known event type, its raw object the event with that type
+    and nothing in it that is not JSON."""
+    tag = o.type
+    raw = o.raw
+    if type(tag) is not str or type(raw) is not dict or tag in _T_Event or raw.get("type") != tag:
+        _rt.w_unknown_event(o, TAGS["Event"])
+    return jv(raw, None)
+
+
+ENCODERS: Final[dict[type, Callable[[Any, JsonWriter], Any]]] = {
     TextPart: _e_TextPart,
     DataSource: _e_DataSource,
     UrlSource: _e_UrlSource,
@@ -6820,6 +8395,10 @@ _ENC: Final[dict[type, Callable[[Any], dict[str, Any]]]] = {
     AgentCapabilities: _e_AgentCapabilities,
     _rt.UnknownEvent: _e_UnknownEvent,
 }
+"""Each model class (and UnknownEvent) -> its encoder, called as encoder(model, json_writer) with
+_runtime.json_plain (what encode_value does) or _runtime.json_fragment (encode_fragments)."""
+_JSON_PLAIN: Final = _rt.json_plain
+_JSON_FRAGMENT: Final = _rt.json_fragment
 
 # id(definition) -> (decoder, discriminator, tag, is_union). Keyed by identity: hashing a union
 # hashes all its members, which would cost more than decoding a small event.
@@ -7168,9 +8747,21 @@ def _run(
     return decoder(value, (), cx)
 
 
-def encode_value(obj: Any) -> dict[str, Any]:
-    """The JSON object of a model instance: wire names, spec order, absent members omitted."""
-    encoder = _ENC.get(type(obj))
+def encode_value(obj: Any) -> Any:
+    """The JSON object of a model instance as Python values: wire names, spec order, absent members
+    omitted. Everything written is checked: raises EncodeError, with the JSON pointer of the first
+    problem, for a value the spec does not allow or something that is not JSON, and for an
+    object that is no model."""
+    encoder = ENCODERS.get(type(obj))
     if encoder is None:
-        raise TypeError(f"cannot encode {type(obj).__name__}: not an AG-UI model")
-    return encoder(obj)
+        _rt.not_a_model(obj, TAGS["Event"])
+    return encoder(obj, _JSON_PLAIN)
+
+
+def encode_fragments(obj: Any) -> Any:
+    """encode_value for orjson.dumps: the same object, checked the same way, except that each
+    any-JSON value that is not a plain scalar comes already serialized (an orjson.Fragment)."""
+    encoder = ENCODERS.get(type(obj))
+    if encoder is None:
+        _rt.not_a_model(obj, TAGS["Event"])
+    return encoder(obj, _JSON_FRAGMENT)
