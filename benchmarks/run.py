@@ -226,8 +226,31 @@ def gate_one(
     return GateReport(impl, len(docs), identical, failures)
 
 
+def gate_checks() -> None:
+    """Abort unless agui.encode checks what it writes, as the official SDK's models do when they
+    are built: the encode cases time the checked encoder."""
+    invalid = {
+        "messageId 5": lambda: agui.TextMessageStartEvent(message_id=5),
+        "NaN in the state": lambda: agui.StateSnapshotEvent(snapshot={"x": [1.5, float("nan")]}),
+    }
+    let_through = []
+    for label, build in invalid.items():
+        try:
+            agui.encode(build())
+        except agui.EncodeError:
+            continue
+        let_through.append(label)
+    if let_through:
+        raise SystemExit(
+            f"gate FAILED: agui.encode wrote an invalid event ({', '.join(let_through)})"
+        )
+    print(f"gate: agui: encode refuses invalid events ({', '.join(invalid)})")
+
+
 def gate(corpus: Corpus) -> None:
-    """Abort unless both implementations round-trip the whole corpus to equal JSON."""
+    """Abort unless both implementations round-trip the whole corpus to equal JSON, and agui's
+    encoder refuses invalid events."""
+    gate_checks()
     reports = [
         gate_one(
             "official (ag-ui-protocol)",
@@ -272,6 +295,7 @@ def build_cases(corpus: Corpus) -> list[Case]:
     content = corpus.of_type("TEXT_MESSAGE_CONTENT")
     deltas = corpus.of_type("STATE_DELTA")
     snapshot = corpus.of_type("MESSAGES_SNAPSHOT")
+    state = corpus.of_type("STATE_SNAPSHOT")
     body = [corpus.run_input]
 
     def models(decode: Callable[[bytes], Any], docs: Sequence[bytes]) -> list[Any]:
@@ -308,6 +332,8 @@ def build_cases(corpus: Corpus) -> list[Case]:
         Case("encode whole stream (avg)", len(stream), "event", enc(stream), target=5.0),
         Case(f"encode MESSAGES_SNAPSHOT ({n_msgs} msgs)", 1, "doc", enc(snapshot)),
         Case("encode STATE_DELTA", len(deltas), "event", enc(deltas)),
+        # the any-JSON check at its heaviest: one state, all of it written as it is
+        Case(f"encode STATE_SNAPSHOT ({len(state[0]):,} B)", 1, "doc", enc(state)),
         Case(f"encode RunAgentInput ({n_body} msgs)", 1, "doc", enc(body, is_body=True)),
         Case(
             "SSE frame whole stream (avg)",
