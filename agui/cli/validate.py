@@ -80,7 +80,7 @@ def _validate(doc: bytes | Problem, cls: Any, strict: bool) -> dict[str, Any]:
     except EncodeError as exc:
         return {
             "ok": False,
-            "errors": [{"pointer": "", "kind": "encode", "message": str(exc)}],
+            "errors": [{"pointer": exc.pointer, "kind": "encode", "message": exc.message}],
             "warnings": [],
         }
     return {
