@@ -2,7 +2,8 @@
 own, that imports go one way between the layers of agui/ and never in a cycle, and that the public
 names and the exceptions keep their rules.
 
-The layers, from the top: cli -> model | http | stream -> agent -> wire -> base (agui/errors.py)
+The layers, from the top: cli -> model | http -> store | stream -> agent -> wire -> base
+(agui/errors.py); the store (the durable event log) sees only wire and base
 -> nothing of agui (the generated package and third-party libraries only). A layer may import the
 layers listed in LAYERS for it and its own modules; agui/__init__.py imports nothing of agui at
 module level (it is lazy, PEP 562).
@@ -35,9 +36,10 @@ HEAVY = ("httpx", "uvicorn", "jsonpatch", "google.protobuf", "pydantic")
 """Third-party packages `import agui` must not load."""
 
 LAYERS: dict[str, frozenset[str]] = {
-    "cli": frozenset({"cli", "model", "http", "stream", "agent", "wire", "base", "api"}),
+    "cli": frozenset({"cli", "model", "http", "store", "stream", "agent", "wire", "base", "api"}),
     "model": frozenset({"agent", "wire", "base"}),
-    "http": frozenset({"stream", "agent", "wire", "base"}),
+    "http": frozenset({"store", "stream", "agent", "wire", "base"}),
+    "store": frozenset({"wire", "base"}),
     "stream": frozenset({"agent", "wire", "base"}),
     "agent": frozenset({"wire", "base"}),
     "wire": frozenset({"base"}),

@@ -1,0 +1,165 @@
+"""The event log's contract: what every backend (memory, SQLite, Redis) provides to the server.
+
+A run's log holds its RunAgentInput and every event it produced, each as the event's JSON bytes
+(what an SSE frame's `data:` carries) with a *cursor*: an opaque string, strictly ordered within
+the run, that an SSE frame sends as its `id:` and a client sends back as `Last-Event-ID` to resume
+after it. A thread's runs are kept in the order they started.
+
+A run is owned by the worker executing it. The owner holds a lease (`lease_until`, renewed while
+the run goes on); a run whose lease ran out before its terminal event was stored has lost its
+worker, and whoever notices first closes it (`close_lost`) with the RUN_ERROR the server builds.
+A stop request is a flag on the run that its owner watches, wherever it executes.
+
+Backends implement `EventLog`; `agui.store.open_log(url)` picks one by URL. Everything here is
+async; a backend never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Literal, Protocol, TypeAlias
+
+import attrs
+
+from agui.errors import AguiError
+
+__all__ = [
+    "Cursor",
+    "EventLog",
+    "Retention",
+    "RunExists",
+    "RunRecord",
+    "RunStatus",
+    "StoreError",
+    "StoredEvent",
+    "ThreadBusy",
+    "UnknownRun",
+]
+
+Cursor: TypeAlias = str
+"""Where an event stands in its run's log: opaque, strictly increasing within the run, no NUL, CR
+or LF (it travels in an SSE `id:` line)."""
+
+RunStatus: TypeAlias = Literal["running", "finished"]
+"""running until the run's terminal event (RUN_FINISHED or RUN_ERROR) is stored, then finished."""
+
+
+class StoreError(AguiError):
+    """The event log cannot do what was asked (the backend failed, or the request conflicts)."""
+
+
+class ThreadBusy(StoreError):
+    """The thread already has a running run, and the new one must wait for it (HTTP 409)."""
+
+
+class RunExists(StoreError):
+    """A run with this id was already started (HTTP 409)."""
+
+
+class UnknownRun(StoreError):
+    """No run with this id is in the log (HTTP 404)."""
+
+
+@attrs.frozen(kw_only=True)
+class RunRecord:
+    """What the log knows about a run, besides its events."""
+
+    thread_id: str
+    run_id: str
+    status: RunStatus
+    owner: str
+    """The worker executing the run (any string unique among the workers sharing the log)."""
+    started_at: float
+    """When the run started, in seconds since the epoch."""
+    lease_until: float
+    """Until when the owner holds the run, in seconds since the epoch; renewed while it runs."""
+    stop_requested: bool = False
+    """A stop was asked for; the owner ends the run (RUN_FINISHED, outcome cancelled)."""
+    last_cursor: Cursor | None = None
+    """The cursor of the last event stored, None before the first."""
+
+
+@attrs.frozen(kw_only=True)
+class StoredEvent:
+    """One event of a run's log."""
+
+    cursor: Cursor
+    data: bytes
+    """The event's JSON, as an SSE frame's data carries it."""
+
+
+@attrs.frozen(kw_only=True)
+class Retention:
+    """What the log keeps. The defaults keep what a chat UI needs: recent threads whole."""
+
+    max_events_per_run: int | None = 1_000_000
+    """A run's log stops growing beyond this many events (the oldest are dropped first, the
+    terminal event is always kept); None: no limit."""
+    run_ttl_seconds: float | None = 7 * 24 * 3600.0
+    """A finished run (its events and record) is dropped this long after it finished; None:
+    kept until max_runs_per_thread pushes it out."""
+    max_runs_per_thread: int | None = 100
+    """A thread keeps its latest runs only; None: every run."""
+
+
+class EventLog(Protocol):
+    """The event log a server with a store writes runs to and reads them from."""
+
+    async def start_run(self, record: RunRecord, input: bytes, *, exclusive: bool) -> None:
+        """Record a new run (status running, no events yet) and its RunAgentInput JSON. Raises
+        RunExists for a run id already in the log, and ThreadBusy when `exclusive` and the thread
+        has a running run. Atomic: of two workers starting runs on one thread, one wins."""
+        ...
+
+    async def append(
+        self, run_id: str, events: Sequence[bytes], *, final: bool = False
+    ) -> list[Cursor]:
+        """Append events (JSON bytes) to the run's log in one round trip; returns their cursors.
+        `final`: the last of them is the terminal event, and the run becomes finished in the same
+        step. Readers following the run see them at once. Raises UnknownRun."""
+        ...
+
+    def read(
+        self, run_id: str, after: Cursor | None = None, *, follow: bool = False
+    ) -> AsyncIterator[StoredEvent]:
+        """The run's events after `after` (None: from the first), in order. With `follow`, keep
+        waiting for new ones until the terminal event has been yielded (a finished run ends at
+        once after its last event). Raises UnknownRun (before yielding anything); a cursor this
+        run never produced raises StoreError."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run's record, or None when the log does not hold it."""
+        ...
+
+    async def get_input(self, run_id: str) -> bytes | None:
+        """The run's RunAgentInput JSON, or None when the log does not hold the run."""
+        ...
+
+    async def thread_runs(self, thread_id: str) -> list[RunRecord]:
+        """The thread's runs, in the order they started (empty for an unknown thread)."""
+        ...
+
+    async def renew(self, run_id: str, owner: str, lease_until: float) -> bool:
+        """Extend the owner's lease; False when the run is finished or owned by another worker
+        (the owner then stops executing it)."""
+        ...
+
+    async def request_stop(self, run_id: str) -> RunRecord:
+        """Ask the run's owner to stop it; returns the record as it was (status finished: nothing
+        to stop). Raises UnknownRun."""
+        ...
+
+    async def expired(self, now: float) -> list[RunRecord]:
+        """The running runs whose lease ended before `now` (their worker is gone)."""
+        ...
+
+    async def close_lost(self, run_id: str, event: bytes, now: float) -> bool:
+        """Append `event` (a RUN_ERROR) as the terminal event of a running run whose lease ended
+        before `now`; True if this call closed it. Atomic: among workers noticing the same loss,
+        exactly one closes the run."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and files."""
+        ...
