@@ -97,7 +97,9 @@ def interop(session: nox.Session) -> None:
     @ag-ui/encoder server, and ag-ui-validate against this server."""
     session.install("-e", ".[dev]", "ag-ui-validate[transport]==0.4.0")
     _npm_ci(session, Path("tests/interop"), Path(".interop"))
-    session.run("pytest", "tests/interop", "-q", *session.posargs, env={"AGUI_INTEROP": "1"})
+    session.run(
+        "pytest", "tests/interop", "tests/usage", "-q", *session.posargs, env={"AGUI_INTEROP": "1"}
+    )
 
 
 @nox.session(python=PYTHON)
