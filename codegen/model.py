@@ -2,12 +2,19 @@
 
 `build(raw)` turns the validated YAML into a `Spec`. Every meaning is decided here (Python names and
 annotations, flattened mixins, dependency order, constraints inherited from aliases), so the
-templates never compute anything.
+templates never compute anything. Whatever the bindings cannot all express is refused here, with
+the YAML path and a sentence, before any template runs.
+
+The type grammar (spec/README.md): `str`, `int`, `number`, `bool`, `json`, `object`, a definition
+(enum, alias, object or union), `list[T]` for any T, and `A | B | ...` whose alternatives are
+different JSON kinds (a string, a number, a boolean, an array, an object).
 """
 
 from __future__ import annotations
 
+import functools
 import keyword
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -15,14 +22,54 @@ from typing import Any
 import attrs
 
 from codegen.load import SpecError, yaml_path
+from codegen.regex import python_regex
 
-SCALARS = {"str": "str", "int": "int", "bool": "bool"}
-JSON_KINDS = {"str": "a string", "int": "an integer", "bool": "a boolean"}
+SCALARS = {"str": "str", "int": "int", "number": "int | float", "bool": "bool"}
+JSON_KINDS = {"str": "a string", "int": "an integer", "number": "a number", "bool": "a boolean"}
+KIND_OF = {
+    "str": "string",
+    "enum": "string",
+    "int": "number",
+    "number": "number",
+    "bool": "boolean",
+    "list": "array",
+    "object": "object",
+    "ref": "object",
+    "union": "object",
+}
+"""The JSON kind of a value of each type kind: what tells the alternatives of `A | B` apart."""
+PLURAL = {
+    "string": "strings",
+    "number": "numbers",
+    "boolean": "booleans",
+    "array": "arrays",
+    "object": "objects",
+}
+DEFAULT_KINDS = ("str", "int", "number", "bool", "enum")
+"""The kinds of value a `default:` may be given for."""
+
+
+@attrs.frozen
+class Constraints:
+    """What a value must satisfy beyond its type: bounds of an int or number, the pattern of a
+    string, the least length of a list. On a TypeRef they are the effective ones: an alias's own,
+    narrowed by the field that uses it."""
+
+    min: int | float | None = None
+    max: int | float | None = None
+    pattern: str | None = None
+    min_items: int | None = None
+
+    @property
+    def any(self) -> bool:
+        return self != Constraints()
 
 
 @attrs.frozen
 class TypeRef:
-    """A resolved field type. `kind` is one of: str int bool json object enum ref union list either."""
+    """A resolved type. `kind` is one of: str int number bool json object enum ref union list
+    either. Constraints are part of the type, so they follow it into lists and alternatives
+    (`list[JsonPointer]` checks the pattern of every item)."""
 
     kind: str
     name: str = ""  # enum, object or union name
@@ -31,14 +78,55 @@ class TypeRef:
     py: str = ""  # the Python annotation
     expected: str = ""  # how an error message names the expected JSON shape
     alias: str = ""  # the alias definition this type was written as (JsonPointer), if any
+    constraints: Constraints = Constraints()
 
+    @property
+    def json_kind(self) -> str:
+        """string, number, boolean, array or object ("any" for json, "either" for A | B)."""
+        return KIND_OF.get(self.kind, "any" if self.kind == "json" else self.kind)
 
-@attrs.frozen
-class Constraints:
-    min: int | None = None
-    max: int | None = None
-    pattern: str | None = None
-    min_items: int | None = None
+    @property
+    def inline_item(self) -> bool:
+        """Whether the codec checks a list of this type inline (a string without a pattern, any
+        JSON, an object definition, a union); other items get a function of their own."""
+        return (self.kind == "str" and not self.constraints.any) or self.kind in (
+            "json",
+            "ref",
+            "union",
+        )
+
+    @property
+    def inline_option(self) -> bool:
+        """Whether the codec checks this alternative of `A | B` inline; others get a function."""
+        plain = not self.constraints.any
+        return (self.kind in ("str", "list") and plain) or self.kind in (
+            "bool",
+            "object",
+            "ref",
+            "union",
+        )
+
+    @property
+    def spelled(self) -> str:
+        """The type as the spec writes it: `list[Slug]`, `str | int`, `number`."""
+        if self.alias:
+            return self.alias
+        if self.kind == "list" and self.item is not None:
+            return f"list[{self.item.spelled}]"
+        if self.kind == "either":
+            return " | ".join(o.spelled for o in self.options)
+        return self.name or self.kind
+
+    @property
+    def takes_str(self) -> bool:
+        """Whether an `A | B` takes any string (a str subclass is then written as its string)."""
+        return any(o.kind == "str" and not o.constraints.any for o in self.options)
+
+    @property
+    def walk(self) -> tuple[TypeRef, ...]:
+        """This type and every type inside it (list items, alternatives), depth first."""
+        inner = (self.item,) if self.item is not None else self.options
+        return (self, *(t for i in inner for t in i.walk))
 
 
 @attrs.frozen
@@ -55,8 +143,12 @@ class Field:
     tag_annotation: str | None = None
     const: str | None = None
     nullable: bool = False
-    default: str | bool | int | None = None
-    constraints: Constraints = Constraints()
+    default: str | bool | int | float | None = None
+
+    @property
+    def constraints(self) -> Constraints:
+        """The effective constraints of the field's own value (its type's)."""
+        return self.type.constraints if self.type else Constraints()
 
     @property
     def annotation(self) -> str:
@@ -193,14 +285,29 @@ class Spec:
         """Alias name -> the constraints it declares (a field written as the alias inherits them)."""
         return {a.name: a.constraints for a in self.aliases}
 
-    @property
+    @functools.cached_property
     def pattern_ids(self) -> dict[str, int]:
         """Every distinct pattern, numbered in order of first use (one compiled regex each)."""
         ids: dict[str, int] = {}
         for o in self.objects:
             for f in o.fields:
-                if f.constraints.pattern is not None:
-                    ids.setdefault(f.constraints.pattern, len(ids))
+                for t in f.type.walk if f.type else ():
+                    if t.constraints.pattern is not None:
+                        ids.setdefault(t.constraints.pattern, len(ids))
+        return ids
+
+    @functools.cached_property
+    def value_types(self) -> dict[TypeRef, int]:
+        """The types the codec checks with a function of their own (`_dv_N`, `_ev_N`), numbered in
+        order of first use: list items and alternatives its inline paths do not cover."""
+        ids: dict[TypeRef, int] = {}
+        for o in self.objects:
+            for f in o.fields:
+                for t in f.type.walk if f.type else ():
+                    inner = [t.item] if t.item is not None and not t.item.inline_item else []
+                    inner += [o for o in t.options if not o.inline_option]
+                    for i in inner:
+                        ids.setdefault(i, len(ids))
         return ids
 
     @property
@@ -246,46 +353,180 @@ class _Builder:
         self.problems.append(f"spec/agui.yaml: {yaml_path(['definitions', *where])}: {message}")
 
     # ── types ──────────────────────────────────────────────────────────────
-    def parse_type(self, text: str, where: list[str | int]) -> tuple[TypeRef, Constraints]:
+    def parse_type(
+        self, text: str, where: list[str | int], resolving: tuple[str, ...] = ()
+    ) -> TypeRef:
+        """A type expression -> its TypeRef, with the constraints of the aliases it names.
+        `resolving` holds the aliases being expanded (a cycle among them is refused)."""
         text = text.strip()
+        if not _balanced(text):
+            self.fail(where, f"'{text}' is not a type: its brackets do not pair up")
+            return _ANY
         parts = _split_top(text, "|")
         if len(parts) > 1:
-            options = [self.parse_type(p, where)[0] for p in parts]
-            kinds = [_json_kind(o) for o in options]
-            if len(set(kinds)) != len(kinds):
-                self.fail(where, f"the options of '{text}' must be distinct JSON kinds")
-            py = " | ".join(o.py for o in options)
-            expected = " or ".join(o.expected for o in options)
-            return TypeRef(
-                "either", options=tuple(options), py=py, expected=expected
-            ), Constraints()
+            if not all(parts):
+                self.fail(where, f"'{text}' is not a type: an alternative of '|' is empty")
+                return _ANY
+            return self.either(text, [self.parse_type(p, where, resolving) for p in parts], where)
         if text.startswith("list[") and text.endswith("]"):
-            item, _ = self.parse_type(text[5:-1], where)
-            return TypeRef(
-                "list", item=item, py=f"tuple[{item.py}, ...]", expected="an array"
-            ), Constraints()
+            if not text[5:-1].strip():
+                self.fail(where, f"'{text}' is not a type: list[T] needs an item type T")
+                return _ANY
+            item = self.parse_type(text[5:-1], where, resolving)
+            return TypeRef("list", item=item, py=f"tuple[{item.py}, ...]", expected="an array")
         if text in SCALARS:
-            return TypeRef(text, py=SCALARS[text], expected=JSON_KINDS[text]), Constraints()
+            return TypeRef(text, py=SCALARS[text], expected=JSON_KINDS[text])
         if text == "json":
-            return TypeRef("json", py="JsonValue", expected="a JSON value"), Constraints()
+            return TypeRef("json", py="JsonValue", expected="a JSON value")
         if text == "object":
-            return TypeRef("object", py="JsonObject", expected="an object"), Constraints()
+            return TypeRef("object", py="JsonObject", expected="an object")
         target = self.defs.get(text)
         if target is None:
-            self.fail(where, f"unknown type '{text}'")
-            return TypeRef("json", py="JsonValue", expected="a JSON value"), Constraints()
+            hint = " (a JSON number is `number`; `int` is an integer)" if text == "float" else ""
+            self.fail(where, f"unknown type '{text}'{hint}")
+            return _ANY
         kind = target["kind"]
         if kind == "enum":
-            return TypeRef("enum", name=text, py=text, expected="a string"), Constraints()
+            return TypeRef("enum", name=text, py=text, expected="a string")
         if kind == "alias":
-            inner, _ = self.parse_type(target["type"], [text, "type"])
-            return attrs.evolve(inner, alias=text), _constraints(target)
+            if text in resolving:
+                cycle = " -> ".join([*resolving[resolving.index(text) :], text])
+                self.fail(where, f"the alias {text} refers to itself ({cycle})")
+                return _ANY
+            inner = self.parse_type(target["type"], [text, "type"], (*resolving, text))
+            narrowed = self.constrain(inner, _constraints(target), [text], f"the alias {text}")
+            return attrs.evolve(narrowed, alias=text)
         if kind == "object":
-            return TypeRef("ref", name=text, py=text, expected="an object"), Constraints()
+            return TypeRef("ref", name=text, py=text, expected="an object")
         if kind == "union":
-            return TypeRef("union", name=text, py=text, expected="an object"), Constraints()
+            return TypeRef("union", name=text, py=text, expected="an object")
         self.fail(where, f"'{text}' is a mixin; mixins are composed with `with`, not used as types")
-        return TypeRef("json", py="JsonValue", expected="a JSON value"), Constraints()
+        return _ANY
+
+    def either(self, text: str, options: list[TypeRef], where: list[str | int]) -> TypeRef:
+        """`A | B | ...`: one value of several JSON kinds, told apart by its kind alone."""
+        seen: dict[str, TypeRef] = {}
+        for option in options:
+            named = option.spelled
+            if option.kind == "json":
+                self.fail(
+                    where,
+                    f"'{text}': `json` already takes any JSON value, so the alternatives cannot "
+                    "be told apart; use `json` alone",
+                )
+                return _ANY
+            if option.kind == "either":
+                self.fail(
+                    where,
+                    f"'{text}': the alternative {named} is itself 'A | B' ({option.py}); list "
+                    "all the alternatives in one 'A | B | ...'",
+                )
+                return _ANY
+            other = seen.get(option.json_kind)
+            if other is not None:
+                first = other.spelled
+                hint = (
+                    "; for several object shapes, declare a union with a discriminator"
+                    if option.json_kind == "object"
+                    else "; `number` alone takes integers too"
+                    if option.json_kind == "number"
+                    else ""
+                )
+                self.fail(
+                    where,
+                    f"'{text}': {first} and {named} are both JSON {PLURAL[option.json_kind]}, so "
+                    f"a value could not be told apart{hint}",
+                )
+                return _ANY
+            seen[option.json_kind] = option
+        py = " | ".join(o.py for o in options)
+        expected = " or ".join(o.expected for o in options)
+        return TypeRef("either", options=tuple(options), py=py, expected=expected)
+
+    def constrain(self, t: TypeRef, own: Constraints, where: list[str | int], what: str) -> TypeRef:
+        """`t` narrowed by the constraints a field or alias declares. Each applies to one kind of
+        value, and can only narrow what an alias already says: the bindings all apply both."""
+        if not own.any:
+            return t
+        before = t.constraints
+        ok = True
+        if own.min is not None or own.max is not None:
+            if t.kind not in ("int", "number"):
+                ok = self._misplaced(t, "min/max apply to int and number", where, what)
+            else:
+                for key, bound in (("min", own.min), ("max", own.max)):
+                    if bound is None:
+                        continue
+                    if isinstance(bound, float) and not math.isfinite(bound):
+                        self.fail(where, f"{key} must be a finite number, not {bound}")
+                        ok = False
+                    elif t.kind == "int" and not isinstance(bound, int):
+                        self.fail(where, f"{key} {bound} must be an integer: the value is an int")
+                        ok = False
+                lo = own.min if own.min is not None else before.min
+                hi = own.max if own.max is not None else before.max
+                if ok and lo is not None and hi is not None and lo > hi:
+                    self.fail(where, f"min {lo} is greater than max {hi}: no value fits")
+                    ok = False
+                if own.min is not None and before.min is not None and own.min < before.min:
+                    self.fail(where, self._looser("min", own.min, before.min, t))
+                    ok = False
+                if own.max is not None and before.max is not None and own.max > before.max:
+                    self.fail(where, self._looser("max", own.max, before.max, t))
+                    ok = False
+        if own.pattern is not None:
+            if t.kind != "str":
+                ok = self._misplaced(t, "pattern applies to str", where, what)
+            elif before.pattern is not None:
+                self.fail(
+                    where,
+                    f"{t.alias} already has a pattern; a second one cannot be added here "
+                    "(declare an alias with the pattern you need)",
+                )
+                ok = False
+            else:
+                try:
+                    re.compile(python_regex(own.pattern))
+                except re.error as exc:
+                    self.fail(where, f"pattern does not compile: {exc}")
+                    ok = False
+        if own.min_items is not None:
+            if t.kind != "list":
+                ok = self._misplaced(t, "minItems applies to list", where, what)
+            elif before.min_items is not None and own.min_items < before.min_items:
+                self.fail(where, self._looser("minItems", own.min_items, before.min_items, t))
+                ok = False
+        if not ok:
+            return t
+        merged = Constraints(
+            min=_tighter(own.min, before.min, max),
+            max=_tighter(own.max, before.max, min),
+            pattern=own.pattern if own.pattern is not None else before.pattern,
+            min_items=_tighter(own.min_items, before.min_items, max),
+        )
+        return attrs.evolve(t, constraints=merged)
+
+    def _misplaced(self, t: TypeRef, rule: str, where: list[str | int], what: str) -> bool:
+        inner = t.item if t.kind == "list" else None
+        if inner is not None and rule.split()[0] != "minItems":
+            hint = (
+                f"; to constrain the items of {t.spelled}, declare an alias with the constraint "
+                "and use list[Alias]"
+            )
+        elif t.kind == "either":
+            hint = "; to constrain one alternative, declare an alias for it"
+        else:
+            hint = ""
+        target = f"{what}, which is {_a(t)}" if what else _a(t)
+        self.fail(where, f"{rule} values, not to {target}{hint}")
+        return False
+
+    @staticmethod
+    def _looser(key: str, value: Any, inherited: Any, t: TypeRef) -> str:
+        return (
+            f"{key} {value} would loosen {t.alias}'s {key} {inherited}; a field or alias can "
+            "only narrow the constraints of the alias it uses"
+        )
 
     # ── fields ─────────────────────────────────────────────────────────────
     def fields_of(self, name: str, tag: str | None, union_enum: str | None) -> list[Field]:
@@ -317,9 +558,22 @@ class _Builder:
                     where,
                     "the Python name 'extra' is reserved for the unknown members of open objects",
                 )
+            elif keyword.iskeyword(py):
+                self.fail([*where, "py"], f"'{py}' is a Python keyword; choose another name")
             cons = _constraints(fs)
-            ftype: TypeRef | None = None
             tag_py = tag_annotation = None
+            if fs.get("tag") or "const" in fs:
+                fixed = [
+                    k
+                    for k in ("default", "nullable", "min", "max", "pattern", "minItems")
+                    if k in fs
+                ]
+                if fixed:
+                    what = "a discriminator" if fs.get("tag") else "a `const` field"
+                    self.fail(
+                        where,
+                        f"{what} always holds one fixed string; {', '.join(fixed)} cannot apply",
+                    )
             if fs.get("tag"):
                 if not required:
                     self.fail(where, "a discriminator field must be required")
@@ -359,31 +613,16 @@ class _Builder:
             if "const" in fs:
                 yield Field(wire, py, fs["doc"], required, None, const=fs["const"])
                 continue
-            ftype, inherited = self.parse_type(fs["type"], [*where, "type"])
-            merged = Constraints(
-                min=cons.min if cons.min is not None else inherited.min,
-                max=cons.max if cons.max is not None else inherited.max,
-                pattern=cons.pattern or inherited.pattern,
-                min_items=cons.min_items if cons.min_items is not None else inherited.min_items,
-            )
+            parsed = self.parse_type(fs["type"], [*where, "type"])
+            ftype = self.constrain(parsed, cons, where, "")
             nullable = bool(fs.get("nullable"))
             if nullable and (not required or ftype.kind != "json"):
                 self.fail(
                     where,
                     "only a required `json` field may be nullable; absent and null must stay distinguishable",
                 )
-            if (merged.min is not None or merged.max is not None) and ftype.kind != "int":
-                self.fail(where, "min/max apply to int fields only")
-            if merged.pattern is not None:
-                if ftype.kind != "str":
-                    self.fail(where, "pattern applies to str fields only")
-                else:
-                    try:
-                        re.compile(merged.pattern)
-                    except re.error as exc:
-                        self.fail(where, f"pattern does not compile: {exc}")
-            if merged.min_items is not None and ftype.kind != "list":
-                self.fail(where, "minItems applies to list fields only")
+            if "default" in fs:
+                self.check_default(fs["default"], ftype, required, [*where, "default"])
             if not re.fullmatch(r"[a-z][A-Za-z0-9]*", wire):
                 self.fail(where, "wire names are camelCase")
             yield Field(
@@ -394,8 +633,31 @@ class _Builder:
                 ftype,
                 nullable=nullable,
                 default=fs.get("default"),
-                constraints=merged,
             )
+
+    def check_default(self, value: Any, t: TypeRef, required: bool, where: list[str | int]) -> None:
+        """A default is what a reader assumes when an optional member is absent: it must be a
+        valid value of the member's type (a scalar or an enum value)."""
+        if required:
+            self.fail(
+                where,
+                "a required member is never absent, so a default would never apply; make the "
+                "member optional (name?) or drop the default",
+            )
+            return
+        if t.kind not in DEFAULT_KINDS:
+            self.fail(
+                where,
+                f"a default applies to a str, int, number, bool or enum member, not {_a(t)}",
+            )
+            return
+        problem = _default_problem(value, t)
+        if problem is None and t.kind == "enum":
+            values = list(self.defs[t.name]["values"])
+            if value not in values:
+                problem = f"the default {value!r} is not a value of {t.name} ({', '.join(values)})"
+        if problem is not None:
+            self.fail(where, problem)
 
     # ── the whole spec ─────────────────────────────────────────────────────
     def build(self) -> Spec:
@@ -417,8 +679,9 @@ class _Builder:
                     self.fail([name, "values"], "two values map to the same Python member name")
                 enums.append(Enum(name, spec["doc"], values))
             elif kind == "alias":
-                t, _ = self.parse_type(spec["type"], [name, "type"])
-                aliases.append(Alias(name, spec["doc"], t, _constraints(spec)))
+                t = self.parse_type(spec["type"], [name, "type"], (name,))
+                narrowed = self.constrain(t, _constraints(spec), [name], f"the alias {name}")
+                aliases.append(Alias(name, spec["doc"], t, narrowed.constraints))
             elif kind == "object":
                 tag = spec.get("tag")
                 unions = tuple(membership.get(name, ()))
@@ -439,7 +702,8 @@ class _Builder:
                 items[name] = self.union(name, spec)
         order = self.order(items)
         if self.problems:
-            raise SpecError(self.problems)
+            # an alias's problem is found again wherever the alias is used: report it once
+            raise SpecError(list(dict.fromkeys(self.problems)))
         return Spec(self.raw["version"], self.raw["doc"], tuple(enums), tuple(aliases), order)
 
     def union(self, name: str, spec: dict[str, Any]) -> Union:
@@ -501,25 +765,78 @@ class _Builder:
 
 
 def _refs(t: TypeRef) -> list[str]:
-    if t.kind in ("ref", "union"):
-        return [t.name]
-    if t.kind == "list" and t.item:
-        return _refs(t.item)
-    if t.kind == "either":
-        return [r for o in t.options for r in _refs(o)]
-    return []
+    return [i.name for i in t.walk if i.kind in ("ref", "union")]
 
 
-def _json_kind(t: TypeRef) -> str:
-    return {"ref": "object", "union": "object", "enum": "str", "list": "list"}.get(t.kind, t.kind)
+_ANY = TypeRef("json", py="JsonValue", expected="a JSON value")
+"""What an unreadable type stands for while the loader goes on to find more problems."""
 
 
 def _article(name: str) -> str:
     return "an" if name[:1] in "AEIOU" else "a"
 
 
+def _a(t: TypeRef) -> str:
+    """A type named in a sentence: "a list[int]", "an int | str", "the enum Role"."""
+    if t.kind in ("enum", "ref", "union"):
+        what = {"enum": "the enum", "ref": "the object", "union": "the union"}[t.kind]
+        return f"{what} {t.name}"
+    text = TypeRef(t.kind, item=t.item, options=t.options).spelled
+    return f"{'an' if text[:1] in 'aeiou' else 'a'} {text}"
+
+
+def _tighter(own: Any, inherited: Any, pick: Any) -> Any:
+    if own is None:
+        return inherited
+    return own if inherited is None else pick(own, inherited)
+
+
 def _constraints(spec: dict[str, Any]) -> Constraints:
     return Constraints(spec.get("min"), spec.get("max"), spec.get("pattern"), spec.get("minItems"))
+
+
+def _default_problem(value: Any, t: TypeRef) -> str | None:
+    """Why `value` is no valid default for a member of type `t` (None when it is one)."""
+    shown = "null" if value is None else repr(value)
+    yaml_bool = (
+        " (YAML reads yes/no/on/off/true/false as booleans: quote it)"
+        if isinstance(value, bool) and t.kind in ("str", "enum")
+        else ""
+    )
+    c = t.constraints
+    if t.kind == "str":
+        if not isinstance(value, str):
+            return f"the default {shown} is not a string, and the member is a str{yaml_bool}"
+        if c.pattern is not None and re.search(python_regex(c.pattern), value) is None:
+            return f"the default {shown} does not match the pattern {c.pattern}"
+        return None
+    if t.kind == "enum":
+        if not isinstance(value, str):
+            return f"the default {shown} is not a string, and the member is the enum {t.name}{yaml_bool}"
+        return None  # checked against the values by the caller, who knows them
+    if t.kind == "bool":
+        if not isinstance(value, bool):
+            return f"the default {shown} is not a boolean (true or false), and the member is a bool"
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"the default {shown} is not a number, and the member is {_a(t)}"
+    if t.kind == "int" and not isinstance(value, int):
+        return f"the default {shown} is not an integer, and the member is an int"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"the default {shown} is not a finite number"
+    if (c.min is not None and value < c.min) or (c.max is not None and value > c.max):
+        return f"the default {shown} is outside [{c.min}, {c.max}]"
+    return None
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += ch == "["
+        depth -= ch == "]"
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def _split_top(text: str, sep: str) -> list[str]:

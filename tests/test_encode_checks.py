@@ -523,12 +523,13 @@ def test_the_converter_checks_too() -> None:
 
 
 def test_an_array_of_json_values_points_at_the_item() -> None:
-    """The runtime's writer for list[json] members (no member of the spec has one yet)."""
-    items = [1, "a", None, {"ok": [2.5]}, {"bad": NAN}]
+    """The runtime's writer for list[json] members (no member of the spec has one yet). An item
+    of list[json] is never null (tests/test_codegen_every_form.py runs such a member)."""
+    items = [1, "a", {"ok": [2.5, None]}, {"bad": NAN}]
     with pytest.raises(agui.EncodeError) as info:
         _runtime.w_json_items(items, "values", _runtime.json_plain)
-    assert info.value.pointer == "/values/4/bad"
-    assert _runtime.w_json_items(items[:4], "values", _runtime.json_plain) == items[:4]
+    assert info.value.pointer == "/values/3/bad"
+    assert _runtime.w_json_items(items[:3], "values", _runtime.json_plain) == items[:3]
 
 
 def test_dumps_still_writes_deep_values() -> None:

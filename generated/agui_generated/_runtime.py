@@ -254,6 +254,106 @@ def int_(cx: Ctx, d: dict[str, Any], at: At, key: str, lo: int | None, hi: int |
     return value
 
 
+def number(cx: Ctx, d: dict[str, Any], at: At, key: str, lo: float | None, hi: float | None) -> Any:
+    """The slow path of a number member: a finite integer or float within the bounds. Strings and
+    booleans are never coerced; NaN and the infinities are no JSON numbers."""
+    value = d.get(key)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return bad(cx, d, at, key, "a number")
+    return number_at(cx, value, (at, key), lo, hi)
+
+
+def int_at(cx: Ctx, value: Any, at: At, lo: int | None, hi: int | None) -> Any:
+    """int_ for a value that is no member (an array item, an alternative of `A | B`)."""
+    if type(value) is float and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if type(value) is not int:
+        if type(value) is float:
+            cx.error(at, "type", f"expected an integer, got {describe(value)}")
+            return None
+        return bad_value(cx, value, at, "an integer")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        cx.error(at, "range", f"{describe(value)} is outside [{lo}, {hi}]")
+        return None
+    return value
+
+
+def number_at(cx: Ctx, value: Any, at: At, lo: float | None, hi: float | None) -> Any:
+    """The slow path of a number that is no member: a finite int or float within the bounds."""
+    if type(value) is not int and type(value) is not float:
+        if isinstance(value, int | float) and not isinstance(
+            value, bool
+        ):  # a subclass built in Python
+            value = float(value) if isinstance(value, float) else int(value)
+        else:
+            return bad_value(cx, value, at, "a number")
+    if not math.isfinite(value):
+        cx.error(at, "type", f"expected a number, got {describe(value)}, which is no JSON number")
+        return None
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        cx.error(at, "range", f"{describe(value)} is outside [{lo}, {hi}]")
+        return None
+    return value
+
+
+def enum_at(cx: Ctx, value: Any, at: At, table: Mapping[str, Any]) -> Any:
+    """enum for a value that is no member."""
+    if isinstance(value, str) and str(value) in table:
+        return table[str(value)]
+    if not isinstance(value, str):
+        return bad_value(cx, value, at, "a string")
+    cx.error(at, "enum", f"{describe(value)} is not one of {', '.join(table)}")
+    return None
+
+
+def pattern_at(cx: Ctx, at: At, value: str, regex: str) -> Any:
+    cx.error(at, "pattern", f"{describe(value)} does not match {regex}")
+    return None
+
+
+def min_items_at(cx: Ctx, at: At, minimum: int) -> None:
+    cx.error(at, "min_items", f"needs at least {minimum} item{'s' if minimum != 1 else ''}")
+
+
+def values(
+    cx: Ctx, items: list[Any], at: At, decode: Callable[[Any, At, Ctx], Any]
+) -> tuple[Any, ...]:
+    """An array whose items one generated function checks (`_dv_N`); a union member it removed
+    (tolerant mode) is left out."""
+    before = cx.dropped
+    out = [decode(item, (at, i), cx) for i, item in enumerate(items)]
+    if cx.dropped != before:
+        return tuple(item for item in out if item is not DROP)
+    return tuple(out)
+
+
+def json_items(cx: Ctx, items: list[Any], at: At) -> tuple[Any, ...]:
+    """An array of any JSON values but null."""
+    for i, item in enumerate(items):
+        if item is None:
+            cx.error((at, i), "null", "null is not allowed here")
+    return tuple(items)
+
+
+def tagged_items(
+    cx: Ctx,
+    items: list[Any],
+    at: At,
+    decode: Callable[[dict[str, Any], At, Ctx], Any],
+    key: str,
+    tag: str,
+) -> tuple[Any, ...]:
+    """An array of one tagged object definition (not its union): each item carries its tag."""
+    out = []
+    for i, item in enumerate(items):
+        if type(item) is dict:
+            check_tag(cx, item, (at, i), key, tag)
+            out.append(decode(item, (at, i), cx))
+        else:
+            out.append(bad_value(cx, item, (at, i), "an object"))
+    return tuple(out)
+
+
 def enum(cx: Ctx, d: dict[str, Any], at: At, key: str, table: Mapping[str, Any]) -> Any:
     value = d.get(key)
     if isinstance(value, str) and str(value) in table:  # a StrEnum member built in Python
@@ -628,6 +728,19 @@ def w_int(value: Any, key: str, lo: int | None, hi: int | None) -> int:
     return number
 
 
+def w_number(value: Any, key: str, lo: float | None, hi: float | None) -> int | float:
+    """The slow path of a number member: an int or a float (a subclass written as its plain
+    value), finite and within the member's bounds. A bool is an error."""
+    try:
+        return v_number(value, lo, hi)
+    except EncodeError as exc:
+        raise exc.within(key) from None
+
+
+def enum_name(table: Mapping[str, str], name: str) -> str:
+    return f"a {name} ({', '.join(table)})"
+
+
 def w_enum(value: Any, key: str, table: Mapping[str, str], name: str) -> str:
     """The slow path of an enum member: it holds a member of the enum or one of its exact wire
     strings (which is written); anything else is an error."""
@@ -686,13 +799,18 @@ def w_strings(items: Any, key: str) -> list[str]:
 
 
 def w_json_items(items: Any, key: str, jv: JsonWriter) -> list[Any]:
-    """An array of any-JSON values (the encoders checked it is a list or a tuple)."""
+    """An array of any-JSON values but null (the encoders checked it is a list or a tuple)."""
     out = []
     for i, item in enumerate(items):
         t = type(item)
-        if t is str or t is int or t is bool or item is None:
+        if t is str or t is int or t is bool:
             out.append(item)
             continue
+        if item is None:
+            raise EncodeError(
+                "expected a JSON value, got None (null is no item here)",
+                pointer=f"/{segment(key)}/{i}",
+            )
         try:
             out.append(jv(item, i))
         except EncodeError as exc:
@@ -737,6 +855,156 @@ def w_items(
             out.append(encoder(item, jv))
         except EncodeError as exc:
             raise exc.within(i).within(key) from None
+    return out
+
+
+def w_values(
+    items: Any, key: str, encode: Callable[[Any, JsonWriter], Any], jv: JsonWriter
+) -> list[Any]:
+    """An array whose items one generated encoder checks (`_ev_N`; the encoders checked it is a
+    list or a tuple)."""
+    try:
+        return v_values(items, encode, jv)
+    except EncodeError as exc:
+        raise exc.within(key) from None
+
+
+# The slow paths of values that are no member (array items, alternatives of `A | B`): the error's
+# pointer starts at the value, and the encoders put the keys and indexes in front of it.
+
+
+def v_wrong(value: Any, expected: str) -> NoReturn:
+    raise EncodeError(f"expected {expected}, got {what(value)}")
+
+
+def v_str(value: Any) -> str:
+    if not isinstance(value, str):
+        v_wrong(value, "a string")
+    return str.__str__(value)
+
+
+def v_matched(value: Any, matches: Callable[[str], bool], known: set[str], regex: str) -> str:
+    """w_matched for a value that is no member."""
+    text = v_str(value)
+    if not matches(text):
+        raise EncodeError(f"{describe(text)} does not match {regex}")
+    if len(text) <= 256:
+        if len(known) >= 4096:
+            known.clear()
+        known.add(text)
+    return text
+
+
+def v_int(value: Any, lo: int | None, hi: int | None) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        v_wrong(value, "an integer")
+    number = int(value)
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        raise EncodeError(f"{describe(number)} is outside [{lo}, {hi}]")
+    return number
+
+
+def v_number(value: Any, lo: float | None, hi: float | None) -> int | float:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        v_wrong(value, "a number")
+    number = float(value) if isinstance(value, float) else int(value)
+    if not math.isfinite(number):
+        raise EncodeError(
+            f"{'NaN' if number != number else 'Infinity' if number > 0 else '-Infinity'} is not a JSON number"
+        )
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        raise EncodeError(f"{describe(number)} is outside [{lo}, {hi}]")
+    return number
+
+
+def v_enum(value: Any, table: Mapping[str, str], name: str) -> str:
+    if not isinstance(value, str):
+        v_wrong(value, enum_name(table, name))
+    found = table.get(str.__str__(value))
+    if found is None:
+        raise EncodeError(f"{describe(str.__str__(value))} is not {enum_name(table, name)}")
+    return found
+
+
+def v_object(value: Any, jv: JsonWriter) -> Any:
+    if not isinstance(value, dict):
+        v_wrong(value, "an object (a dict)")
+    return jv(value, None)
+
+
+def v_model(
+    value: Any,
+    table: Mapping[type, Callable[[Any, JsonWriter], Any]],
+    expected: str,
+    jv: JsonWriter,
+) -> Any:
+    encoder = table.get(type(value))
+    if encoder is None:
+        v_wrong(value, expected)
+    return encoder(value, jv)
+
+
+def v_either(value: Any, expected: str, takes_str: bool) -> str:
+    if takes_str and isinstance(value, str):
+        return str.__str__(value)
+    v_wrong(value, expected)
+
+
+def v_min_items(items: Any, minimum: int) -> None:
+    if len(items) < minimum:
+        raise EncodeError(f"needs at least {minimum} item{'s' if minimum != 1 else ''}")
+
+
+def v_array(value: Any) -> None:
+    if type(value) is not tuple and type(value) is not list:
+        v_wrong(value, "an array (a tuple or a list)")
+
+
+def v_values(items: Any, encode: Callable[[Any, JsonWriter], Any], jv: JsonWriter) -> list[Any]:
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(encode(item, jv))
+        except EncodeError as exc:
+            raise exc.within(i) from None
+    return out
+
+
+def v_strings(items: Any) -> list[str]:
+    out = list(items)
+    for i, item in enumerate(out):
+        if type(item) is not str:
+            if not isinstance(item, str):
+                raise EncodeError(f"expected a string, got {what(item)}", pointer=f"/{i}")
+            out[i] = str.__str__(item)
+    return out
+
+
+def v_json_items(items: Any, jv: JsonWriter) -> list[Any]:
+    out = []
+    for i, item in enumerate(items):
+        t = type(item)
+        if t is str or t is int or t is bool:
+            out.append(item)
+        elif item is None:
+            raise EncodeError("expected a JSON value, got None", pointer=f"/{i}")
+        else:
+            out.append(jv(item, i))
+    return out
+
+
+def v_models(
+    items: Any,
+    table: Mapping[type, Callable[[Any, JsonWriter], Any]],
+    expected: str,
+    jv: JsonWriter,
+) -> list[Any]:
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(v_model(item, table, expected, jv))
+        except EncodeError as exc:
+            raise exc.within(i) from None
     return out
 
 
