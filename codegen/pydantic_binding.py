@@ -19,10 +19,12 @@ annotation next to each `oneOf` -> `Field(discriminator=...)`, optional members 
 
 from __future__ import annotations
 
+import copy
+import json
 from importlib import metadata
 from typing import Any
 
-from codegen.model import Spec, TypeRef
+from codegen.model import Spec, TypeRef, snake
 
 DMCG_VERSION = "0.89.0"
 """The datamodel-code-generator release the output is pinned to (pyproject's `codegen` extra)."""
@@ -31,28 +33,78 @@ PACKAGE = "agui_pydantic"
 BASE = f"{PACKAGE}._base"
 
 
-def _nested(t: TypeRef) -> list[str]:
-    """Kinds inside lists and alternatives that a field-level override could not reach."""
-    inner = [t.item] if t.kind == "list" and t.item else list(t.options)
-    return [k for i in inner for k in [i.kind, *_nested(i)] if k in ("int", "json")]
+def json_composite(t: TypeRef) -> str | None:
+    """The `_base` name of a type that holds non-null JSON below its top (`list[json]`,
+    `list[list[json]]`, a list alias of json with minItems): dmcg reads such an item as `Any`,
+    which would take null. None for a type with no JSON inside a list."""
+    if t.kind != "list" or t.item is None:
+        return None
+    inner = "Json" if t.item.kind == "json" else json_composite(t.item)
+    if inner is None:
+        return None
+    n = t.constraints.min_items
+    return f"{inner}List" + (f"Min{n}" if n else "")
+
+
+def json_composites(spec: Spec) -> dict[str, tuple[str, str]]:
+    """Each `_base` type json_composite names -> (its definition, the spec type it stands for),
+    innermost first."""
+    out: dict[str, tuple[str, str]] = {}
+
+    def define(t: TypeRef) -> str:
+        if t.kind == "json":
+            return "NonNullJson"
+        assert t.item is not None
+        inner = define(t.item)
+        name = json_composite(t)
+        assert name is not None
+        n = t.constraints.min_items
+        text = f"Annotated[list[{inner}], Field(min_length={n})]" if n else f"list[{inner}]"
+        out.setdefault(name, (text, t.spelled))
+        return name
+
+    for obj in spec.objects:
+        for f in obj.fields:
+            if f.type is not None and json_composite(f.type):
+                define(f.type)
+    return out
 
 
 def type_overrides(spec: Spec) -> dict[str, str]:
-    """`Class.python_name` -> the `_base` type that replaces dmcg's reading of the member."""
+    """`Class.python_name` -> the `_base` type that replaces dmcg's reading of the member: a
+    non-null `json` member is NonNullJson (dmcg reads `{"not": {"type": "null"}}` as Any), and so
+    is every JSON item of a list, at any depth (json_composite)."""
     out: dict[str, str] = {}
     for obj in spec.objects:
         for f in obj.fields:
             if f.type is None:
                 continue
-            if _nested(f.type):
-                raise NotImplementedError(
-                    f"{obj.name}.{f.wire}: an int or json inside a list or alternative needs an "
-                    "override dmcg cannot express per field; extend codegen/pydantic_binding.py"
-                )
-            if f.type.kind == "int":
-                out[f"{obj.name}.{f.py}"] = f"{BASE}.Int"
+            composite = json_composite(f.type)
+            if composite is not None:
+                out[f"{obj.name}.{f.py}"] = f"{BASE}.{composite}"
             elif f.type.kind == "json" and not f.nullable:
                 out[f"{obj.name}.{f.py}"] = f"{BASE}.NonNullJson"
+    return out
+
+
+def aliases(spec: Spec) -> dict[str, str]:
+    """`Class.wireName` -> the Python name a `py:` in the spec gives it (the attrs binding's)."""
+    return {
+        f"{obj.name}.{f.wire}": f.py
+        for obj in spec.objects
+        for f in obj.fields
+        if f.py != snake(f.wire)
+    }
+
+
+def without_defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema as dmcg reads it: without the `default` annotations of members. In this contract a
+    default is what a reader assumes for an absent member; dmcg would make it the attribute's value,
+    which pydantic then writes back, so the member would no longer round-trip as absent."""
+    out = copy.deepcopy(schema)
+    for definition in out.get("$defs", {}).values():
+        for member in definition.get("properties", {}).values():
+            member.pop("default", None)
     return out
 
 
@@ -79,11 +131,13 @@ def options(spec: Spec, header: str) -> dict[str, Any]:
         "use_standard_collections": True,
         "use_type_alias": True,  # Event, Message, ... stay named (TypeAliasType)
         "skip_root_model": True,  # the root is `$ref: Event`, which is already named
-        "strict_types": ["str", "bool"],  # no "1" -> True, no b"x" -> "x"
+        # no "1" -> True, no b"x" -> "x"; integer and number are the _base types (import_overrides)
+        "strict_types": ["str", "bool", "int", "float"],
+        "import_overrides": {"StrictInt": BASE, "StrictFloat": BASE},
         "strict_nullable": True,  # a member with a default is not nullable
         "use_missing_sentinel": True,  # optional members: X | MISSING, never None
-        "deserialize_default_values": ["enum"],  # role default -> TextMessageRole.ASSISTANT
         "type_overrides": type_overrides(spec),
+        "aliases": aliases(spec),
         # documentation
         "use_schema_description": True,
         "use_field_description": True,
@@ -104,7 +158,8 @@ def generate_models(schema_text: str, spec: Spec, header: str) -> str:
         )
     from datamodel_code_generator import generate
 
-    text = generate(schema_text, **options(spec, header))
+    schema = without_defaults(json.loads(schema_text))
+    text = generate(json.dumps(schema, ensure_ascii=False), **options(spec, header))
     if not isinstance(text, str):
         raise RuntimeError("datamodel-code-generator produced several modules; expected one")
     return text

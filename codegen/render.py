@@ -21,7 +21,7 @@ from codegen.proto import (
     build_proto,
     file_descriptors,
 )
-from codegen.pydantic_binding import DMCG_VERSION, generate_models
+from codegen.pydantic_binding import DMCG_VERSION, generate_models, json_composites
 from codegen.regex import python_regex
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -202,7 +202,11 @@ def render(spec: Spec, ledger: str | None = None) -> dict[str, str]:
     """Every generated file: path under generated/ -> exact text (the ledger's path leaves
     generated/ for spec/). `ledger` is the number ledger's text (default: spec/proto-ledger.txt)."""
     env = environment()
-    raw = {out: env.get_template(t).render(spec=spec, header=HEADER) for t, out in OUTPUTS.items()}
+    composites = json_composites(spec)
+    raw = {
+        out: env.get_template(t).render(spec=spec, header=HEADER, composites=composites)
+        for t, out in OUTPUTS.items()
+    }
     raw.update(render_proto(env, build_proto(spec, load_ledger() if ledger is None else ledger)))
     raw = normalise_json(raw)
     dmcg_header = (

@@ -18,7 +18,7 @@ from typing import Any
 import agui_pydantic
 import httpx
 import pytest
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import MISSING, BaseModel, TypeAdapter, ValidationError
 
 import agui
 from agui.wire.codec import DEFINITIONS, TAGS
@@ -119,7 +119,9 @@ def test_unions_are_discriminated() -> None:
 def test_names_aliases_and_absence() -> None:
     event = agui_pydantic.TextMessageStartEvent(type="TEXT_MESSAGE_START", message_id="m1")
     assert event.message_id == "m1"
-    assert event.role is agui_pydantic.TextMessageRole.ASSISTANT  # the documented default
+    # the spec's default (assistant) is what a reader assumes: absent stays absent
+    assert event.role is MISSING
+    assert event.model_dump_json() == '{"type":"TEXT_MESSAGE_START","messageId":"m1"}'
     assert event.model_dump_json(exclude_unset=True) == (
         '{"type":"TEXT_MESSAGE_START","messageId":"m1"}'
     )

@@ -2,14 +2,25 @@
 # Regenerate: nox -s generate
 """What the pydantic models need beyond what datamodel-code-generator reads from the schema.
 
-`WireModel` is the base class of every model; `Int` and `NonNullJson` replace dmcg's reading of
-`integer` and `{"not": {"type": "null"}}` members (codegen/pydantic_binding.py passes them as
-type overrides).
+`WireModel` is the base class of every model. `Int` and `Number` are JSON Schema's `integer` and
+`number`: dmcg writes the names `StrictInt` and `StrictFloat` for every integer and number of the
+schema, at any depth (its `strict_types`), and codegen/pydantic_binding.py points those imports
+here (`import_overrides`), so `StrictInt` and `StrictFloat` below are `Int` and `Number`, not
+pydantic's. `NonNullJson` replaces dmcg's reading of `{"not": {"type": "null"}}` members, and the
+`Json...List` types that of lists of them (codegen passes both as type overrides).
 """
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, StrictInt
+from pydantic import (
+    AfterValidator,
+    AllowInfNan,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Strict,
+    StrictInt as _PydanticStrictInt,
+)
 
 
 class WireModel(BaseModel):
@@ -30,9 +41,20 @@ def _integral(value: Any) -> Any:
     return value
 
 
-Int = Annotated[StrictInt, BeforeValidator(_integral)]
+Int = Annotated[_PydanticStrictInt, BeforeValidator(_integral)]
 """A JSON integer. Like JSON Schema, it takes a number with no fractional part written as a float
 (2.0 becomes 2), but never a string or a boolean (pydantic's lax int would take "2" and true)."""
+
+Number = Annotated[_PydanticStrictInt | Annotated[float, Strict(), AllowInfNan(False)], "number"]
+"""A JSON number: an int when the document has an integer, a float otherwise, so that a document
+reads back as it was written (1 stays 1, 1.0 stays 1.0). Never a string or a boolean, and never
+NaN or an infinity, which are no JSON numbers."""
+
+StrictInt = Int
+"""The name dmcg writes for every JSON Schema integer (see the module docstring): Int."""
+
+StrictFloat = Number
+"""The name dmcg writes for every JSON Schema number (see the module docstring): Number."""
 
 
 def _not_null(value: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import MISSING, ConfigDict, Field, StrictBool, StrictStr
 from typing_extensions import TypeAliasType
 
-from agui_pydantic._base import Int, NonNullJson, WireModel
+from agui_pydantic._base import NonNullJson, StrictInt, WireModel
 
 
 class EventType(StrEnum):
@@ -1125,37 +1125,37 @@ class TokenUsage(WireModel):
     The model that handled the calls.
     """
     input_tokens: Annotated[
-        Int | MISSING, Field(alias="inputTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING, Field(alias="inputTokens", ge=0, le=9007199254740991)
     ] = MISSING
     """
     All prompt tokens billed, including ones read from or written to a cache and non-text input. The two cache counts below are subsets of this number.
     """
     output_tokens: Annotated[
-        Int | MISSING, Field(alias="outputTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING, Field(alias="outputTokens", ge=0, le=9007199254740991)
     ] = MISSING
     """
     All generated tokens, reasoning tokens included.
     """
     total_tokens: Annotated[
-        Int | MISSING, Field(alias="totalTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING, Field(alias="totalTokens", ge=0, le=9007199254740991)
     ] = MISSING
     """
     inputTokens plus outputTokens, counted the way described above.
     """
     reasoning_tokens: Annotated[
-        Int | MISSING, Field(alias="reasoningTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING, Field(alias="reasoningTokens", ge=0, le=9007199254740991)
     ] = MISSING
     """
     The share of outputTokens spent on reasoning, where the provider reports it.
     """
     cached_input_tokens: Annotated[
-        Int | MISSING, Field(alias="cachedInputTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING, Field(alias="cachedInputTokens", ge=0, le=9007199254740991)
     ] = MISSING
     """
     The share of inputTokens served from a provider cache.
     """
     cache_write_input_tokens: Annotated[
-        Int | MISSING, Field(alias="cacheWriteInputTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING, Field(alias="cacheWriteInputTokens", ge=0, le=9007199254740991)
     ] = MISSING
     """
     The share of inputTokens written into a provider cache, where the provider reports it. Kept apart from cache reads because the two are priced differently.
@@ -1175,7 +1175,9 @@ class TextMessageStartEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1195,7 +1197,7 @@ class TextMessageStartEvent(WireModel):
     """
     The message this stream builds.
     """
-    role: TextMessageRole = TextMessageRole.ASSISTANT
+    role: TextMessageRole | MISSING = MISSING
     """
     Who is speaking; absent means assistant.
     """
@@ -1218,7 +1220,9 @@ class TextMessageContentEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1257,7 +1261,9 @@ class TextMessageEndEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1292,7 +1298,9 @@ class TextMessageChunkEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1339,7 +1347,9 @@ class ToolCallStartEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1382,7 +1392,9 @@ class ToolCallArgsEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1421,7 +1433,9 @@ class ToolCallEndEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1456,7 +1470,9 @@ class ToolCallChunkEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1503,7 +1519,9 @@ class ToolCallResultEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1550,7 +1568,9 @@ class StateSnapshotEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1585,7 +1605,9 @@ class MessagesSnapshotEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1616,7 +1638,9 @@ class ActivitySnapshotEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1644,7 +1668,7 @@ class ActivitySnapshotEvent(WireModel):
     """
     The activity's data, an object whose keys the producer defines.
     """
-    replace: StrictBool = True
+    replace: StrictBool | MISSING = MISSING
     """
     Whether this content overwrites what the message already holds. Absent means true; only an explicit false asks the consumer to keep the existing content.
     """
@@ -1663,7 +1687,9 @@ class RawEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1702,7 +1728,9 @@ class CustomEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1741,7 +1769,9 @@ class RunStartedEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1788,7 +1818,9 @@ class RunFinishedEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1835,7 +1867,9 @@ class RunErrorEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1874,7 +1908,9 @@ class StepStartedEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1909,7 +1945,9 @@ class StepFinishedEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1944,7 +1982,9 @@ class ReasoningStartEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -1979,7 +2019,9 @@ class ReasoningMessageStartEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2018,7 +2060,9 @@ class ReasoningMessageContentEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2057,7 +2101,9 @@ class ReasoningMessageEndEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2092,7 +2138,9 @@ class ReasoningMessageChunkEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2131,7 +2179,9 @@ class ReasoningEndEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2166,7 +2216,9 @@ class ReasoningEncryptedValueEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2209,7 +2261,9 @@ class SubagentStartedEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2262,7 +2316,9 @@ class SubagentFinishedEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2301,7 +2357,9 @@ class SubagentErrorEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2628,13 +2686,13 @@ class ExecutionCapabilities(WireModel):
     Code runs in an isolated environment; only relevant when codeExecution is true.
     """
     max_iterations: Annotated[
-        Int | MISSING, Field(alias="maxIterations", ge=0, le=9007199254740991)
+        StrictInt | MISSING, Field(alias="maxIterations", ge=0, le=9007199254740991)
     ] = MISSING
     """
     The most tool-call or reasoning rounds the agent performs in one run.
     """
     max_execution_time: Annotated[
-        Int | MISSING, Field(alias="maxExecutionTime", ge=0, le=9007199254740991)
+        StrictInt | MISSING, Field(alias="maxExecutionTime", ge=0, le=9007199254740991)
     ] = MISSING
     """
     The longest a run may take, in milliseconds, before the agent gives up.
@@ -2752,7 +2810,9 @@ class StateDeltaEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
@@ -2787,7 +2847,9 @@ class ActivityDeltaEvent(WireModel):
     """
     Which event this is; each event pins one value.
     """
-    timestamp: Annotated[Int | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = MISSING
+    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+        MISSING
+    )
     """
     When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
     """
