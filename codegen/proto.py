@@ -76,13 +76,17 @@ STRUCT = "google.protobuf.Struct"
 class ProtoField:
     """One field (or oneof arm) of a message.
 
-    `kind` says how the codec treats it: string, int64, bool, enum, value, struct or message.
+    `kind` says how the codec treats it: string, int64, double, bool, enum, value, struct or
+    message.
     `label` is "" (proto3 implicit presence: the default value is not written), "optional" or
     "repeated". `source` says where the JSON side keeps it:
       key      the member `wire` of the object
       self     a message built from the same JSON object (base_event)
       tag      the discriminator `wire` (an enum when kind is enum)
-      str/list/object   the member `wire` when it holds that JSON kind (a member of two shapes)
+      str/int/num/bool/list/object/msg   the member `wire` when it holds that JSON kind (a member
+               of type `A | B`, or of a merged union whose members disagree on its type): a
+               string, an integer, a number, a boolean, an array, an object (Struct), an object
+               of a definition (message)
       outcome  the `type` of the member `wire` (a flattened union), "" when absent
       payload  the member `sub` of the object in member `wire` (a flattened union's field)
       arm      a oneof arm: the object itself, when its discriminator is `tag`
@@ -103,10 +107,21 @@ class ProtoField:
     doc: str = ""
 
     @property
+    def packed(self) -> bool:
+        """A repeated number or boolean: its items are one length-delimited run (proto3's default;
+        readers take the unpacked form too)."""
+        return self.label == "repeated" and self.kind in _PACKABLE
+
+    @property
+    def wire_type(self) -> int:
+        if self.packed or self.kind in ("string", "value", "struct", "message"):
+            return 2
+        return 1 if self.kind == "double" else 0
+
+    @property
     def key(self) -> bytes:
         """The encoded tag (field number and wire type) that precedes the field's value."""
-        wire_type = 2 if self.kind in ("string", "value", "struct", "message") else 0
-        return _varint((self.number << 3) | wire_type)
+        return _varint((self.number << 3) | self.wire_type)
 
     @property
     def key_literal(self) -> str:
@@ -115,9 +130,12 @@ class ProtoField:
     @property
     def key_int(self) -> int:
         """The key read back as one varint (what the decoder compares)."""
-        return (self.number << 3) | (
-            2 if self.kind in ("string", "value", "struct", "message") else 0
-        )
+        return (self.number << 3) | self.wire_type
+
+    @property
+    def unpacked_key_int(self) -> int:
+        """The key of one item of a packed field written unpacked (which readers must accept)."""
+        return (self.number << 3) | (1 if self.kind == "double" else 0)
 
 
 @attrs.frozen
@@ -134,7 +152,9 @@ class ProtoEnum:
 class ProtoMessage:
     """A message. `shape` says which JSON object it stands for and how:
     object (a definition), base (the BaseEvent mixin: read from the event object), oneof (a union
-    of arms), envelope (the Event union), merged (a union written as one message)."""
+    of arms), envelope (the Event union), merged (a union written as one message), wrapper (one
+    JSON value that protobuf cannot repeat directly, a list or an `A | B`, as the field `value`
+    of a message of its own, so that a list of it can be repeated)."""
 
     name: str  # dotted for a nested message (ToolCall.Function)
     doc: str
@@ -150,6 +170,9 @@ class ProtoMessage:
     defaults: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     # flattened outcomes: for each outcome field, (tag, required payload members) per member
     outcomes: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+    # a tagged object also used directly (not through its union): (discriminator, tag), which
+    # the reader puts back, since only the union's arms carry the tag in the bytes
+    restore: tuple[str, str] | None = None
 
     @property
     def any_defaults(self) -> bool:
@@ -169,9 +192,7 @@ class ProtoMessage:
         return tuple(sorted(self.fields, key=lambda f: f.number))
 
     def variants(self, wire: str) -> tuple[ProtoField, ...]:
-        return tuple(
-            f for f in self.fields if f.wire == wire and f.source in ("str", "list", "object")
-        )
+        return tuple(f for f in self.fields if f.wire == wire and f.source in ALTERNATIVES)
 
 
 @attrs.frozen
@@ -180,6 +201,14 @@ class ProtoSchema:
     enums: tuple[ProtoEnum, ...]
     ledger: str  # the ledger text as it must be after this generation
     event_types: tuple[tuple[str, int], ...]  # EventType wire string -> number
+
+    @property
+    def uses_double(self) -> bool:
+        return any(f.kind == "double" for m in self.messages for f in m.fields)
+
+    @property
+    def uses_packed(self) -> bool:
+        return any(f.packed for m in self.messages for f in m.fields)
 
     def in_file(self, stem: str) -> tuple[tuple[ProtoEnum, ...], tuple[ProtoMessage, ...]]:
         enums = tuple(e for e in self.enums if e.file == stem)
@@ -296,6 +325,7 @@ class _Draft:
     discriminator: str = ""
     defaults: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     outcomes: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+    where: str = ""  # the YAML path problems with this message name
 
     def slot_key(self, f: ProtoField) -> str:
         if self.oneof and f.source == "arm":
@@ -318,6 +348,11 @@ class _Builder:
             return ONEOF_UNIONS[definition][0]
         return RENAMED.get(definition, definition)
 
+    def oneof_of(self, union: str) -> tuple[str, str]:
+        """(message name, oneof name) of a union written as a oneof: a union the options do not
+        name is a message of its own name whose oneof is the union's name in snake_case."""
+        return ONEOF_UNIONS.get(union, (self.proto_name(union), _snake(union)))
+
     def file_of(self, name: str) -> str:
         root = name.split(".")[0]
         if root in EVENTS_FILE or root.endswith("Event"):
@@ -327,11 +362,14 @@ class _Builder:
         return "types"
 
     def field_type(self, owner: str, f: Field, t: TypeRef) -> tuple[str, str, str]:
-        """(kind, proto type, referenced name) of a single (non-list) spec type."""
+        """(kind, proto type, referenced name) of one value of a spec type: a list or an `A | B`
+        inside a list is a wrapper message (protobuf repeats no repeated field)."""
         if t.kind in ("str", "enum"):
             return "string", "string", ""
         if t.kind == "int":
             return "int64", "int64", ""
+        if t.kind == "number":
+            return "double", "double", ""
         if t.kind == "bool":
             return "bool", "bool", ""
         if t.kind == "json":
@@ -344,8 +382,52 @@ class _Builder:
             self.need(t.name)
             name = self.proto_name(t.name)
             return "message", name, name
-        self.problems.append(f"{owner}.{f.wire}: no protobuf form for type {t.py}")
-        return "value", VALUE, ""
+        name = self.wrapper(owner, f, t)
+        return "message", name, name
+
+    def type_name(self, t: TypeRef) -> str:
+        """How a wrapper message's name spells a type: StringList, Int64OrString, PointList."""
+        if t.kind == "list" and t.item is not None:
+            return self.type_name(t.item) + "List"
+        if t.kind == "either":
+            return "Or".join(self.type_name(o) for o in t.options)
+        if t.kind in ("ref", "union"):
+            return self.proto_name(t.name).replace(".", "")
+        return {
+            "str": "String",
+            "enum": "String",
+            "int": "Int64",
+            "number": "Double",
+            "bool": "Bool",
+            "json": "Value",
+            "object": "Struct",
+        }[t.kind]
+
+    def wrapper(self, owner: str, f: Field, t: TypeRef) -> str:
+        """The message holding one list or `A | B` as its field `value` (see ProtoMessage)."""
+        name = self.type_name(t)
+        if name in self.drafts:
+            return name
+        clash = next((d for d in self.defs if self.proto_name(d) == name), None)
+        if clash is not None:
+            self.problems.append(
+                f"spec/agui.yaml: definitions.{clash}: the protobuf binding needs the message name "
+                f"{name} for {t.spelled} (a list item of {owner}.{f.wire}); rename the definition"
+            )
+            return name
+        draft = self.add(
+            _Draft(
+                name,
+                f"One {t.spelled}, as a message: protobuf cannot repeat "
+                + ("a repeated field." if t.kind == "list" else "a value of several kinds."),
+                "types",
+                shape="wrapper",
+                source=t.spelled,
+            )
+        )
+        value = Field("value", "value", f"The {t.spelled}.", True, t)
+        draft.slots.extend(self.slots_of(name, [value], skip_tag=False))
+        return name
 
     def need(self, definition: str) -> None:
         """Make sure the message for a definition exists."""
@@ -355,12 +437,12 @@ class _Builder:
         item = self.defs[definition]
         if isinstance(item, Object):
             self.object_message(item, name)
-        elif definition in ONEOF_UNIONS:
-            self.oneof_message(item)
         elif definition in MERGED_UNIONS:
             self.merged_message(item)
-        else:
-            self.problems.append(f"{definition}: a union with no protobuf form here")
+        elif definition in FLATTENED_UNIONS:
+            self.problems.append(f"{definition}: a flattened union is written into its owner only")
+        else:  # ONEOF_UNIONS, and every union the options do not name
+            self.oneof_message(item)
 
     def add(self, draft: _Draft) -> _Draft:
         self.drafts[draft.name] = draft
@@ -402,8 +484,6 @@ class _Builder:
             if t.kind == "list":
                 assert t.item is not None
                 kind, ptype, ref = self.field_type(owner, f, t.item)
-                if kind in ("int64", "bool"):
-                    self.problems.append(f"{owner}.{f.wire}: lists of numbers need packed encoding")
                 out.append(
                     ProtoField(
                         name,
@@ -421,7 +501,7 @@ class _Builder:
                 )
                 continue
             kind, ptype, ref = self.field_type(owner, f, t)
-            scalar = kind in ("string", "int64", "bool")
+            scalar = kind in _SCALARS
             plain = f.required and kind == "string"
             label = "" if plain or not scalar else "optional"
             empty = ""
@@ -445,12 +525,17 @@ class _Builder:
         return out
 
     def either(self, owner: str, f: Field, t: TypeRef) -> list[ProtoField]:
+        """A member of type `A | B`: one field per JSON kind, at most one of them set. The string
+        form takes the member's name; the others add _number, _bool, _parts (the array form) or
+        _object."""
         out = []
+        base = _snake(f.wire)
         for option in t.options:
-            if option.kind == "str":
+            kind = option.json_kind
+            if kind == "string":
                 out.append(
                     ProtoField(
-                        _snake(f.wire),
+                        base,
                         0,
                         "string",
                         "string",
@@ -461,13 +546,43 @@ class _Builder:
                         doc=f.doc,
                     )
                 )
-            elif option.kind == "list" and option.item is not None:
-                kind, ptype, ref = self.field_type(owner, f, option.item)
+            elif kind == "number":
+                ptype = "int64" if option.kind == "int" else "double"
                 out.append(
                     ProtoField(
-                        _snake(f.wire) + "_parts",
+                        base + "_number",
                         0,
-                        kind,
+                        ptype,
+                        ptype,
+                        "optional",
+                        "int" if option.kind == "int" else "num",
+                        f.wire,
+                        required=f.required,
+                        doc=f"{f.doc} (the number form)",
+                    )
+                )
+            elif kind == "boolean":
+                out.append(
+                    ProtoField(
+                        base + "_bool",
+                        0,
+                        "bool",
+                        "bool",
+                        "optional",
+                        "bool",
+                        f.wire,
+                        required=f.required,
+                        doc=f"{f.doc} (the boolean form)",
+                    )
+                )
+            elif kind == "array":
+                assert option.item is not None
+                ptype_kind, ptype, ref = self.field_type(owner, f, option.item)
+                out.append(
+                    ProtoField(
+                        base + "_parts",
+                        0,
+                        ptype_kind,
                         ptype,
                         "repeated",
                         "list",
@@ -479,7 +594,23 @@ class _Builder:
                     )
                 )
             else:
-                self.problems.append(f"{owner}.{f.wire}: no protobuf form for option {option.py}")
+                ptype_kind, ptype, ref = self.field_type(owner, f, option)
+                if ptype_kind == "value":  # an object carried as Value: Struct here
+                    ptype_kind, ptype = "struct", STRUCT
+                out.append(
+                    ProtoField(
+                        base + "_object",
+                        0,
+                        ptype_kind,
+                        ptype,
+                        "",
+                        "object" if ptype_kind == "struct" else "msg",
+                        f.wire,
+                        ref=ref,
+                        required=f.required,
+                        doc=f"{f.doc} (the object form)",
+                    )
+                )
         return out
 
     def flattened(self, owner: str, f: Field, union: str) -> list[ProtoField]:
@@ -624,7 +755,7 @@ class _Builder:
         draft.enum_values = [(_member(wire), wire, d) for _, wire, d in values]
 
     def oneof_message(self, union: Union) -> None:
-        name, oneof = ONEOF_UNIONS[union.name]
+        name, oneof = self.oneof_of(union.name)
         draft = self.add(
             _Draft(
                 name,
@@ -641,7 +772,17 @@ class _Builder:
             ref = self.proto_name(member)
             obj = self.defs[member]
             draft.slots.append(
-                ProtoField(_snake(tag), 0, "message", ref, "", "arm", tag=tag, ref=ref, doc=obj.doc)
+                ProtoField(
+                    _member(tag).lower(),
+                    0,
+                    "message",
+                    ref,
+                    "",
+                    "arm",
+                    tag=tag,
+                    ref=ref,
+                    doc=obj.doc,
+                )
             )
 
     def envelope(self) -> None:
@@ -887,10 +1028,27 @@ class _Builder:
                     draft.discriminator,
                     draft.defaults,
                     draft.outcomes,
+                    self.restores(draft),
                 )
             )
         self.problems += _conflicts(ledger)
         return messages, enums, ledger
+
+    def restores(self, draft: _Draft) -> tuple[str, str] | None:
+        """(discriminator, tag) of a tagged object's message that something refers to directly
+        (a member, a list item, an alternative): its tag is in no field, so the reader puts it
+        back. An event's tag travels in base_event, and a union arm's as the arm."""
+        item = self.defs.get(draft.source)
+        if draft.shape != "object" or not isinstance(item, Object) or ENVELOPE in item.unions:
+            return None
+        if item.tag is None or item.discriminator is None:
+            return None
+        direct = any(
+            slot.ref == draft.name and slot.source != "arm"
+            for other in self.drafts.values()
+            for slot in other.slots
+        )
+        return (item.discriminator, item.tag) if direct else None
 
     def build(self) -> ProtoSchema:
         self.envelope()
@@ -898,6 +1056,25 @@ class _Builder:
         if self.problems:
             raise SpecError(sorted(set(self.problems)))
         file_rank = {stem: i for i, stem in enumerate(FILES)}
+        # a file imports only earlier ones: a message that refers to a message of a later file
+        # (a new object holding an event, a wrapper of one) moves to that file, with its nested ones
+        moved = True
+        while moved:
+            moved = False
+            home = {m.name: m.file for m in messages}
+            for m in messages:
+                later = max(
+                    (home[f.ref] for f in m.fields if f.ref in home),
+                    key=file_rank.__getitem__,
+                    default=m.file,
+                )
+                if file_rank[later] > file_rank[m.file]:
+                    root = m.name.split(".")[0]
+                    for j, other in enumerate(messages):
+                        if other.name.split(".")[0] == root:
+                            messages[j] = attrs.evolve(other, file=later)
+                    moved = True
+                    break
         messages.sort(key=lambda m: (file_rank[m.file], self.order.index(m.name)))
         enums.sort(key=lambda e: (file_rank[e.file], self.order.index(e.name)))
         event_types = next(e for e in enums if e.name == TAG_ENUMS[EVENT_BASE]).values
@@ -933,7 +1110,10 @@ def build_proto(spec: Spec, ledger_text: str) -> ProtoSchema:
 
 
 # ── helpers ────────────────────────────────────────────────────────────────────────────────────
-_SCALARS = ("string", "int64", "bool")
+_SCALARS = ("string", "int64", "double", "bool")
+_PACKABLE = ("int64", "double", "bool")
+ALTERNATIVES = ("str", "int", "num", "bool", "list", "object", "msg")
+"""The sources of the fields that carry one form of a member of several JSON kinds."""
 
 
 def _merged_doc(wire: str, uses: dict[str, tuple[Object, Field]]) -> str:
@@ -980,7 +1160,12 @@ def file_descriptors(schema: ProtoSchema) -> list[tuple[str, bytes]]:
         ) from None
 
     fdp = descriptor_pb2.FieldDescriptorProto
-    scalar = {"string": fdp.TYPE_STRING, "int64": fdp.TYPE_INT64, "bool": fdp.TYPE_BOOL}
+    scalar = {
+        "string": fdp.TYPE_STRING,
+        "int64": fdp.TYPE_INT64,
+        "double": fdp.TYPE_DOUBLE,
+        "bool": fdp.TYPE_BOOL,
+    }
 
     def message(m: ProtoMessage) -> descriptor_pb2.DescriptorProto:
         out = descriptor_pb2.DescriptorProto(name=m.simple)

@@ -36,6 +36,8 @@ _double = struct.Struct("<d").pack
 def _varint(n: int) -> bytes:
     if 0 <= n < 0x80:
         return _BYTE[n]
+    if not -(1 << 63) <= n < 1 << 63:
+        raise ProtoEncodeError(f"{n} is beyond what an int64 holds")
     if n < 0:
         n += 1 << 64  # two's complement in ten bytes, as int64 is written
     out = bytearray()
