@@ -1,7 +1,67 @@
 """Durable runs: the event log a server with a store keeps every run in.
 
 * `base`: the contract every backend provides (`EventLog`), the run record, cursors, retention.
+* `memory`: `memory://`, one process (the embedded default).
+* `sqlite`: `sqlite:///PATH`, one machine, survives a restart.
+* `redis`: `redis://HOST:PORT/DB`, many workers and machines (`pip install 'agui[redis]'`).
 
-Backends, chosen by URL: `memory://` (one process), `sqlite:///PATH` (one machine, survives a
-restart), `redis://HOST:PORT/DB` (many workers; `pip install 'agui[redis]'`).
+`open_log(url)` picks the backend by the URL's scheme and imports only that one.
 """
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from .base import (
+    Cursor,
+    EventLog,
+    Retention,
+    RunExists,
+    RunRecord,
+    RunStatus,
+    StoredEvent,
+    StoreError,
+    ThreadBusy,
+    UnknownRun,
+)
+
+__all__ = [
+    "Cursor",
+    "EventLog",
+    "Retention",
+    "RunExists",
+    "RunRecord",
+    "RunStatus",
+    "StoreError",
+    "StoredEvent",
+    "ThreadBusy",
+    "UnknownRun",
+    "open_log",
+]
+
+SCHEMES = ("memory", "sqlite", "redis", "rediss")
+"""The URL schemes open_log knows."""
+
+
+def open_log(url: str, *, retention: Retention | None = None) -> EventLog:
+    """The event log at `url`: `memory://`, `sqlite:///PATH` (a relative PATH after the three
+    slashes, an absolute one after four: `sqlite:////var/lib/agui/runs.db`), or
+    `redis://[:PASSWORD@]HOST:PORT/DB` (also `rediss://` for TLS; a `?prefix=NAME:` query names
+    the keys' prefix, `agui:` by default). `retention` says what the log keeps (the defaults of
+    `Retention` otherwise). Raises StoreError for an unknown scheme or a URL the backend cannot
+    use, and for `redis://` when the redis extra is not installed."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:
+        raise StoreError(f"not a store URL: {url!r} ({error})") from None
+    scheme = parts.scheme.lower()
+    if scheme == "memory":
+        if parts.netloc or parts.path or parts.query:
+            raise StoreError(f"memory:// takes nothing after the scheme: {url!r}")
+        from .memory import MemoryLog
+
+        return MemoryLog(retention)
+    if scheme in ("sqlite", "redis", "rediss"):
+        raise StoreError(f"the {scheme}:// backend is not built yet: {url!r}")
+    known = ", ".join(f"{name}://" for name in SCHEMES)
+    raise StoreError(f"unknown store URL scheme in {url!r} (known: {known})")

@@ -116,7 +116,8 @@ class EventLog(Protocol):
     ) -> list[Cursor]:
         """Append events (JSON bytes) to the run's log in one round trip; returns their cursors.
         `final`: the last of them is the terminal event, and the run becomes finished in the same
-        step. Readers following the run see them at once. Raises UnknownRun."""
+        step. Readers following the run see them at once. Raises UnknownRun, and StoreError when
+        the run is already finished (another worker closed it with `close_lost`, say)."""
         ...
 
     def read(
@@ -158,6 +159,13 @@ class EventLog(Protocol):
         """Append `event` (a RUN_ERROR) as the terminal event of a running run whose lease ended
         before `now`; True if this call closed it. Atomic: among workers noticing the same loss,
         exactly one closes the run."""
+        ...
+
+    async def prune(self, now: float) -> int:
+        """Apply the retention's TTL as of `now`: drop the finished runs that finished more than
+        `run_ttl_seconds` before it; returns how many runs were dropped. Backends also prune on
+        their own (memory and SQLite when a run starts, Redis by key expiry), so calling it is
+        optional; a server may call it periodically."""
         ...
 
     async def aclose(self) -> None:

@@ -1,0 +1,1 @@
+"""The event log's backends (agui.store), against one shared behaviour suite."""
