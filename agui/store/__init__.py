@@ -61,7 +61,18 @@ def open_log(url: str, *, retention: Retention | None = None) -> EventLog:
         from .memory import MemoryLog
 
         return MemoryLog(retention)
-    if scheme in ("sqlite", "redis", "rediss"):
+    if scheme == "sqlite":
+        if parts.netloc or not parts.path.startswith("/") or len(parts.path) < 2:
+            raise StoreError(f"a SQLite store URL is sqlite:///PATH: {url!r}")
+        if parts.query:
+            raise StoreError(f"a SQLite store URL takes no query: {url!r}")
+        path = parts.path[1:]
+        if path == ":memory:":
+            raise StoreError("sqlite:///:memory: is not supported: use memory://")
+        from .sqlite import SQLiteLog
+
+        return SQLiteLog(path, retention)
+    if scheme in ("redis", "rediss"):
         raise StoreError(f"the {scheme}:// backend is not built yet: {url!r}")
     known = ", ".join(f"{name}://" for name in SCHEMES)
     raise StoreError(f"unknown store URL scheme in {url!r} (known: {known})")

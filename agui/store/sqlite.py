@@ -1,0 +1,578 @@
+"""`sqlite:///PATH`: the event log in a SQLite file, for one machine; it survives a restart, and
+several processes (uvicorn's `--workers N`) may share the file.
+
+stdlib `sqlite3`, never on the event loop: every write goes to one writer thread with its own
+connection, one transaction per call (`BEGIN IMMEDIATE`, so that writers in other processes are
+serialized by SQLite's lock and `start_run` / `close_lost` stay atomic across processes); reads
+go to a small pool of reader threads, each with its own connection. WAL journal,
+`synchronous=NORMAL`: a commit does not wait for the disk, readers never block the writer.
+
+Tables: `runs` (one row per run: its record, its RunAgentInput, the sequence numbers of its
+first kept and last event; `n`, an autoincrement key, orders a thread's runs) and `events`
+(`(run, seq) -> data`, without rowid). The cursor is the event's sequence number in its run,
+in decimal.
+
+A reader following a run is woken by appends made through this instance; appends made by another
+process are noticed by one poller per instance, which checks `PRAGMA data_version` every
+`POLL_SECONDS` while someone follows, and wakes the followers of the runs that moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from .base import (
+    Cursor,
+    Retention,
+    RunExists,
+    RunRecord,
+    StoredEvent,
+    StoreError,
+    ThreadBusy,
+    UnknownRun,
+)
+
+__all__ = ["SQLiteLog"]
+
+T = TypeVar("T")
+
+POLL_SECONDS = 0.05
+"""How often a followed log looks for appends made by another process."""
+
+BACKSTOP_SECONDS = 1.0
+"""The longest a follower sleeps without looking at the file (should a wake-up be missed)."""
+
+BUSY_SECONDS = 10.0
+"""How long a statement waits for another process's write lock before failing."""
+
+PRUNE_EVERY_SECONDS = 60.0
+"""start_run applies the TTL at most this often (prune(now) does it on demand)."""
+
+CHUNK = 1000
+"""Events read per query."""
+
+READERS = 4
+"""Reader threads (and connections) per instance."""
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    n INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL UNIQUE,
+    thread_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    lease_until REAL NOT NULL,
+    stop INTEGER NOT NULL DEFAULT 0,
+    first_seq INTEGER NOT NULL DEFAULT 1,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    finished_at REAL,
+    input BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id, n);
+CREATE INDEX IF NOT EXISTS runs_by_lease ON runs (lease_until) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS runs_by_finish ON runs (finished_at) WHERE status = 'finished';
+CREATE TABLE IF NOT EXISTS events (
+    run INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (run, seq)
+) WITHOUT ROWID;
+"""
+
+RECORD_COLUMNS = "thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq"
+
+
+def parse_seq(cursor: Cursor) -> int:
+    """The sequence number a decimal cursor stands for; StoreError for anything else."""
+    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:
+        raise StoreError(f"not a cursor of this log: {cursor!r}")
+    return int(cursor)
+
+
+def to_record(row: Sequence[Any]) -> RunRecord:
+    """A RunRecord from a row of RECORD_COLUMNS."""
+    thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq = row
+    return RunRecord(
+        thread_id=thread_id,
+        run_id=run_id,
+        status=status,
+        owner=owner,
+        started_at=started_at,
+        lease_until=lease_until,
+        stop_requested=bool(stop),
+        last_cursor=str(last_seq) if last_seq else None,
+    )
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), usable from any thread."""
+    connection = sqlite3.connect(
+        path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
+    )
+    connection.execute("PRAGMA synchronous = NORMAL")
+    return connection
+
+
+class _Transaction:
+    """`with _Transaction(connection, immediate=True):` BEGIN ... COMMIT, ROLLBACK on error."""
+
+    def __init__(self, connection: sqlite3.Connection, *, immediate: bool) -> None:
+        self.connection = connection
+        self.begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.connection.execute(self.begin)
+        return self.connection
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        if error is None:
+            self.connection.execute("COMMIT")
+        elif self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+
+class SQLiteLog:
+    """The event log in a SQLite file (`sqlite:///PATH`)."""
+
+    def __init__(self, path: str, retention: Retention | None = None) -> None:
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise StoreError(f"no folder {directory!r} for the SQLite store {path!r}")
+        self.path = path
+        self.retention = retention if retention is not None else Retention()
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="agui-sqlite-writer")
+        self._readers = ThreadPoolExecutor(READERS, thread_name_prefix="agui-sqlite-reader")
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._last_prune = 0.0
+        self._wakes: dict[str, asyncio.Event] = {}
+        self._followed: dict[str, int] = {}
+        self._poller: asyncio.Task[None] | None = None
+        self._poller_connection: sqlite3.Connection | None = None
+        self._closed = False
+        self._ready: Future[None] = self._writer.submit(self._create)
+
+    # ── threads and connections ─────────────────────────────────────────────────────────────
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection (each writer and reader thread has its own)."""
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = connect(self.path)
+            self._local.connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    def _create(self) -> None:
+        connection = self._connection()
+        try:
+            self._wal(connection)
+            with _Transaction(connection, immediate=True):
+                version = connection.execute("PRAGMA user_version").fetchone()[0]
+                if version not in (0, SCHEMA_VERSION):
+                    raise StoreError(
+                        f"{self.path!r} holds a store of schema version {version}; this agui "
+                        f"knows version {SCHEMA_VERSION}"
+                    )
+                if version == 0:
+                    for statement in SCHEMA.split(";"):  # not executescript: it commits first
+                        if statement.strip():
+                            connection.execute(statement)
+                    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open the SQLite store {self.path!r}: {error}") from error
+
+    @staticmethod
+    def _wal(connection: sqlite3.Connection) -> None:
+        """Switch the file to WAL (once per file: it stays so). The switch does not wait for
+        other connections' locks as statements do, so it is retried while the file is busy."""
+        deadline = time.monotonic() + BUSY_SECONDS
+        while True:
+            try:
+                mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    connection.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    async def _run(self, executor: ThreadPoolExecutor, job: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise StoreError("the SQLite store is closed")
+        await asyncio.wrap_future(self._ready)
+
+        def call() -> T:
+            try:
+                return job(self._connection(), *args)
+            except sqlite3.Error as error:
+                raise StoreError(f"SQLite store {self.path!r}: {error}") from error
+
+        return await asyncio.get_running_loop().run_in_executor(executor, call)
+
+    async def _write(self, job: Callable[..., T], *args: Any) -> T:
+        return await self._run(self._writer, job, *args)
+
+    async def _read(self, job: Callable[..., T], *args: Any) -> T:
+        return await self._run(self._readers, job, *args)
+
+    # ── wake-ups ────────────────────────────────────────────────────────────────────────────
+
+    def _notify(self, run_id: str) -> None:
+        wake = self._wakes.pop(run_id, None)
+        if wake is not None:
+            wake.set()
+
+    def _follow(self, run_id: str) -> None:
+        self._followed[run_id] = self._followed.get(run_id, 0) + 1
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll())
+
+    def _unfollow(self, run_id: str) -> None:
+        left = self._followed[run_id] - 1
+        if left:
+            self._followed[run_id] = left
+        else:
+            del self._followed[run_id]
+
+    async def _poll(self) -> None:
+        """While runs are followed, notice the appends other processes make to them."""
+        if self._poller_connection is None:
+            self._poller_connection = connect(self.path)
+            with self._lock:
+                self._connections.append(self._poller_connection)
+        poller = self._poller_connection
+        seen: dict[str, tuple[str, int]] = {}
+        version = -1
+        try:
+            while self._followed and not self._closed:
+                followed = list(self._followed)
+                version, moved = await asyncio.get_running_loop().run_in_executor(
+                    self._readers, self._changes, poller, version, followed, seen
+                )
+                for run_id in moved:
+                    self._notify(run_id)
+                await asyncio.sleep(POLL_SECONDS)
+        except (sqlite3.Error, RuntimeError):
+            pass  # closing; the followers' backstop keeps them going
+
+    @staticmethod
+    def _changes(
+        poller: sqlite3.Connection, version: int, followed: list[str], seen: dict[str, Any]
+    ) -> tuple[int, list[str]]:
+        now = poller.execute("PRAGMA data_version").fetchone()[0]
+        if now == version:
+            return version, []
+        moved: list[str] = []
+        for start in range(0, len(followed), 500):
+            part = followed[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = poller.execute(
+                f"SELECT run_id, status, last_seq FROM runs WHERE run_id IN ({marks})", part
+            ).fetchall()
+            for run_id, status, last_seq in rows:
+                if seen.get(run_id) != (status, last_seq):
+                    seen[run_id] = (status, last_seq)
+                    moved.append(run_id)
+        return now, moved
+
+    # ── writes (in the writer thread) ───────────────────────────────────────────────────────
+
+    async def start_run(self, record: RunRecord, input: bytes, *, exclusive: bool) -> None:
+        now = time.time()
+        prune = now - self._last_prune >= PRUNE_EVERY_SECONDS
+        if prune:
+            self._last_prune = now
+        await self._write(self._start, record, bytes(input), exclusive, now if prune else None)
+
+    def _start(
+        self,
+        db: sqlite3.Connection,
+        record: RunRecord,
+        input: bytes,
+        exclusive: bool,
+        prune_at: float | None,
+    ) -> None:
+        with _Transaction(db, immediate=True):
+            if prune_at is not None:
+                self._prune(db, prune_at)
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (record.run_id,)).fetchone():
+                raise RunExists(f"run {record.run_id!r} was already started")
+            if exclusive:
+                busy = db.execute(
+                    "SELECT run_id FROM runs WHERE thread_id = ? AND status = 'running' LIMIT 1",
+                    (record.thread_id,),
+                ).fetchone()
+                if busy:
+                    raise ThreadBusy(f"thread {record.thread_id!r} has a running run ({busy[0]!r})")
+            db.execute(
+                "INSERT INTO runs (run_id, thread_id, status, owner, started_at, lease_until,"
+                " stop, input) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+                (
+                    record.run_id,
+                    record.thread_id,
+                    record.owner,
+                    record.started_at,
+                    record.lease_until,
+                    int(record.stop_requested),
+                    input,
+                ),
+            )
+            limit = self.retention.max_runs_per_thread
+            if limit is not None:
+                beyond = db.execute(
+                    "SELECT n FROM runs WHERE thread_id = ? AND status = 'finished' AND n < ("
+                    " SELECT min(n) FROM (SELECT n FROM runs WHERE thread_id = ?"
+                    " ORDER BY n DESC LIMIT ?))",
+                    (record.thread_id, record.thread_id, max(limit, 1)),
+                ).fetchall()
+                self._drop(db, [n for (n,) in beyond])
+
+    @staticmethod
+    def _drop(db: sqlite3.Connection, runs: list[int]) -> None:
+        if runs:
+            db.executemany("DELETE FROM events WHERE run = ?", [(n,) for n in runs])
+            db.executemany("DELETE FROM runs WHERE n = ?", [(n,) for n in runs])
+
+    async def append(
+        self, run_id: str, events: Sequence[bytes], *, final: bool = False
+    ) -> list[Cursor]:
+        if not events and final:
+            raise StoreError("a final append needs the terminal event")
+        start = await self._write(self._append, run_id, events, final, time.time())
+        self._notify(run_id)
+        return [str(seq) for seq in range(start, start + len(events))]
+
+    def _append(
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        events: Sequence[bytes],
+        final: bool,
+        now: float,
+    ) -> int:
+        with _Transaction(db, immediate=True):
+            row = db.execute(
+                "SELECT n, status, first_seq, last_seq FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownRun(f"no run {run_id!r} in the log")
+            n: int = row[0]
+            status: str = row[1]
+            first: int = row[2]
+            last: int = row[3]
+            if status != "running":
+                raise StoreError(f"run {run_id!r} is finished: nothing can be appended")
+            if not events:
+                return last + 1
+            start = last + 1
+            db.executemany(
+                "INSERT INTO events (run, seq, data) VALUES (?, ?, ?)",
+                [(n, start + i, data) for i, data in enumerate(events)],
+            )
+            last += len(events)
+            limit = self.retention.max_events_per_run
+            if limit is not None and last - first + 1 > max(limit, 1):
+                first = last - max(limit, 1) + 1
+                db.execute("DELETE FROM events WHERE run = ? AND seq < ?", (n, first))
+            if final:
+                db.execute(
+                    "UPDATE runs SET last_seq = ?, first_seq = ?, status = 'finished',"
+                    " finished_at = ? WHERE n = ?",
+                    (last, first, now, n),
+                )
+            else:
+                db.execute(
+                    "UPDATE runs SET last_seq = ?, first_seq = ? WHERE n = ?", (last, first, n)
+                )
+            return start
+
+    async def renew(self, run_id: str, owner: str, lease_until: float) -> bool:
+        def renew(db: sqlite3.Connection) -> bool:
+            with _Transaction(db, immediate=True):
+                changed = db.execute(
+                    "UPDATE runs SET lease_until = ? WHERE run_id = ? AND owner = ?"
+                    " AND status = 'running'",
+                    (lease_until, run_id, owner),
+                )
+                return bool(changed.rowcount == 1)
+
+        return await self._write(renew)
+
+    async def request_stop(self, run_id: str) -> RunRecord:
+        def stop(db: sqlite3.Connection) -> RunRecord:
+            with _Transaction(db, immediate=True):
+                row = db.execute(
+                    f"SELECT {RECORD_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                if row is None:
+                    raise UnknownRun(f"no run {run_id!r} in the log")
+                db.execute(
+                    "UPDATE runs SET stop = 1 WHERE run_id = ? AND status = 'running'", (run_id,)
+                )
+                return to_record(row)
+
+        return await self._write(stop)
+
+    async def close_lost(self, run_id: str, event: bytes, now: float) -> bool:
+        def close(db: sqlite3.Connection) -> bool:
+            with _Transaction(db, immediate=True):
+                row = db.execute(
+                    "SELECT n, last_seq FROM runs WHERE run_id = ? AND status = 'running'"
+                    " AND lease_until < ?",
+                    (run_id, now),
+                ).fetchone()
+                if row is None:
+                    return False
+                n, last = row
+                db.execute(
+                    "INSERT INTO events (run, seq, data) VALUES (?, ?, ?)", (n, last + 1, event)
+                )
+                db.execute(
+                    "UPDATE runs SET last_seq = ?, status = 'finished', finished_at = ?"
+                    " WHERE n = ?",
+                    (last + 1, time.time(), n),
+                )
+                return True
+
+        closed = await self._write(close)
+        if closed:
+            self._notify(run_id)
+        return closed
+
+    async def prune(self, now: float) -> int:
+        def prune(db: sqlite3.Connection) -> int:
+            with _Transaction(db, immediate=True):
+                dropped = self._prune(db, now)
+            return dropped
+
+        return await self._write(prune)
+
+    def _prune(self, db: sqlite3.Connection, now: float) -> int:
+        ttl = self.retention.run_ttl_seconds
+        if ttl is None:
+            return 0
+        runs = db.execute(
+            "SELECT n FROM runs WHERE status = 'finished' AND finished_at < ?", (now - ttl,)
+        ).fetchall()
+        self._drop(db, [n for (n,) in runs])
+        return len(runs)
+
+    # ── reads (in the reader threads) ───────────────────────────────────────────────────────
+
+    async def read(
+        self, run_id: str, after: Cursor | None = None, *, follow: bool = False
+    ) -> AsyncIterator[StoredEvent]:
+        state = await self._read(self._state, run_id)
+        if state is None:
+            raise UnknownRun(f"no run {run_id!r} in the log")
+        n, last = state
+        position = 0 if after is None else parse_seq(after)
+        if after is not None and not 1 <= position <= last:
+            raise StoreError(f"run {run_id!r} has no event at cursor {after!r}")
+        if follow:
+            self._follow(run_id)
+        try:
+            while True:
+                wake = self._wakes.setdefault(run_id, asyncio.Event())
+                status, rows = await self._read(self._fetch, n, position)
+                for seq, data in rows:
+                    yield StoredEvent(cursor=str(seq), data=data)
+                    position = seq
+                if len(rows) == CHUNK:
+                    continue
+                if status is None or status == "finished" or not follow:
+                    return  # everything up to the snapshot was read (None: the run was dropped)
+                try:
+                    await asyncio.wait_for(wake.wait(), BACKSTOP_SECONDS)
+                except TimeoutError:
+                    pass
+        finally:
+            if follow:
+                self._unfollow(run_id)
+
+    @staticmethod
+    def _state(db: sqlite3.Connection, run_id: str) -> tuple[int, int] | None:
+        row = db.execute("SELECT n, last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    @staticmethod
+    def _fetch(
+        db: sqlite3.Connection, n: int, position: int
+    ) -> tuple[str | None, list[tuple[int, bytes]]]:
+        with _Transaction(db, immediate=False):  # one snapshot: the status, then the events
+            row = db.execute("SELECT status FROM runs WHERE n = ?", (n,)).fetchone()
+            rows = db.execute(
+                "SELECT seq, data FROM events WHERE run = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (n, position, CHUNK),
+            ).fetchall()
+        return (None if row is None else row[0]), rows
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        def get(db: sqlite3.Connection) -> RunRecord | None:
+            row = db.execute(
+                f"SELECT {RECORD_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            return None if row is None else to_record(row)
+
+        return await self._read(get)
+
+    async def get_input(self, run_id: str) -> bytes | None:
+        def get(db: sqlite3.Connection) -> bytes | None:
+            row = db.execute("SELECT input FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._read(get)
+
+    async def thread_runs(self, thread_id: str) -> list[RunRecord]:
+        def runs(db: sqlite3.Connection) -> list[RunRecord]:
+            rows = db.execute(
+                f"SELECT {RECORD_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY n", (thread_id,)
+            ).fetchall()
+            return [to_record(row) for row in rows]
+
+        return await self._read(runs)
+
+    async def expired(self, now: float) -> list[RunRecord]:
+        def expired(db: sqlite3.Connection) -> list[RunRecord]:
+            rows = db.execute(
+                f"SELECT {RECORD_COLUMNS} FROM runs WHERE status = 'running' AND lease_until < ?"
+                " ORDER BY lease_until",
+                (now,),
+            ).fetchall()
+            return [to_record(row) for row in rows]
+
+        return await self._read(expired)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._poller is not None:
+            self._poller.cancel()
+        for wake in self._wakes.values():
+            wake.set()
+        self._wakes.clear()
+
+        def shut() -> None:
+            self._writer.shutdown(wait=True)
+            self._readers.shutdown(wait=True)
+            with self._lock:
+                for connection in self._connections:
+                    connection.close()
+                self._connections.clear()
+
+        await asyncio.to_thread(shut)
