@@ -8,12 +8,16 @@ applies, so the same agent gives the same messages both ways.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agui_generated import Problem, RunAgentInput
 
-__all__ = ["Agent", "FrameSource", "InputValidator"]
+__all__ = ["Agent", "FrameSource", "History", "InputValidator", "SyncThreadSource", "ThreadSource"]
+
+History: TypeAlias = Literal["compact", "full"]
+"""How a thread's history is handed over: "compact" (its messages and state as snapshots, in one
+synthetic run) or "full" (every stored event of every run)."""
 
 
 @runtime_checkable
@@ -43,3 +47,24 @@ class FrameSource(Protocol):
     itself (agui.Pipeline) reads these instead of decoded events."""
 
     def frames(self, input: RunAgentInput, /) -> AsyncIterator[bytes | dict[str, Any]]: ...
+
+
+@runtime_checkable
+class ThreadSource(Protocol):
+    """An agent whose server keeps threads (HttpAgent, against an AgentApp with a store): it can
+    hand over a thread's stream undecoded, its history (`history`) and then its live run until
+    that ends. `Conversation.connect` reads it to hydrate a conversation."""
+
+    def connect_frames(
+        self, thread_id: str, /, *, history: History = "compact"
+    ) -> AsyncIterator[bytes | dict[str, Any]]: ...
+
+
+@runtime_checkable
+class SyncThreadSource(Protocol):
+    """`ThreadSource` without an event loop (HttpAgent.connect_frames_sync): what
+    `Conversation.connect_sync` reads."""
+
+    def connect_frames_sync(
+        self, thread_id: str, /, *, history: History = "compact"
+    ) -> Iterator[bytes | dict[str, Any]]: ...

@@ -20,6 +20,10 @@ sending the message twice. `run_sync` does what `run` does, for code without an 
 
 A run stopped from outside (its task cancelled, Ctrl-C, the iteration closed) is recorded as
 truncated with STOPPED as the reason, so the conversation is ready for the next run.
+
+`connect(agent)` hydrates a conversation from its thread as a server with a store keeps it (an
+HttpAgent: the thread's history, then its live run until that ends): its messages, state and
+pending interrupts, as if it had run those runs itself.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import copy
 import uuid
 from collections.abc import (
     AsyncGenerator,
+    AsyncIterable,
     AsyncIterator,
     Callable,
     Generator,
@@ -53,7 +58,7 @@ from agui_generated import (
     UserMessage,
 )
 
-from agui.agent.protocol import Agent, FrameSource
+from agui.agent.protocol import Agent, FrameSource, History, SyncThreadSource, ThreadSource
 from agui.errors import ExpiredInterruptError, InterruptError, PendingInterruptsError
 from agui.stream.lifecycle import run_lifecycle
 from agui.stream.pipeline import Pipeline, StrictSource, describe
@@ -317,6 +322,34 @@ class Conversation:
             pipeline.finish()
         return self.runs[-1] if self.runs else None
 
+    async def follow(
+        self,
+        items: AsyncIterable[Any],
+        *,
+        input: RunAgentInput | None = None,
+        strict: bool = False,
+    ) -> RunResult | None:
+        """`consume`, for a source read asynchronously: process one stream through the whole
+        pipeline as its items arrive (`HttpAgent.rejoin_frames(run_id)`, say: a run's stream read
+        again from its start). `input`: as in `consume`; `strict`: decode exactly the contract.
+        Closes the source when it stops early. Returns the last run's result; raises as
+        `consume` does."""
+        pipeline = self.pipeline(strict=strict)
+        with self._stream(pipeline):
+            try:
+                first = True
+                async for item in items:
+                    if first:
+                        first = False
+                        if input is not None:
+                            self._join(input)
+                    pipeline.feed(item)
+            finally:
+                if isinstance(items, AsyncGenerator):
+                    await items.aclose()
+            pipeline.finish()
+        return self.runs[-1] if self.runs else None
+
     async def run(
         self,
         agent: Agent,
@@ -416,6 +449,47 @@ class Conversation:
             frames = agent.frames_sync(input)
             try:
                 for item in self._starting(frames, input):
+                    pipeline.feed(item)
+            finally:
+                if isinstance(frames, Generator):
+                    frames.close()
+            pipeline.finish()
+        return self.runs[-1] if self.runs else None
+
+    async def connect(
+        self, agent: ThreadSource, *, history: History = "compact"
+    ) -> RunResult | None:
+        """Hydrate this conversation from its thread (`thread_id`) as the agent's server keeps it
+        (an HttpAgent against an AgentApp with a store): the thread's history, "compact" (the
+        server's snapshots of the messages and state) or "full" (every stored event), and then
+        its live run, applied as it streams until it ends. Afterwards the conversation holds the
+        thread's messages, state and pending interrupts, as one that ran those runs does, and
+        `next_input` continues the thread. Returns the last run's result (the live run's, or the
+        history's); raises as `run` does (HttpError 404 for a thread the server holds nothing
+        of). Meant for a new Conversation(thread_id): a full history replays the runs' events,
+        which a conversation that already holds them would see twice."""
+        if not isinstance(agent, ThreadSource):
+            raise TypeError(
+                f"{type(agent).__name__} cannot connect to a thread: it has no connect_frames "
+                "(agui.HttpAgent has, against a server with a store)"
+            )
+        frames = agent.connect_frames(self.thread_id, history=history)
+        return await self.follow(frames, strict=_strict(agent))
+
+    def connect_sync(
+        self, agent: SyncThreadSource, *, history: History = "compact"
+    ) -> RunResult | None:
+        """`connect`, for code without an event loop (HttpAgent.connect_frames_sync)."""
+        if not isinstance(agent, SyncThreadSource):
+            raise TypeError(
+                f"{type(agent).__name__} cannot connect to a thread: it has no "
+                "connect_frames_sync (agui.HttpAgent has, against a server with a store)"
+            )
+        pipeline = self.pipeline(strict=_strict(agent))
+        with self._stream(pipeline):
+            frames = agent.connect_frames_sync(self.thread_id, history=history)
+            try:
+                for item in frames:
                     pipeline.feed(item)
             finally:
                 if isinstance(frames, Generator):
