@@ -117,6 +117,13 @@ def parser() -> argparse.ArgumentParser:
         "a second) end in RUN_ERROR SERVER_SHUTDOWN, and the server stops (default: 10)",
     )
     s.add_argument(
+        "--store",
+        metavar="URL",
+        help="keep every run in an event log and serve durable runs (resume, connect, stop): "
+        "memory:// (one process), sqlite:///PATH (one machine), redis://HOST:PORT/DB (many "
+        "workers; pip install 'agui[redis]')",
+    )
+    s.add_argument(
         "--model-url",
         metavar="URL",
         help="the base URL of an OpenAI-compatible chat-completions server, e.g. "

@@ -53,9 +53,18 @@ def serve(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("agui serve: --workers must be at least 1", file=sys.stderr)
         return 2
+    store = getattr(args, "store", None)
+    if store and args.workers > 1 and store.split(":", 1)[0].lower() == "memory":
+        print(
+            "agui serve: memory:// keeps runs in one process; with --workers use "
+            "sqlite:///PATH or redis://HOST:PORT/DB",
+            file=sys.stderr,
+        )
+        return 2
     settings = {
         "agent": args.agent,
         "path": args.path,
+        "store": store,
         "model": args.model,
         "model_url": args.model_url,
         "app_dir": os.path.abspath(args.app_dir),
@@ -171,13 +180,38 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
                 raise _Refused(
                     f"{spec} is an ASGI app, which decides its own paths: --path is for an agent"
                 )
+            if settings.get("store"):
+                raise _Refused(
+                    f"{spec} is an ASGI app: --store is for an agent (give an AgentApp its "
+                    "store=URL)"
+                )
             return target, f"{spec} (an ASGI app)", ""
         agent, what = target, spec
     path = path or _DEFAULT_PATH
+    store = settings.get("store")
     try:
-        return AgentApp(agent, path=path), what, path
+        app = AgentApp(agent, path=path, store=store or None)
     except TypeError as exc:
         raise _Refused(f"{what} cannot be served: {exc}") from None
+    except AguiError as exc:  # the store URL (agui.store.StoreError)
+        raise _Refused(f"--store {store}: {exc}") from None
+    if store:
+        what += f", runs kept in {_redacted(store)}"
+    return app, what, path
+
+
+def _redacted(url: str) -> str:
+    """The store URL without its password, for the "serving" line."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host += f":{parts.port}"
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return parts._replace(netloc=user + host).geturl()
 
 
 def _load(spec: str) -> Any:

@@ -25,7 +25,7 @@ import math
 import time
 import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import orjson
 from agui_generated import (
@@ -55,6 +55,10 @@ from agui.wire.proto import (
     proto_frame,
 )
 from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, KEEPALIVE, sse_frame
+
+if TYPE_CHECKING:
+    from agui.http.durable import Authorize, Durable
+    from agui.store.base import EventLog
 
 __all__ = ["SERVER_SHUTDOWN", "TIMEOUT", "AgentApp"]
 
@@ -93,10 +97,31 @@ TIMEOUT = "TIMEOUT"
 
 
 class _BadRequest(AguiError):
-    """A request refused before any event is sent; answered with `status` and a JSON body."""
+    """A request refused before any event is sent; answered with `status`, a JSON body and the
+    extra `headers` (Allow, Retry-After, Connection: close)."""
 
-    def __init__(self, status: int, error: str, problems: tuple[Problem, ...] = ()) -> None:
-        self.status, self.error, self.problems = status, error, problems
+    def __init__(
+        self,
+        status: int,
+        error: str,
+        problems: tuple[Problem, ...] = (),
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
+        self.status, self.error, self.problems, self.headers = status, error, problems, headers
+
+
+_ALLOW_POST = ((b"allow", b"POST"),)
+_RETRY_AFTER = ((b"retry-after", b"1"),)
+_CLOSE = ((b"connection", b"close"),)
+
+
+class _Stoppable(Protocol):
+    """What the server's shutdown reaches: a run being served, or (with a store) a run executing
+    here and a response following one."""
+
+    loop: asyncio.AbstractEventLoop
+
+    def stop(self, deadline: float) -> None: ...
 
 
 class AgentApp:
@@ -111,6 +136,18 @@ class AgentApp:
     finish_grace: seconds the agent may go on working after its terminal event, once the response
     is complete (None: as long as it takes); then it is cancelled. max_run_seconds: a run still
     going after this many seconds ends in RUN_ERROR `TIMEOUT` (None, the default: no limit).
+    max_active_runs: runs executing on this worker at once; a request beyond it gets 503 with
+    Retry-After before anything is read (None: no limit). body_timeout: seconds the request body
+    may take to arrive; a slower one gets 408 and the connection is closed (None: no limit).
+
+    store: keep every run in an event log (a URL for `agui.store.open_log`, or an EventLog) and
+    serve durable runs: a run executes detached from its request, and the routes under `path`
+    resume a run, connect to a thread and stop a run (see agui.http.durable and the durable-runs
+    page). exclusive_threads: a second run on a thread whose run is going gets 409.
+    authorize: an async hook `(headers, action, thread_id, run_id) -> bool` asked before every
+    durable request is served (action "start", "resume", "connect" or "stop"); False gets 403.
+    lease_seconds: how long a run stays owned by this worker without a renewal (renewed every
+    third of it); a run whose lease ran out is closed with RUN_ERROR `RUN_LOST`.
 
     An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
     something not callable with the input) is refused here with TypeError.
@@ -130,8 +167,18 @@ class AgentApp:
         protobuf: bool = True,
         finish_grace: float | None = DEFAULT_FINISH_GRACE,
         max_run_seconds: float | None = None,
+        max_active_runs: int | None = 1000,
+        body_timeout: float | None = 30.0,
+        store: str | EventLog | None = None,
+        exclusive_threads: bool = True,
+        authorize: Authorize | None = None,
+        lease_seconds: float = 10.0,
     ) -> None:
         check_agent(agent)
+        if max_active_runs is not None and max_active_runs < 1:
+            raise ValueError("max_active_runs must be at least 1 (None: no limit)")
+        if lease_seconds <= 0:
+            raise ValueError("lease_seconds must be positive")
         self.agent = agent
         self.path = path
         self.max_body_bytes = max_body_bytes
@@ -141,8 +188,22 @@ class AgentApp:
         self.protobuf = protobuf
         self.finish_grace = finish_grace
         self.max_run_seconds = max_run_seconds
+        self.max_active_runs = max_active_runs
+        self.body_timeout = body_timeout
         self._validator = agent if isinstance(agent, InputValidator) else None
-        self._runs: set[_Run] = set()
+        self._runs: set[_Stoppable] = set()
+        self._served = 0  # runs served without a store, for max_active_runs
+        self._durable: Durable | None = None
+        if store is not None:
+            from agui.http.durable import Durable
+
+            self._durable = Durable(
+                self,
+                store,
+                exclusive_threads=exclusive_threads,
+                authorize=authorize,
+                lease_seconds=lease_seconds,
+            )
         self._stop_at: float | None = None  # time.monotonic() by which runs must end
         AgentApp._apps.add(self)
 
@@ -166,34 +227,67 @@ class AgentApp:
         for app in list(cls._apps):
             app.shutdown(grace)
 
+    @property
+    def store(self) -> EventLog | None:
+        """The event log runs are kept in (None: no store)."""
+        return None if self._durable is None else self._durable.log
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            durable = self._durable
+            if durable is None:
+                await _lifespan(receive, send)
+            else:
+                await _lifespan(receive, send, durable.startup, durable.close)
             return
         if scope["type"] != "http":
+            return
+        if self._durable is not None:
+            await self._durable.handle(scope, receive, send)
             return
         try:
             if self._stop_at is not None:
                 raise _BadRequest(503, "the server is shutting down")
-            run_input = await self._request(scope, receive)
+            if self.path is not None and self.path not in (scope["path"], _relative(scope)):
+                raise _BadRequest(
+                    404, f"nothing is served at {scope['path']}; the agent is at {self.path}"
+                )
+            if scope["method"] != "POST":
+                raise _BadRequest(
+                    405, "only POST is allowed: send a RunAgentInput as JSON", (), _ALLOW_POST
+                )
+            self.check_capacity(self._served)
+            run_input = await self.read_input(scope, receive)
+            self.check_capacity(self._served)
         except _BadRequest as bad:
-            await _json_response(send, bad.status, _error_body(bad), bad.status == 405)
+            await _json_response(send, bad.status, _error_body(bad), bad.headers)
             return
         if run_input is None:  # the client left while sending its body
             return
         binary = self.protobuf and any(
             k.lower() == b"accept" and accepts_proto(v) for k, v in scope["headers"]
         )
-        await self._respond(run_input, receive, send, binary)
+        self._served += 1
+        try:
+            await self._respond(run_input, receive, send, binary)
+        finally:
+            self._served -= 1
 
     # ── the request ──────────────────────────────────────────────────────────
-    async def _request(self, scope: Scope, receive: Receive) -> RunAgentInput | None:
-        if self.path is not None and self.path not in (scope["path"], _relative(scope)):
+    def check_capacity(self, active: int) -> None:
+        """Refuse a new run with 503 (and Retry-After) when `active` runs already execute here."""
+        if self.max_active_runs is not None and active >= self.max_active_runs:
+            log.warning("refused a run: %d runs are active (max_active_runs)", active)
             raise _BadRequest(
-                404, f"nothing is served at {scope['path']}; the agent is at {self.path}"
+                503,
+                f"the server runs {self.max_active_runs} runs already; retry later",
+                (),
+                _RETRY_AFTER,
             )
-        if scope["method"] != "POST":
-            raise _BadRequest(405, "only POST is allowed: send a RunAgentInput as JSON")
+
+    async def read_input(self, scope: Scope, receive: Receive) -> RunAgentInput | None:
+        """The request's RunAgentInput, read, decoded and validated; None when the client left
+        while sending it. Raises _BadRequest (415, 413, 408, 400)."""
         headers = {k.lower(): v for k, v in scope["headers"]}
         media = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
         if media != b"application/json" and not media.endswith(b"+json"):
@@ -202,18 +296,18 @@ class AgentApp:
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             raise _BadRequest(413, f"the body is larger than {self.max_body_bytes} bytes")
         chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise _BadRequest(413, f"the body is larger than {self.max_body_bytes} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        limit = asyncio.timeout(self.body_timeout)
+        try:
+            async with limit:
+                if await self._read_body(receive, chunks) is None:
+                    return None
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            log.warning("refused a request whose body took over %s s", self.body_timeout)
+            raise _BadRequest(
+                408, f"the body took longer than {self.body_timeout} seconds", (), _CLOSE
+            ) from None
         warnings: list[Problem] = []
         try:
             run_input = decode(
@@ -239,6 +333,20 @@ class AgentApp:
         if refused:
             raise _BadRequest(400, "the agent cannot run this input", refused)
         return run_input
+
+    async def _read_body(self, receive: Receive, chunks: list[bytes]) -> list[bytes] | None:
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _BadRequest(413, f"the body is larger than {self.max_body_bytes} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks
 
     # ── the stream ───────────────────────────────────────────────────────────
     async def _respond(
@@ -570,20 +678,32 @@ async def _wait_for_disconnect(receive: Receive) -> None:
         pass
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
+async def _lifespan(
+    receive: Receive,
+    send: Send,
+    on_startup: Callable[[], None] | None = None,
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
+) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            if on_startup is not None:
+                on_startup()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            if on_shutdown is not None:
+                try:
+                    await on_shutdown()
+                except Exception:
+                    log.exception("the shutdown of the durable runs failed")
             await send({"type": "lifespan.shutdown.complete"})
             return
 
 
-async def _json_response(send: Send, status: int, body: dict[str, Any], allow_post: bool) -> None:
-    headers = [(b"content-type", b"application/json")]
-    if allow_post:
-        headers.append((b"allow", b"POST"))
+async def _json_response(
+    send: Send, status: int, body: dict[str, Any], extra: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    headers = [(b"content-type", b"application/json"), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": orjson.dumps(body), "more_body": False})
 

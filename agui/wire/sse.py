@@ -21,6 +21,7 @@ __all__ = [
     "SSEDecoder",
     "SSEError",
     "SSEMessage",
+    "sse_data_frame",
     "sse_frame",
 ]
 
@@ -33,9 +34,23 @@ KEEPALIVE = b": keep-alive\n\n"
 _BOM = b"\xef\xbb\xbf"
 
 
-def sse_frame(event: Any) -> bytes:
-    """One event as an SSE frame: `data: <compact JSON>` and a blank line."""
-    return b"data: " + encode(event) + b"\n\n"
+def sse_frame(event: Any, id: str | None = None) -> bytes:
+    """One event as an SSE frame: `data: <compact JSON>` and a blank line; with `id`, an
+    `id: <id>` line first (the cursor a client sends back as Last-Event-ID)."""
+    if id is None:
+        return b"data: " + encode(event) + b"\n\n"
+    return sse_data_frame(encode(event), id)
+
+
+def sse_data_frame(data: bytes, id: str | None = None) -> bytes:
+    """An event already encoded (its compact JSON, one line) as an SSE frame, with an `id:` line
+    first when `id` is given. Raises ValueError for an id holding CR, LF or NUL, which the SSE
+    format cannot carry."""
+    if id is None:
+        return b"data: " + data + b"\n\n"
+    if "\n" in id or "\r" in id or "\0" in id:
+        raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {id!r}")
+    return b"id: " + id.encode() + b"\ndata: " + data + b"\n\n"
 
 
 @attrs.frozen

@@ -1,0 +1,1026 @@
+"""Durable runs: what `AgentApp(agent, store=...)` serves, on an event log (agui.store).
+
+A run starts with `POST {path}` and executes as a task of its own, detached from the request: the
+client leaving does not stop it. The executor drives the agent through the run lifecycle, encodes
+every event (the checks the streaming path makes) and appends them to the log in batches: a
+writer task takes everything queued while the previous append was in flight, so a fast agent pays
+one round trip per batch and a slow one gets each event stored at once. The POST answers with the
+run's live tail, read back from the log like every other reader's.
+
+Every response that replays a run reads it from the log: `GET {path}/runs/{runId}/events` (resume
+after `Last-Event-ID` or `?after=`), `GET {path}/threads/{threadId}/events` (connect: the
+thread's history, then its active run live). Over SSE each stored event carries its cursor as the
+frame's `id:`; the binary transport sends the same events without ids.
+
+The worker executing a run owns it: it renews its lease every third of `lease_seconds`, and
+every `STOP_POLL` seconds reads the run's record for a stop request (`POST
+{path}/runs/{runId}/stop`, served by any worker). A stopped run ends with what is open closed and
+RUN_FINISHED whose outcome is cancelled. A worker that dies leaves its lease to run out: a
+response following the run checks the record whenever the run is silent, and a sweep on every
+worker checks all runs every `lease_seconds`; whoever sees the lease gone first closes the run
+with RUN_ERROR `RUN_LOST` (`EventLog.close_lost`, atomic).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import random
+import re
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from urllib.parse import parse_qs, unquote
+
+from agui_generated import (
+    MessagesSnapshotEvent,
+    ReasoningMessageChunkEvent,
+    ReasoningMessageContentEvent,
+    RunAgentInput,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateSnapshotEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    UnknownEvent,
+)
+
+from agui.errors import AguiError, EncodeError, ProtocolError
+from agui.http.server import (
+    _ALLOW_POST,
+    _MAX_SSE_FRAME,
+    _PROTO_HEADERS,
+    _RETRY_AFTER,
+    _STOP_WAIT,
+    _STREAM_HEADERS,
+    _TERMINAL,
+    _VARY,
+    SERVER_SHUTDOWN,
+    TIMEOUT,
+    Receive,
+    Scope,
+    Send,
+    _BadRequest,
+    _Clock,
+    _earliest,
+    _error_body,
+    _json_response,
+    _keep_alive,
+    _Outbox,
+    _relative,
+    _send_frames,
+    _wait_for_disconnect,
+)
+from agui.store import (
+    EventLog,
+    RunExists,
+    RunRecord,
+    StoredEvent,
+    StoreError,
+    ThreadBusy,
+    UnknownRun,
+    open_log,
+)
+from agui.stream.chunks import ChunkExpander
+from agui.stream.lifecycle import INVALID_EVENT, run_error, run_lifecycle, run_started
+from agui.stream.reducer import Reducer
+from agui.stream.verify import Verifier
+from agui.wire.codec import decode, encode
+from agui.wire.proto import accepts_proto, proto_frame
+from agui.wire.sse import sse_data_frame
+
+if TYPE_CHECKING:
+    from agui.http.server import AgentApp
+
+__all__ = ["HISTORY_RUN_SUFFIX", "RUN_LOST", "STOP_POLL", "Action", "Authorize", "Durable"]
+
+log = logging.getLogger("agui.server")
+
+RUN_LOST = "RUN_LOST"
+"""The RUN_ERROR code of a run whose worker stopped renewing its lease before the run ended."""
+HISTORY_RUN_SUFFIX = ":history"
+"""The synthetic run of a compacted history is `<threadId>:history` (thread and run ids)."""
+STOP_POLL = 0.15
+"""Seconds between two reads of a run's record by its owner, for a stop request."""
+
+Action: TypeAlias = Literal["start", "resume", "connect", "stop"]
+Authorize: TypeAlias = Callable[
+    [Mapping[str, str], Action, "str | None", "str | None"], Awaitable[bool]
+]
+"""`authorize(headers, action, thread_id, run_id) -> bool`: headers with lower-case names (repeated
+ones joined with ", "); thread_id is None for resume and stop (the log is not read before the
+answer), run_id None for connect."""
+
+_DATA_LIMIT = _MAX_SSE_FRAME - 200  # an event's JSON, leaving room for the frame's id line
+_BATCH_BYTES = 1024 * 1024  # an append carries at most about this many bytes (one event at least)
+_IDLE = 1.0  # seconds of silence after which a response following a run checks its lease
+_PRUNE_EVERY = 60.0  # seconds between two prunes of the log's expired runs (by the sweep)
+_QUICK: frozenset[type] = frozenset(
+    (TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent)
+)
+_CHUNKS: frozenset[type] = frozenset(
+    (TextMessageChunkEvent, ToolCallChunkEvent, ReasoningMessageChunkEvent)
+)
+_RUN_STARTED_PREFIX = b'{"type":"RUN_STARTED"'
+_TERMINAL_PREFIXES = (b'{"type":"RUN_FINISHED"', b'{"type":"RUN_ERROR"')
+_ROUTE = re.compile(r"/(runs|threads)/([^/]+)/(events|stop)$")
+_ALLOW_GET = ((b"allow", b"GET"),)
+
+
+def lost_event() -> bytes:
+    """The RUN_ERROR that closes a run whose worker is gone."""
+    return encode(run_error("The worker running this run stopped before the run ended.", RUN_LOST))
+
+
+class Durable:
+    """The durable side of one AgentApp: its event log, the runs executing here, the routes.
+
+    `owner` names this worker in the runs it executes (host, process id and a random part)."""
+
+    def __init__(
+        self,
+        app: AgentApp,
+        store: str | EventLog,
+        *,
+        exclusive_threads: bool,
+        authorize: Authorize | None,
+        lease_seconds: float,
+    ) -> None:
+        self.app = app
+        self.log: EventLog = open_log(store) if isinstance(store, str) else store
+        self._owns_log = isinstance(store, str)
+        self.exclusive_threads = exclusive_threads
+        self.authorize = authorize
+        self.lease_seconds = lease_seconds
+        self.idle = min(_IDLE, lease_seconds / 4)  # silence before a follower checks the lease
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.executions: dict[str, Execution] = {}
+        self._reserved = 0  # runs admitted but not yet executing
+        self._sweeper: asyncio.Task[None] | None = None
+        self._pruned = 0.0
+        self._closed = False
+
+    # ── routing ──────────────────────────────────────────────────────────────
+
+    def startup(self) -> None:
+        """Start the sweep for lost runs (at the ASGI lifespan's startup, else at the first
+        request: an app inside FastAPI or Starlette gets no lifespan of its own)."""
+        if self._sweeper is None and not self._closed:
+            self._sweeper = asyncio.create_task(self._sweep_forever())
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.startup()
+        try:
+            if self.app._stop_at is not None:
+                raise _BadRequest(503, "the server is shutting down")
+            kind, ident = self._route(scope)
+            method = scope["method"]
+            if kind == "start":
+                if method != "POST":
+                    raise _BadRequest(
+                        405, "only POST is allowed: send a RunAgentInput as JSON", (), _ALLOW_POST
+                    )
+                await self._start(scope, receive, send)
+            elif kind == "stop":
+                if method != "POST":
+                    raise _BadRequest(405, "stop a run with POST", (), _ALLOW_POST)
+                await self._stop(scope, send, ident)
+            elif method != "GET":
+                raise _BadRequest(405, "read events with GET", (), _ALLOW_GET)
+            elif kind == "resume":
+                await self._resume(scope, receive, send, ident)
+            else:
+                await self._connect(scope, receive, send, ident)
+        except _BadRequest as bad:
+            await _json_response(send, bad.status, _error_body(bad), bad.headers)
+        except StoreError:
+            log.exception("the event log failed")
+            await _json_response(send, 503, {"error": "the event log failed"}, _RETRY_AFTER)
+
+    def _route(self, scope: Scope) -> tuple[str, str]:
+        """(start|resume|connect|stop, the run or thread id) of the request; 404 otherwise."""
+        path = _relative(scope)
+        raw = scope.get("raw_path")
+        tail = raw.decode("latin-1") if isinstance(raw, bytes) else path
+        match = _ROUTE.search(tail)
+        if match is not None:
+            noun, ident, verb = match.groups()
+            ident = unquote(ident)
+            suffix = f"/{noun}/{ident}/{verb}"
+            kind = {
+                ("runs", "events"): "resume",
+                ("runs", "stop"): "stop",
+                ("threads", "events"): "connect",
+            }.get((noun, verb))
+            if kind is not None and path.endswith(suffix) and ident:
+                base = path[: -len(suffix)]
+                if self.app.path is None or base == self.app.path.rstrip("/"):
+                    return kind, ident
+        if self.app.path is None or self.app.path in (scope["path"], path):
+            return "start", ""
+        raise _BadRequest(
+            404, f"nothing is served at {scope['path']}; the agent is at {self.app.path}"
+        )
+
+    async def _allowed(
+        self, scope: Scope, action: Action, thread_id: str | None, run_id: str | None
+    ) -> None:
+        """Ask `authorize`; 403 when it refuses (before anything is read from the log)."""
+        if self.authorize is None:
+            return
+        headers: dict[str, str] = {}
+        for key, value in scope["headers"]:
+            name = key.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {text}" if name in headers else text
+        try:
+            allowed = await self.authorize(headers, action, thread_id, run_id)
+        except Exception:
+            log.exception("authorize failed on %s (thread %r, run %r)", action, thread_id, run_id)
+            raise _BadRequest(500, "the authorization check failed") from None
+        if not allowed:
+            raise _BadRequest(403, f"not allowed to {action} here")
+
+    # ── start ────────────────────────────────────────────────────────────────
+
+    def _capacity(self) -> None:
+        self.app.check_capacity(len(self.executions) + self._reserved)
+
+    async def _start(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = self.app
+        self._capacity()
+        run_input = await app.read_input(scope, receive)
+        if run_input is None:  # the client left while sending its body
+            return
+        thread_id, run_id = run_input.thread_id, run_input.run_id
+        await self._allowed(scope, "start", thread_id, run_id)
+        self._capacity()
+        self._reserved += 1
+        try:
+            now = time.time()
+            record = RunRecord(
+                thread_id=thread_id,
+                run_id=run_id,
+                status="running",
+                owner=self.owner,
+                started_at=now,
+                lease_until=now + self.lease_seconds,
+            )
+            try:
+                await self.log.start_run(
+                    record, encode(run_input), exclusive=self.exclusive_threads
+                )
+            except ThreadBusy:
+                raise _BadRequest(
+                    409, f"thread {thread_id!r} has a run going; stop it or wait for its end"
+                ) from None
+            except RunExists:
+                raise _BadRequest(409, f"run {run_id!r} was already started") from None
+            execution = Execution(self, run_input)
+            self.executions[run_id] = execution
+        finally:
+            self._reserved -= 1
+        execution.start()
+        binary = self._binary(scope)
+
+        async def produce(tail: _Tail) -> None:
+            await self._follow(tail, run_id, None, binary, thread_id=thread_id)
+
+        await self._respond(receive, send, binary, produce)
+
+    # ── resume ───────────────────────────────────────────────────────────────
+
+    async def _resume(self, scope: Scope, receive: Receive, send: Send, run_id: str) -> None:
+        after: str | None = None
+        for key, value in scope["headers"]:
+            if key.lower() == b"last-event-id":
+                after = value.decode("latin-1").strip() or None
+        if after is None:
+            after = _query(scope).get("after") or None
+        await self._allowed(scope, "resume", None, run_id)
+        backlog = aiter(self.log.read(run_id, after))
+        try:
+            first = await anext(backlog, None)
+        except UnknownRun:
+            raise _BadRequest(404, f"no run {run_id!r} is known here") from None
+        except StoreError as exc:
+            if after is None:
+                raise
+            raise _BadRequest(400, f"run {run_id!r} has no event at cursor {after!r}") from exc
+        binary = self._binary(scope)
+
+        async def produce(tail: _Tail) -> None:
+            await self._follow(tail, run_id, after, binary, first=first, backlog=backlog)
+
+        await self._respond(receive, send, binary, produce)
+
+    # ── connect ──────────────────────────────────────────────────────────────
+
+    async def _connect(self, scope: Scope, receive: Receive, send: Send, thread_id: str) -> None:
+        history = _query(scope).get("history", "compact")
+        if history not in ("compact", "full"):
+            raise _BadRequest(400, f"history is compact or full, not {history!r}")
+        await self._allowed(scope, "connect", thread_id, None)
+        runs = await self.log.thread_runs(thread_id)
+        if not runs:
+            raise _BadRequest(404, f"no run of thread {thread_id!r} is known here")
+        binary = self._binary(scope)
+        live = [r for r in runs if r.status != "finished"]
+        if history == "full":
+            replayed = runs
+            head: list[Any] = []
+        else:
+            replayed = live
+            head = await self._compact(thread_id, runs)
+        frame_of = proto_frame if binary else _plain_frame
+        frames = [frame_of(event) for event in head]
+
+        async def produce(tail: _Tail) -> None:
+            for frame in frames:
+                await tail.outbox.put(frame)
+            for record in replayed:
+                # A run still going is followed live, with its cursors; a finished one replayed.
+                ids = record.status != "finished"
+                try:
+                    await self._follow(
+                        tail, record.run_id, None, binary, thread_id=thread_id, ids=ids
+                    )
+                except UnknownRun:  # dropped since it was listed
+                    continue
+
+        await self._respond(receive, send, binary, produce)
+
+    async def _compact(self, thread_id: str, runs: list[RunRecord]) -> list[Any]:
+        """The thread's history as one synthetic run: RUN_STARTED, MESSAGES_SNAPSHOT,
+        STATE_SNAPSHOT, RUN_FINISHED. Each run's input sets the messages and state it started
+        from, and its stored events are applied to them (agui.stream.reducer.Reducer); a run still
+        going contributes its input only (its events follow live)."""
+        reducer = Reducer()
+        last_finished = False
+        for record in runs:
+            data = await self.log.get_input(record.run_id)
+            if data is not None:
+                _start_from(reducer, data)
+            if record.status != "finished":
+                last_finished = False
+                continue
+            expander = ChunkExpander()
+            try:
+                async for stored in self.log.read(record.run_id):
+                    _apply(reducer, expander, stored.data)
+            except UnknownRun:  # dropped since it was listed
+                continue
+            reducer.abort("The stored run has no terminal event.")
+            last_finished = True
+        history_id = thread_id + HISTORY_RUN_SUFFIX
+        outcome: RunFinishedOutcome | None = None
+        result: Any = None
+        if last_finished and reducer.runs:
+            outcome, result = _outcome_of(reducer.runs[-1])
+        return [
+            RunStartedEvent(thread_id=thread_id, run_id=history_id),
+            MessagesSnapshotEvent(messages=reducer.messages),
+            StateSnapshotEvent(snapshot=reducer.state),
+            RunFinishedEvent(
+                thread_id=thread_id, run_id=history_id, outcome=outcome, result=result
+            ),
+        ]
+
+    # ── stop ─────────────────────────────────────────────────────────────────
+
+    async def _stop(self, scope: Scope, send: Send, run_id: str) -> None:
+        await self._allowed(scope, "stop", None, run_id)
+        try:
+            record = await self.log.request_stop(run_id)
+        except UnknownRun:
+            raise _BadRequest(404, f"no run {run_id!r} is known here") from None
+        if record.status == "finished":
+            raise _BadRequest(409, f"run {run_id!r} has already ended")
+        execution = self.executions.get(run_id)
+        if execution is not None:
+            execution.request_stop()  # here: no need to wait for the next poll
+        elif record.lease_until < time.time():
+            await self._close_lost(run_id)  # nobody is left to stop it
+        body = {"runId": run_id, "threadId": record.thread_id, "status": "stopping"}
+        await _json_response(send, 202, body)
+
+    # ── responses ────────────────────────────────────────────────────────────
+
+    def _binary(self, scope: Scope) -> bool:
+        return self.app.protobuf and any(
+            k.lower() == b"accept" and accepts_proto(v) for k, v in scope["headers"]
+        )
+
+    async def _follow(
+        self,
+        tail: _Tail,
+        run_id: str,
+        after: str | None,
+        binary: bool,
+        *,
+        thread_id: str | None = None,
+        first: StoredEvent | None = None,
+        backlog: AsyncIterator[StoredEvent] | None = None,
+        ids: bool = True,
+    ) -> None:
+        """Queue the run's events after `after` as frames, following it live until its terminal
+        event. `first` and `backlog`: what a read without follow already started to give (the
+        events up to now); the live read goes on from the last of them."""
+        put = tail.outbox.put
+        tail.run_id = run_id
+        fresh = after is None  # from the run's start: it must open with RUN_STARTED
+        last = after
+        terminal = False
+
+        async def opening(data: bytes) -> None:
+            if not data.startswith(_RUN_STARTED_PREFIX):
+                # Nothing was stored before this event (a run lost before its first event ends in
+                # RUN_ERROR alone): a client still needs the run opened.
+                thread = thread_id
+                if thread is None:
+                    record = await self.log.get_run(run_id)
+                    thread = "" if record is None else record.thread_id
+                started = RunStartedEvent(thread_id=thread, run_id=run_id)
+                await put(proto_frame(started) if binary else _plain_frame(started))
+
+        async def emit(stored: StoredEvent) -> None:
+            data = stored.data
+            if binary:
+                frame = _proto_of(data, run_id)
+                if frame is not None:
+                    await put(frame)
+            else:
+                await put(sse_data_frame(data, stored.cursor if ids else None))
+
+        if first is not None and backlog is not None:
+            stored: StoredEvent | None = first
+            while stored is not None:
+                if fresh:
+                    fresh = False
+                    await opening(stored.data)
+                await emit(stored)
+                tail.count += 1
+                last = stored.cursor
+                terminal = stored.data.startswith(_TERMINAL_PREFIXES)
+                stored = await anext(backlog, None)
+            if terminal:
+                return
+        async for stored in self.log.read(run_id, last, follow=True):
+            if fresh:
+                fresh = False
+                await opening(stored.data)
+            await emit(stored)
+            tail.count += 1
+        tail.run_id = None
+
+    async def _respond(
+        self,
+        receive: Receive,
+        send: Send,
+        binary: bool,
+        produce: Callable[[_Tail], Awaitable[None]],
+    ) -> None:
+        """Stream what `produce` queues; end when it is done, when the client leaves (the runs go
+        on) or at the server's shutdown. While the run followed is silent, check its lease."""
+        app = self.app
+        headers = _PROTO_HEADERS if binary else _STREAM_HEADERS
+        if app.protobuf:
+            headers = [*headers, _VARY]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        tail = _Tail(app.queue_size)
+
+        async def producing() -> None:
+            try:
+                await produce(tail)
+            finally:
+                tail.outbox.put_nowait(None)
+
+        producer = asyncio.create_task(producing())
+        sender = asyncio.create_task(_send_frames(tail.outbox, send, tail.clock))
+        watcher = asyncio.create_task(_wait_for_disconnect(receive))
+        tasks = [producer, sender, watcher]
+        if app.keepalive is not None and not binary:
+            tasks.append(asyncio.create_task(_keep_alive(tail.outbox, tail.clock, app.keepalive)))
+        app._runs.add(tail)
+        if app._stop_at is not None:
+            tail.stop(app._stop_at)
+        try:
+            await self._watch(tail, producer, sender, watcher)
+        finally:
+            app._runs.discard(tail)
+            for task in tasks:
+                task.cancel()
+            done, _ = await asyncio.wait(tasks, timeout=_STOP_WAIT)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    log.error("a durable response failed", exc_info=task.exception())
+
+    async def _watch(
+        self, tail: _Tail, producer: asyncio.Task[None], sender: Any, watcher: Any
+    ) -> None:
+        loop = tail.loop
+        seen = -1
+        check_at = loop.time() + self.idle
+        cut = False
+        while not sender.done():
+            if watcher.done():
+                return  # the client left; the run goes on
+            now = loop.time()
+            cut_at = None
+            if tail.stop_at is not None and not cut:
+                # The shutdown: a run executing here ends through the log (RUN_ERROR
+                # SERVER_SHUTDOWN) and is followed to its end; another worker's is left (the
+                # client resumes it elsewhere).
+                local = tail.run_id is not None and tail.run_id in self.executions
+                cut_at = tail.stop_at + (_STOP_WAIT if local else 0.0)
+                if now >= cut_at:
+                    cut = True
+                    cut_at = None
+                    producer.cancel()
+            if tail.count != seen:
+                seen = tail.count
+                check_at = now + self.idle
+            elif now >= check_at:
+                wait = self.idle if tail.run_id is None else await self._check_lease(tail.run_id)
+                check_at = loop.time() + wait
+            if tail.wake.done():
+                tail.wake = loop.create_future()
+            await asyncio.wait(
+                (sender, watcher, tail.wake),
+                timeout=_earliest(now, check_at, cut_at),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+
+    async def _check_lease(self, run_id: str) -> float:
+        """A silent run: close it when its lease ran out. Returns the seconds until the next
+        check (just after the lease would run out, unless renewed)."""
+        try:
+            record = await self.log.get_run(run_id)
+            if record is None or record.status == "finished":
+                return self.idle
+            left = record.lease_until - time.time()
+            if left < 0 and run_id not in self.executions:
+                await self._close_lost(run_id)
+                return self.idle
+        except Exception:
+            log.warning("run %s: its record could not be read", run_id, exc_info=True)
+            return self.idle
+        return min(max(left + 0.05, 0.05), self.lease_seconds)
+
+    async def _close_lost(self, run_id: str) -> None:
+        if await self.log.close_lost(run_id, lost_event(), time.time()):
+            log.warning("run %s: its worker is gone; closed with RUN_ERROR %s", run_id, RUN_LOST)
+
+    # ── the sweep, the end ───────────────────────────────────────────────────
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds * random.uniform(0.5, 1.0))
+            try:
+                await self.sweep()
+            except Exception:
+                log.warning("the sweep for lost runs failed", exc_info=True)
+
+    async def sweep(self) -> None:
+        """Close the runs whose lease ran out (their worker is gone) with RUN_ERROR RUN_LOST, and
+        once a minute drop what the retention's TTL ended."""
+        now = time.time()
+        for record in await self.log.expired(now):
+            if record.run_id not in self.executions:  # a run of ours is not lost: we are here
+                await self._close_lost(record.run_id)
+        if now - self._pruned >= _PRUNE_EVERY:
+            self._pruned = now
+            prune = getattr(self.log, "prune", None)
+            if prune is not None:
+                await prune(now)
+
+    async def close(self) -> None:
+        """The server stops (ASGI lifespan shutdown): end the runs executing here with RUN_ERROR
+        SERVER_SHUTDOWN, wait for them to be stored, close the log."""
+        self._closed = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        runs = list(self.executions.values())
+        now = asyncio.get_running_loop().time()
+        for execution in runs:
+            execution.stop(now)
+        tasks = [e.task for e in runs if e.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=2 * _STOP_WAIT)
+        if self._owns_log:
+            await self.log.aclose()
+
+
+class _Tail:
+    """One response following runs: its queue of frames, what it follows, its progress."""
+
+    __slots__ = ("clock", "count", "loop", "outbox", "run_id", "stop_at", "wake")
+
+    def __init__(self, queue_size: int) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.outbox = _Outbox(queue_size)
+        self.clock = _Clock()
+        self.run_id: str | None = None  # the run followed live
+        self.count = 0  # events queued so far
+        self.stop_at: float | None = None
+        self.wake: asyncio.Future[None] = self.loop.create_future()
+
+    def stop(self, deadline: float) -> None:
+        if self.stop_at is None or deadline < self.stop_at:
+            self.stop_at = deadline
+        if not self.wake.done():
+            self.wake.set_result(None)
+
+
+class _Abandoned(AguiError):
+    """The run is no longer this worker's to write (closed elsewhere, or the log failed)."""
+
+
+class Execution:
+    """One run executing on this worker: the agent's events, encoded and queued for the writer,
+    which appends them to the log; the lease, the stop flag, the time limit and the shutdown."""
+
+    def __init__(self, durable: Durable, run_input: RunAgentInput) -> None:
+        self.durable = durable
+        self.app = durable.app
+        self.input = run_input
+        self.id = run_input.run_id
+        self.loop = asyncio.get_running_loop()
+        self.task: asyncio.Task[None] | None = None
+        self._pending: list[bytes] = []
+        self._limit = max(1, self.app.queue_size)
+        self._filled = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self.final = False  # the terminal event is queued: nothing more is
+        self.stored = False  # the terminal event is in the log
+        self._open = _OpenTracker()
+        self.stop_at: float | None = None  # the shutdown's deadline (loop time)
+        self._stop_requested = False
+        self.wake: asyncio.Future[None] = self.loop.create_future()
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self.run(), name=f"agui run {self.id}")
+        self.app._runs.add(self)
+        if self.app._stop_at is not None:
+            self.stop(self.app._stop_at)
+
+    def stop(self, deadline: float) -> None:
+        """The server shuts down: the run must end by `deadline` (the loop's clock)."""
+        if self.stop_at is None or deadline < self.stop_at:
+            self.stop_at = deadline
+        self._wake()
+
+    def request_stop(self) -> None:
+        """A stop request for this run was recorded: stop it now."""
+        self._stop_requested = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if not self.wake.done():
+            self.wake.set_result(None)
+
+    # ── the queue ────────────────────────────────────────────────────────────
+
+    def _queue(self, data: bytes, terminal: bool = False) -> None:
+        self._pending.append(data)
+        if terminal:
+            self.final = True
+        self._filled.set()
+
+    def _queue_event(self, event: Any) -> None:
+        self._open.feed(event)
+        self._queue(encode(event), type(event) in _TERMINAL)
+
+    def close_with(self, message: str, code: str) -> None:
+        """End the run with RUN_ERROR `code` (RUN_STARTED first when nothing was queued)."""
+        if self.final:
+            return
+        if self._open.started is None:
+            self._queue_event(run_started(self.input))
+        log.warning("run %s: ended with RUN_ERROR %s: %s", self.id, code, message)
+        self._queue_event(run_error(message, code))
+
+    def close_cancelled(self) -> None:
+        """End the run as stopped: what is open closed, then RUN_FINISHED, outcome cancelled."""
+        if self.final:
+            return
+        if self._open.started is None:
+            self._queue_event(run_started(self.input))
+        started = self._open.started
+        assert started is not None
+        finished = RunFinishedEvent(
+            thread_id=started.thread_id,
+            run_id=started.run_id,
+            outcome=RunFinishedCancelledOutcome(),
+        )
+        try:
+            closing = self._open.finishing(finished)
+        except ProtocolError as exc:  # pragma: no cover - what is open is what gets closed
+            self.close_with(f"The run cannot be finished: {exc}", INVALID_EVENT)
+            return
+        log.info("run %s: stopped on request", self.id)
+        for event in closing:
+            self._queue(encode(event))
+        self._queue(encode(finished), True)
+
+    # ── the tasks ────────────────────────────────────────────────────────────
+
+    async def run(self) -> None:
+        producer = asyncio.create_task(self._produce())
+        writer = asyncio.create_task(self._write())
+        try:
+            await self._supervise(producer, writer)
+        except asyncio.CancelledError:
+            # The event loop is going away (the server stopped without a lifespan shutdown):
+            # store the run's end if the log still takes it.
+            if not writer.done():
+                producer.cancel()
+                self.close_with("The server is shutting down.", SERVER_SHUTDOWN)
+                await asyncio.wait((writer,), timeout=_STOP_WAIT)
+            raise
+        except _Abandoned:
+            pass
+        except Exception:
+            log.exception("run %s: executing the run failed", self.id)
+        finally:
+            for task in (producer, writer):
+                task.cancel()
+            done, pending = await asyncio.wait((producer, writer), timeout=_STOP_WAIT)
+            if pending:
+                log.error("run %s: the agent did not stop when it was cancelled", self.id)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    if not isinstance(task.exception(), _Abandoned):
+                        log.error("run %s failed", self.id, exc_info=task.exception())
+            self.app._runs.discard(self)
+            if self.durable.executions.get(self.id) is self:
+                del self.durable.executions[self.id]
+
+    async def _produce(self) -> None:
+        """Drive the agent through the run lifecycle; encode and queue its events."""
+        app = self.app
+        run_id = self.id
+        opened = self._open
+        stream = run_lifecycle(app.agent, self.input, finish_grace=app.finish_grace)
+        pending = self._pending
+        limit = self._limit
+        try:
+            async for event in stream:
+                if self.final:
+                    continue  # the run was ended here (stop, time limit); the agent is late
+                try:
+                    data = encode(event)
+                except EncodeError:
+                    log.exception("run %s: the agent sent an event that cannot be encoded", run_id)
+                    self.close_with("The agent produced an invalid event.", INVALID_EVENT)
+                    return
+                if len(data) > _DATA_LIMIT:
+                    log.error(
+                        "run %s: the agent sent %s as %d bytes of JSON; clients refuse frames "
+                        "over %d bytes",
+                        run_id,
+                        getattr(event.type, "value", event.type),
+                        len(data),
+                        _MAX_SSE_FRAME,
+                    )
+                    self.close_with(
+                        f"The agent produced an event too large to send ({len(data)} bytes).",
+                        INVALID_EVENT,
+                    )
+                    return
+                while len(pending) >= limit:
+                    self._drained.clear()
+                    await self._drained.wait()
+                if self.final:
+                    continue
+                opened.feed(event)
+                self._queue(data, type(event) in _TERMINAL)
+        finally:
+            await stream.aclose()
+
+    async def _write(self) -> None:
+        """Append what is queued, everything at once (up to the batch limits), until the
+        terminal event is stored."""
+        log_ = self.durable.log
+        pending = self._pending
+        limit = self._limit
+        while True:
+            while not pending:
+                self._filled.clear()
+                await self._filled.wait()
+            size = 0
+            count = 0
+            for data in pending:
+                if count and (count >= limit or size + len(data) > _BATCH_BYTES):
+                    break
+                size += len(data)
+                count += 1
+            batch = pending[:count]
+            del pending[:count]
+            final = self.final and not pending
+            self._drained.set()
+            try:
+                await log_.append(self.id, batch, final=final)
+            except Exception as exc:
+                # Not retried: an append that failed may have been stored, and a retry would
+                # store its events twice. The lease runs out; the run is closed as lost.
+                log.error(
+                    "run %s: appending to the log failed; the run is abandoned: %s", self.id, exc
+                )
+                raise _Abandoned(str(exc)) from exc
+            if final:
+                self.stored = True
+                return
+
+    async def _supervise(self, producer: asyncio.Task[None], writer: asyncio.Task[None]) -> None:
+        """Wait for the terminal event to be stored, ending the run early on a stop request, at
+        max_run_seconds, or at the shutdown; renew the lease meanwhile; then let the agent
+        finish (finish_grace)."""
+        loop = self.loop
+        app = self.app
+        durable = self.durable
+        lease = durable.lease_seconds
+        now = loop.time()
+        expires = None if app.max_run_seconds is None else now + app.max_run_seconds
+        renew_at = now + lease / 3
+        poll_at = now + STOP_POLL
+        while not writer.done():
+            now = loop.time()
+            if self.stop_at is not None and now >= self.stop_at:
+                self.stop_at = math.inf
+                await self._end(producer)
+                self.close_with("The server is shutting down.", SERVER_SHUTDOWN)
+            if expires is not None and now >= expires:
+                expires = None
+                await self._end(producer)
+                self.close_with(f"The run took longer than {app.max_run_seconds} seconds.", TIMEOUT)
+            if not self.final and now >= poll_at:
+                poll_at = now + STOP_POLL
+                record = await _quietly(durable.log.get_run(self.id), self.id)
+                if record is not None and record.stop_requested:
+                    self._stop_requested = True
+            if self._stop_requested and not self.final:
+                await self._end(producer)
+                self.close_cancelled()
+            if not self.stored and now >= renew_at:
+                renew_at = now + lease / 3
+                renewed = await _quietly(
+                    durable.log.renew(self.id, durable.owner, time.time() + lease), self.id
+                )
+                if renewed is False and not self.final:
+                    log.error("run %s: the run is no longer this worker's; abandoned", self.id)
+                    raise _Abandoned("the lease was lost")
+            if self.wake.done():
+                self.wake = loop.create_future()
+            wait = _earliest(now, self.stop_at, expires, None if self.final else poll_at, renew_at)
+            await asyncio.wait(
+                (writer, self.wake), timeout=wait, return_when=asyncio.FIRST_COMPLETED
+            )
+        writer.result()  # raises _Abandoned when the log failed
+        # The run is stored. The agent may still be working after its terminal event (the run
+        # lifecycle gives it finish_grace seconds); a shutdown cuts that short.
+        while not producer.done():
+            now = loop.time()
+            if self.stop_at is not None and now >= self.stop_at:
+                log.warning(
+                    "run %s: the server shuts down; the finishing agent is cancelled", self.id
+                )
+                return
+            if self.wake.done():
+                self.wake = loop.create_future()
+            await asyncio.wait(
+                (producer, self.wake),
+                timeout=_earliest(now, self.stop_at),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+
+    async def _end(self, producer: asyncio.Task[None]) -> None:
+        """Stop the agent (its run is being ended here)."""
+        producer.cancel()
+        await asyncio.wait((producer,), timeout=_STOP_WAIT)
+        if not producer.done():
+            log.error("run %s: the agent did not stop when it was cancelled", self.id)
+
+
+async def _quietly(call: Awaitable[Any], run_id: str) -> Any:
+    """The call's result, or None (logged) when the log fails: a lease renewal or a poll missed
+    once is tried again."""
+    try:
+        return await call
+    except Exception:
+        log.warning("run %s: the log did not answer", run_id, exc_info=True)
+        return None
+
+
+class _OpenTracker:
+    """What a client makes of the run so far (chunk expansion, then the Verifier), to close what
+    is open when the run is stopped. Content events are skipped: they open and close nothing."""
+
+    __slots__ = ("expander", "started", "verifier")
+
+    def __init__(self) -> None:
+        self.verifier = Verifier()
+        self.expander: ChunkExpander | None = None
+        self.started: RunStartedEvent | None = None
+
+    def feed(self, event: Any) -> None:
+        kind = type(event)
+        if kind in _QUICK and self.expander is None:
+            return
+        if kind is RunStartedEvent:
+            if self.started is not None:
+                return
+            self.started = event
+            if event.protocol_version is not None:  # the client's check is not ours
+                self.verifier.protocol_version = event.protocol_version
+        try:
+            if self.expander is None:
+                if kind not in _CHUNKS:
+                    self.verifier.feed(event)
+                    return
+                self.expander = ChunkExpander()
+            for expanded in self.expander.feed(event):
+                self.verifier.feed(expanded)
+        except ProtocolError:  # the lifecycle let it through: the client will take it
+            log.debug("run event not verified", exc_info=True)
+
+    def finishing(self, finished: RunFinishedEvent) -> list[Any]:
+        """The events that close what is open, to send before `finished`."""
+        if self.expander is not None:
+            for expanded in self.expander.feed(finished)[:-1]:
+                self.verifier.feed(expanded)
+            self.expander = None
+        return list(self.verifier.closing_events())
+
+
+def _plain_frame(event: Any) -> bytes:
+    return sse_data_frame(encode(event))
+
+
+def _proto_of(data: bytes, run_id: str) -> bytes | None:
+    """A stored event as a protobuf frame; None for one the binary form cannot carry."""
+    try:
+        event = decode(data)
+    except Exception:
+        log.warning("run %s: a stored event cannot be decoded; it is skipped", run_id)
+        return None
+    if type(event) is UnknownEvent:
+        return None
+    return proto_frame(event)
+
+
+def _query(scope: Scope) -> dict[str, str]:
+    raw = scope.get("query_string", b"")
+    pairs = parse_qs(raw.decode("latin-1"), keep_blank_values=True)
+    return {key: values[-1] for key, values in pairs.items()}
+
+
+def _start_from(reducer: Reducer, data: bytes) -> None:
+    """A run's input sets the conversation it starts from: its messages and its state."""
+    try:
+        run_input = decode(data, RunAgentInput)
+    except Exception:
+        log.warning("a stored run input cannot be decoded; the history skips it")
+        return
+    reducer.feed(MessagesSnapshotEvent(messages=run_input.messages))
+    if run_input.state is not None:
+        reducer.feed(StateSnapshotEvent(snapshot=run_input.state))
+
+
+def _apply(reducer: Reducer, expander: ChunkExpander, data: bytes) -> None:
+    try:
+        event = decode(data, warnings=[])
+    except Exception:
+        return
+    if type(event) is UnknownEvent:
+        return
+    try:
+        for expanded in expander.feed(event):
+            reducer.feed(expanded)
+    except ProtocolError:
+        pass
+
+
+def _outcome_of(result: Any) -> tuple[RunFinishedOutcome | None, Any]:
+    """The outcome (and result) the history's RUN_FINISHED repeats from the thread's last run, so
+    that a conversation hydrated from it sees its interrupts and pending tool calls."""
+    if result.outcome == "interrupt" and result.interrupts:
+        return RunFinishedInterruptOutcome(interrupts=result.interrupts), None
+    if result.outcome == "cancelled":
+        return RunFinishedCancelledOutcome(), None
+    if result.outcome == "success":
+        pending = result.pending_tool_call_ids
+        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=pending) if pending else None
+        return outcome, result.result
+    return None, None
