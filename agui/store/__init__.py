@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from .base import (
     Cursor,
@@ -73,6 +73,26 @@ def open_log(url: str, *, retention: Retention | None = None) -> EventLog:
 
         return SQLiteLog(path, retention)
     if scheme in ("redis", "rediss"):
-        raise StoreError(f"the {scheme}:// backend is not built yet: {url!r}")
+        query = parse_qs(parts.query, keep_blank_values=True)
+        prefix = query.pop("prefix", ["agui:"])[-1]
+        if query:
+            raise StoreError(f"a Redis store URL takes only ?prefix=: {url!r}")
+        if not parts.hostname:
+            raise StoreError(f"a Redis store URL is redis://HOST:PORT/DB: {url!r}")
+        try:
+            _ = parts.port
+        except ValueError:
+            raise StoreError(f"not a port in {url!r}") from None
+        database = parts.path.lstrip("/")
+        if database and not database.isdigit():
+            raise StoreError(f"a Redis database is a number: {url!r}")
+        try:
+            from .redis import RedisLog
+        except ImportError as error:
+            raise StoreError(
+                f"redis:// needs the redis extra: pip install 'agui[redis]' ({error})"
+            ) from None
+        plain = parts._replace(query="").geturl()
+        return RedisLog(plain, retention, prefix=prefix)
     known = ", ".join(f"{name}://" for name in SCHEMES)
     raise StoreError(f"unknown store URL scheme in {url!r} (known: {known})")

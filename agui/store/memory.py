@@ -68,6 +68,7 @@ class MemoryLog:
         self._threads: dict[str, list[str]] = {}
         self._finished: OrderedDict[str, float] = OrderedDict()
         """Finished runs by the time they finished, oldest first (for the TTL)."""
+        self._closed = False
 
     def _run(self, run_id: str) -> _Run:
         run = self._runs.get(run_id)
@@ -144,6 +145,8 @@ class MemoryLog:
             if self._runs.get(run_id) is not run:
                 return  # dropped by retention while followed
             await wake.wait()
+            if self._closed:
+                raise StoreError("the memory store is closed")
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         run = self._runs.get(run_id)
@@ -207,5 +210,6 @@ class MemoryLog:
         run.notify()
 
     async def aclose(self) -> None:
+        self._closed = True
         for run in self._runs.values():
             run.notify()

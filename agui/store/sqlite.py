@@ -12,9 +12,11 @@ first kept and last event; `n`, an autoincrement key, orders a thread's runs) an
 (`(run, seq) -> data`, without rowid). The cursor is the event's sequence number in its run,
 in decimal.
 
-A reader following a run is woken by appends made through this instance; appends made by another
-process are noticed by one poller per instance, which checks `PRAGMA data_version` every
-`POLL_SECONDS` while someone follows, and wakes the followers of the runs that moved.
+A reader following a run is woken by appends made through this instance, and takes them from
+memory (the latest `RECENT` events of each run followed here) instead of querying the file;
+appends made by another process are noticed by one poller per instance, which checks
+`PRAGMA data_version` every `POLL_SECONDS` while someone follows, and wakes the followers of the
+runs that moved (they read those from the file).
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import os
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import islice
 from typing import Any, TypeVar
 
 from .base import (
@@ -60,6 +64,9 @@ CHUNK = 1000
 
 READERS = 4
 """Reader threads (and connections) per instance."""
+
+RECENT = 4096
+"""The latest events per followed run kept in memory for its live followers."""
 
 SCHEMA_VERSION = 1
 
@@ -123,6 +130,35 @@ def connect(path: str) -> sqlite3.Connection:
     return connection
 
 
+class _Recent:
+    """The latest events appended through this instance to a run someone here follows: live
+    followers take them from memory instead of querying the file. Always contiguous (an append
+    that does not follow the last one, say after another process appended, starts it anew)."""
+
+    __slots__ = ("events", "final")
+
+    def __init__(self) -> None:
+        self.events: deque[tuple[int, bytes]] = deque(maxlen=RECENT)
+        self.final: int | None = None
+        """The sequence number of the terminal event, once appended."""
+
+    def add(self, start: int, events: Sequence[bytes], final: bool) -> None:
+        if self.events and self.events[-1][0] != start - 1:
+            self.events.clear()
+        self.events.extend(zip(range(start, start + len(events)), events, strict=True))
+        if final:
+            self.final = start + len(events) - 1
+
+    def after(self, position: int) -> list[tuple[int, bytes]]:
+        """The events after `position`, when this holds the one right after it; else []."""
+        if not self.events:
+            return []
+        first = self.events[0][0]
+        if not first <= position + 1 <= self.events[-1][0]:
+            return []
+        return list(islice(self.events, position + 1 - first, None))
+
+
 class _Transaction:
     """`with _Transaction(connection, immediate=True):` BEGIN ... COMMIT, ROLLBACK on error."""
 
@@ -158,6 +194,7 @@ class SQLiteLog:
         self._last_prune = 0.0
         self._wakes: dict[str, asyncio.Event] = {}
         self._followed: dict[str, int] = {}
+        self._recent: dict[str, _Recent] = {}
         self._poller: asyncio.Task[None] | None = None
         self._poller_connection: sqlite3.Connection | None = None
         self._closed = False
@@ -238,6 +275,7 @@ class SQLiteLog:
 
     def _follow(self, run_id: str) -> None:
         self._followed[run_id] = self._followed.get(run_id, 0) + 1
+        self._recent.setdefault(run_id, _Recent())
         if self._poller is None or self._poller.done():
             self._poller = asyncio.get_running_loop().create_task(self._poll())
 
@@ -247,6 +285,7 @@ class SQLiteLog:
             self._followed[run_id] = left
         else:
             del self._followed[run_id]
+            self._recent.pop(run_id, None)
 
     async def _poll(self) -> None:
         """While runs are followed, notice the appends other processes make to them."""
@@ -353,6 +392,9 @@ class SQLiteLog:
         if not events and final:
             raise StoreError("a final append needs the terminal event")
         start = await self._write(self._append, run_id, events, final, time.time())
+        recent = self._recent.get(run_id)
+        if recent is not None:
+            recent.add(start, events, final)
         self._notify(run_id)
         return [str(seq) for seq in range(start, start + len(events))]
 
@@ -485,9 +527,27 @@ class SQLiteLog:
             raise StoreError(f"run {run_id!r} has no event at cursor {after!r}")
         if follow:
             self._follow(run_id)
+        recent = self._recent.get(run_id) if follow else None
+        caught_up = False  # with what this instance appended: the file may have nothing more
         try:
             while True:
                 wake = self._wakes.setdefault(run_id, asyncio.Event())
+                if recent is not None:
+                    if items := recent.after(position):
+                        for seq, data in items:
+                            yield StoredEvent(cursor=str(seq), data=data)
+                            position = seq
+                        if position == recent.final:
+                            return
+                        caught_up = True
+                        continue
+                    if caught_up:  # wait: a wake-up from the poller or a backstop reads the file
+                        caught_up = False
+                        try:
+                            await asyncio.wait_for(wake.wait(), BACKSTOP_SECONDS)
+                        except TimeoutError:
+                            pass
+                        continue
                 status, rows = await self._read(self._fetch, n, position)
                 for seq, data in rows:
                     yield StoredEvent(cursor=str(seq), data=data)

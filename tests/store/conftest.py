@@ -22,7 +22,7 @@ from .support import redis_server, skip_or_fail_without_redis
 TEST_SECONDS = 60.0
 """The most a store test may take (a hanging follower fails instead of blocking the run)."""
 
-BACKENDS = ("memory", "sqlite")
+BACKENDS = ("memory", "sqlite", "redis")
 
 _prefixes = itertools.count(1)
 

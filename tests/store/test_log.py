@@ -216,6 +216,17 @@ async def test_concurrent_followers_each_see_everything(log: EventLog) -> None:
         assert data(got) == events
 
 
+async def test_closing_the_log_ends_its_followers(backend: Backend) -> None:
+    log = backend.open()
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    await log.append("run-1", [event("run-1", 0)])
+    follower = asyncio.create_task(collect(log, "run-1", follow=True))
+    await asyncio.sleep(0.1)
+    await log.aclose()
+    with pytest.raises(StoreError):
+        await asyncio.wait_for(follower, 5)
+
+
 # ── starting runs ───────────────────────────────────────────────────────────────────────────────
 
 
@@ -505,6 +516,20 @@ async def test_two_instances_see_each_others_runs_stops_and_appends(backend: Bac
     assert [r.run_id for r in await a.thread_runs("thread-1")] == ["run-1", "run-2"]
 
 
+async def test_a_follower_sees_appends_through_both_instances_in_order(backend: Backend) -> None:
+    shared_only(backend)
+    a, b = backend.open(), backend.open()
+    await a.start_run(record("run-1"), b"{}", exclusive=True)
+    followers = [asyncio.create_task(collect(log, "run-1", follow=True)) for log in (a, b)]
+    events = [event("run-1", n) for n in range(60)] + [terminal("run-1")]
+    for start in range(0, 60, 5):
+        await (a if start % 10 else b).append("run-1", events[start : start + 5])
+        await asyncio.sleep(0.005 * (start % 3))
+    await a.append("run-1", events[-1:], final=True)
+    for got in await asyncio.wait_for(asyncio.gather(*followers), 10):
+        assert data(got) == events
+
+
 WRITER = """
 import asyncio, sys, time
 from agui.store import open_log, RunRecord
@@ -577,6 +602,29 @@ async def test_a_follower_sees_the_appends_of_another_process(backend: Backend) 
 def test_open_log_refuses_what_it_cannot_use(url: str) -> None:
     with pytest.raises(StoreError):
         open_log(url)
+
+
+def test_redis_without_the_extra_says_how_to_install_it() -> None:
+    code = """
+    import sys
+    sys.modules["redis"] = None  # as if redis-py were not installed
+    from agui.store import open_log, StoreError
+    try:
+        open_log("redis://127.0.0.1:6379/0")
+    except StoreError as error:
+        print(error)
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "generated")])
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    assert "pip install 'agui[redis]'" in done.stdout
 
 
 def test_open_log_imports_only_the_backend_it_uses() -> None:

@@ -1,0 +1,515 @@
+"""`redis://HOST:PORT/DB`: the event log in Redis, for many workers on many machines
+(`pip install 'agui[redis]'`: redis-py's asyncio client, with hiredis).
+
+One Redis Stream per run. An entry carries a batch of events (an append is one entry): from
+Python, one entry per event cannot reach 100k events/s, a batch per entry can. The cursor of an
+event is its entry's id and its index in the entry, `<ms>-<seq>.<index>`. Every write that must
+be atomic is one Lua script (one round trip): starting a run (the thread's busy check and the
+creation), appending (the run must be running; the entry, the record's last cursor, retention,
+and on the terminal event the run's end), closing a lost run (exactly one closer), renewing a
+lease, requesting a stop. A follower reads the stream with XRANGE, then waits with XREAD BLOCK.
+
+Keys, under a prefix (`agui:` unless the URL says `?prefix=`):
+
+* `run:{run_id}`: a hash, the run's record (`thread`, `status`, `owner`, `started`, `lease`,
+  `stop`, `last`, `kept`: events kept, `finished`) and its RunAgentInput (`input`);
+* `events:{run_id}`: the stream; an entry's fields are `c` (how many events), `d` (the events
+  concatenated), `l` (their lengths, comma-separated, when more than one) and `t` (present on the
+  entry that ends with the terminal event);
+* `thread:{thread_id}`: a sorted set of the thread's run ids, scored by `seq`, a counter shared
+  by every worker, so the order is the order the runs started in;
+* `running:{thread_id}`: a set of the thread's running runs (the busy check);
+* `leases`: a sorted set of the running runs by the end of their lease (`expired()`).
+
+Retention: a run's stream is trimmed by whole entries, oldest first, while the events left are at
+least `max_events_per_run` (so it keeps up to one batch more); a finished run's keys expire
+`run_ttl_seconds` after the run finished (PEXPIRE), and so does its thread's index once no run of
+the thread runs; `max_runs_per_thread` is applied when a run starts. Scripts touch keys they
+build from the prefix, so a Redis Cluster is not supported (a primary with replicas is).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from .base import (
+    Cursor,
+    Retention,
+    RunExists,
+    RunRecord,
+    StoredEvent,
+    StoreError,
+    ThreadBusy,
+    UnknownRun,
+)
+
+__all__ = ["RedisLog"]
+
+CHUNK = 500
+"""Stream entries read per XRANGE / XREAD."""
+
+BLOCK_MS = 5000
+"""How long one XREAD BLOCK waits before the follower checks that its run still exists."""
+
+COMMAND_CONNECTIONS = 64
+"""Connections for commands (appends, reads, records) per instance."""
+
+TAIL_CONNECTIONS = 100_000
+"""Connections for followers blocked in XREAD per instance: one per follower waiting."""
+
+RECORD_FIELDS = ("thread", "status", "owner", "started", "lease", "stop", "last")
+
+_FINISH = """
+local function finish(run_key, run_id, thread, now, ttl_ms, prefix)
+    redis.call('HSET', run_key, 'status', 'finished', 'finished', now)
+    redis.call('ZREM', prefix .. 'leases', run_id)
+    local running = prefix .. 'running:' .. thread
+    redis.call('SREM', running, run_id)
+    if ttl_ms > 0 then
+        redis.call('PEXPIRE', run_key, ttl_ms)
+        redis.call('PEXPIRE', prefix .. 'events:' .. run_id, ttl_ms)
+        if redis.call('SCARD', running) == 0 then
+            redis.call('PEXPIRE', prefix .. 'thread:' .. thread, ttl_ms)
+        end
+    end
+end
+"""
+
+START = """
+-- KEYS: run, thread, running, leases, seq
+-- ARGV: run_id, thread_id, owner, started, lease, stop, input, exclusive, max_runs, prefix
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+if ARGV[8] == '1' then
+    for _, id in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+        if redis.call('HGET', ARGV[10] .. 'run:' .. id, 'status') == 'running' then
+            return 'busy:' .. id
+        end
+        redis.call('SREM', KEYS[3], id)
+    end
+end
+redis.call('HSET', KEYS[1], 'thread', ARGV[2], 'status', 'running', 'owner', ARGV[3],
+    'started', ARGV[4], 'lease', ARGV[5], 'stop', ARGV[6], 'last', '', 'kept', 0,
+    'input', ARGV[7])
+redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), ARGV[1])
+redis.call('PERSIST', KEYS[2])
+redis.call('SADD', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
+local max_runs = tonumber(ARGV[9])
+if max_runs > 0 then
+    local count = redis.call('ZCARD', KEYS[2])
+    if count > max_runs then
+        for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, count - max_runs - 1)) do
+            local key = ARGV[10] .. 'run:' .. id
+            if redis.call('HGET', key, 'status') ~= 'running' then
+                redis.call('DEL', key, ARGV[10] .. 'events:' .. id)
+                redis.call('ZREM', KEYS[2], id)
+            end
+        end
+    end
+end
+return 'ok'
+"""
+
+APPEND = (
+    _FINISH
+    + """
+-- KEYS: run, events
+-- ARGV: run_id, count, lengths, data, final, max_events, ttl_ms, prefix, now
+local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'kept')
+if not record[1] then return 'unknown' end
+if record[1] ~= 'running' then return 'finished' end
+local count = tonumber(ARGV[2])
+local id
+if count == 1 then
+    if ARGV[5] == '1' then
+        id = redis.call('XADD', KEYS[2], '*', 'c', 1, 'd', ARGV[4], 't', 1)
+    else
+        id = redis.call('XADD', KEYS[2], '*', 'c', 1, 'd', ARGV[4])
+    end
+elseif ARGV[5] == '1' then
+    id = redis.call('XADD', KEYS[2], '*', 'c', count, 'd', ARGV[4], 'l', ARGV[3], 't', 1)
+else
+    id = redis.call('XADD', KEYS[2], '*', 'c', count, 'd', ARGV[4], 'l', ARGV[3])
+end
+local kept = tonumber(record[3]) + count
+local max_events = tonumber(ARGV[6])
+if max_events > 0 and kept > max_events then
+    local keep_from = nil
+    for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 64)) do
+        local size = tonumber(entry[2][2])
+        if entry[1] == id or kept - size < max_events then
+            keep_from = entry[1]
+            break
+        end
+        kept = kept - size
+    end
+    if keep_from == nil then
+        keep_from = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1][1]
+    end
+    redis.call('XTRIM', KEYS[2], 'MINID', keep_from)
+end
+redis.call('HSET', KEYS[1], 'kept', kept, 'last', id .. '.' .. (count - 1))
+if ARGV[5] == '1' then
+    finish(KEYS[1], ARGV[1], record[2], ARGV[9], tonumber(ARGV[7]), ARGV[8])
+end
+return id
+"""
+)
+
+CLOSE_LOST = (
+    _FINISH
+    + """
+-- KEYS: run, events
+-- ARGV: run_id, event, now, ttl_ms, prefix
+local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'lease', 'kept')
+if record[1] ~= 'running' or tonumber(record[3]) >= tonumber(ARGV[3]) then return 0 end
+local id = redis.call('XADD', KEYS[2], '*', 'c', 1, 'd', ARGV[2], 't', 1)
+redis.call('HSET', KEYS[1], 'kept', tonumber(record[4]) + 1, 'last', id .. '.0')
+finish(KEYS[1], ARGV[1], record[2], ARGV[3], tonumber(ARGV[4]), ARGV[5])
+return 1
+"""
+)
+
+RENEW = """
+-- KEYS: run, leases; ARGV: run_id, owner, lease
+local record = redis.call('HMGET', KEYS[1], 'status', 'owner')
+if record[1] ~= 'running' or record[2] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'lease', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return 1
+"""
+
+STOP = """
+-- KEYS: run; returns the record as it was (RECORD_FIELDS), or nothing for an unknown run
+local record = redis.call('HMGET', KEYS[1], 'thread', 'status', 'owner', 'started', 'lease',
+    'stop', 'last')
+if not record[2] then return nil end
+if record[2] == 'running' then redis.call('HSET', KEYS[1], 'stop', 1) end
+return record
+"""
+
+
+def parse_cursor(cursor: Cursor) -> tuple[int, int, int]:
+    """(ms, seq, index) of a cursor `<ms>-<seq>.<index>`; StoreError for anything else."""
+    entry, dot, index = cursor.partition(".")
+    ms, dash, seq = entry.partition("-")
+    if not (dot and dash) or len(cursor) > 64:
+        raise StoreError(f"not a cursor of this log: {cursor!r}")
+    for part in (ms, seq, index):
+        if not (part.isascii() and part.isdigit()):
+            raise StoreError(f"not a cursor of this log: {cursor!r}")
+    return int(ms), int(seq), int(index)
+
+
+def entry_key(entry_id: bytes | str) -> tuple[int, int]:
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq)
+
+
+def split(fields: dict[bytes, bytes]) -> list[bytes]:
+    """The events an entry carries."""
+    data = fields[b"d"]
+    lengths = fields.get(b"l")
+    if lengths is None:
+        return [data]
+    events = []
+    start = 0
+    for length in lengths.split(b","):
+        end = start + int(length)
+        events.append(data[start:end])
+        start = end
+    return events
+
+
+def to_record(run_id: str, values: Sequence[bytes | None]) -> RunRecord | None:
+    """A RunRecord from the RECORD_FIELDS of a run's hash (None when the hash is gone)."""
+    thread, status, owner, started, lease, stop, last = values
+    if status is None or thread is None or owner is None:
+        return None
+    return RunRecord(
+        thread_id=thread.decode(),
+        run_id=run_id,
+        status="finished" if status == b"finished" else "running",
+        owner=owner.decode(),
+        started_at=float(started or 0),
+        lease_until=float(lease or 0),
+        stop_requested=stop == b"1",
+        last_cursor=last.decode() if last else None,
+    )
+
+
+class RedisLog:
+    """The event log in Redis (`redis://HOST:PORT/DB`)."""
+
+    def __init__(
+        self, url: str, retention: Retention | None = None, *, prefix: str = "agui:"
+    ) -> None:
+        self.retention = retention if retention is not None else Retention()
+        self.prefix = prefix
+        try:
+            # Commands share a bounded pool (a caller waits for a free connection); each follower
+            # waiting for new events holds a connection of the tails' pool for its XREAD BLOCK.
+            # Typed Any: with decode_responses=False the replies are bytes, not the unions of
+            # redis-py's annotations.
+            commands = aioredis.BlockingConnectionPool.from_url(
+                url, max_connections=COMMAND_CONNECTIONS, timeout=None
+            )
+            tails = aioredis.ConnectionPool.from_url(url, max_connections=TAIL_CONNECTIONS)
+        except (ValueError, RedisError) as error:
+            raise StoreError(f"cannot use the Redis store URL {url!r}: {error}") from None
+        self._redis: Any = aioredis.Redis(connection_pool=commands)
+        self._tails: Any = aioredis.Redis(connection_pool=tails)
+        self._start = self._redis.register_script(START)
+        self._append = self._redis.register_script(APPEND)
+        self._close_lost = self._redis.register_script(CLOSE_LOST)
+        self._renew = self._redis.register_script(RENEW)
+        self._stop = self._redis.register_script(STOP)
+        ttl = self.retention.run_ttl_seconds
+        self._ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
+        limit = self.retention.max_events_per_run
+        self._max_events = 0 if limit is None else max(1, limit)  # 0: no limit
+        limit = self.retention.max_runs_per_thread
+        self._max_runs = 0 if limit is None else max(1, limit)
+
+    def _key(self, kind: str, name: str) -> str:
+        return f"{self.prefix}{kind}:{name}"
+
+    # ── writes ──────────────────────────────────────────────────────────────────────────────
+
+    async def start_run(self, record: RunRecord, input: bytes, *, exclusive: bool) -> None:
+        keys = [
+            self._key("run", record.run_id),
+            self._key("thread", record.thread_id),
+            self._key("running", record.thread_id),
+            self.prefix + "leases",
+            self.prefix + "seq",
+        ]
+        arguments: list[bytes | str | int] = [
+            record.run_id,
+            record.thread_id,
+            record.owner,
+            repr(record.started_at),
+            repr(record.lease_until),
+            int(record.stop_requested),
+            bytes(input),
+            int(exclusive),
+            self._max_runs,
+            self.prefix,
+        ]
+        try:
+            answer = await self._start(keys, arguments)
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        if answer == b"exists":
+            raise RunExists(f"run {record.run_id!r} was already started")
+        if answer.startswith(b"busy:"):
+            running = answer[5:].decode()
+            raise ThreadBusy(f"thread {record.thread_id!r} has a running run ({running!r})")
+
+    async def append(
+        self, run_id: str, events: Sequence[bytes], *, final: bool = False
+    ) -> list[Cursor]:
+        if not events:
+            if final:
+                raise StoreError("a final append needs the terminal event")
+            if not await self._exists(run_id):
+                raise UnknownRun(f"no run {run_id!r} in the log")
+            return []
+        lengths = b"" if len(events) == 1 else b",".join(b"%d" % len(e) for e in events)
+        arguments: list[bytes | str | int] = [
+            run_id,
+            len(events),
+            lengths,
+            b"".join(events),
+            int(final),
+            self._max_events,
+            self._ttl_ms,
+            self.prefix,
+            repr(time.time()),
+        ]
+        try:
+            answer = await self._append(
+                [self._key("run", run_id), self._key("events", run_id)], arguments
+            )
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        if answer == b"unknown":
+            raise UnknownRun(f"no run {run_id!r} in the log")
+        if answer == b"finished":
+            raise StoreError(f"run {run_id!r} is finished: nothing can be appended")
+        entry = answer.decode()
+        return [f"{entry}.{index}" for index in range(len(events))]
+
+    async def renew(self, run_id: str, owner: str, lease_until: float) -> bool:
+        keys = [self._key("run", run_id), self.prefix + "leases"]
+        try:
+            return bool(await self._renew(keys, [run_id, owner, repr(lease_until)]))
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+
+    async def request_stop(self, run_id: str) -> RunRecord:
+        try:
+            values = await self._stop([self._key("run", run_id)], [])
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        record = None if values is None else to_record(run_id, values)
+        if record is None:
+            raise UnknownRun(f"no run {run_id!r} in the log")
+        return record
+
+    async def close_lost(self, run_id: str, event: bytes, now: float) -> bool:
+        keys = [self._key("run", run_id), self._key("events", run_id)]
+        arguments: list[bytes | str | int] = [
+            run_id,
+            bytes(event),
+            repr(now),
+            self._ttl_ms,
+            self.prefix,
+        ]
+        try:
+            return bool(await self._close_lost(keys, arguments))
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+
+    async def prune(self, now: float) -> int:
+        """Nothing to do: Redis expires finished runs by itself (PEXPIRE when they finish), and
+        thread_runs drops the ids of expired runs from a thread's index as it meets them."""
+        return 0
+
+    # ── reads ───────────────────────────────────────────────────────────────────────────────
+
+    async def _exists(self, run_id: str) -> bool:
+        try:
+            return bool(await self._redis.exists(self._key("run", run_id)))
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        try:
+            values = await self._redis.hmget(self._key("run", run_id), RECORD_FIELDS)
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        return to_record(run_id, values)
+
+    async def get_input(self, run_id: str) -> bytes | None:
+        try:
+            value: bytes | None = await self._redis.hget(self._key("run", run_id), "input")
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        return value
+
+    async def _records(self, run_ids: Sequence[str]) -> list[RunRecord | None]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for run_id in run_ids:
+                pipe.hmget(self._key("run", run_id), RECORD_FIELDS)
+            rows = await pipe.execute()
+        return [to_record(run_id, row) for run_id, row in zip(run_ids, rows, strict=True)]
+
+    async def thread_runs(self, thread_id: str) -> list[RunRecord]:
+        key = self._key("thread", thread_id)
+        try:
+            run_ids = [r.decode() for r in await self._redis.zrange(key, 0, -1)]
+            records = await self._records(run_ids)
+            gone = [r for r, record in zip(run_ids, records, strict=True) if record is None]
+            if gone:
+                await self._redis.zrem(key, *gone)  # expired: drop them from the index
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        return [record for record in records if record is not None]
+
+    async def expired(self, now: float) -> list[RunRecord]:
+        try:
+            run_ids = await self._redis.zrangebyscore(self.prefix + "leases", "-inf", f"({now!r}")
+            records = await self._records([r.decode() for r in run_ids])
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        return [
+            record
+            for record in records
+            if record is not None and record.status == "running" and record.lease_until < now
+        ]
+
+    async def read(
+        self, run_id: str, after: Cursor | None = None, *, follow: bool = False
+    ) -> AsyncIterator[StoredEvent]:
+        run_key, stream = self._key("run", run_id), self._key("events", run_id)
+        try:
+            status, last = await self._redis.hmget(run_key, ("status", "last"))
+            if status is None:
+                raise UnknownRun(f"no run {run_id!r} in the log")
+            skip: tuple[str, int] | None = None
+            if after is not None:
+                skip = await self._check(run_id, stream, after, last)
+            start = "-" if skip is None else skip[0]
+            while True:  # what is stored
+                entries = await self._redis.xrange(stream, min=start, max="+", count=CHUNK)
+                for entry_id, fields in entries:
+                    start = "(" + entry_id.decode()
+                    for stored in self._events(entry_id, fields, skip):
+                        yield stored
+                    if b"t" in fields:
+                        return
+                if len(entries) < CHUNK:
+                    break
+            if not follow:
+                return
+            if start.startswith("("):
+                position = start[1:]  # the last entry read
+            else:
+                position = "0-0" if skip is None else skip[0]
+            while True:  # what comes
+                reply = await self._tails.xread({stream: position}, count=CHUNK, block=BLOCK_MS)
+                if not reply:
+                    if not await self._redis.exists(run_key):
+                        return  # dropped by retention while followed
+                    continue
+                for entry_id, fields in reply[0][1]:
+                    position = entry_id.decode()
+                    for stored in self._events(entry_id, fields, skip):
+                        yield stored
+                    if b"t" in fields:
+                        return
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+
+    @staticmethod
+    def _events(
+        entry_id: bytes, fields: dict[bytes, bytes], skip: tuple[str, int] | None
+    ) -> list[StoredEvent]:
+        entry = entry_id.decode()
+        events = split(fields)
+        first = skip[1] + 1 if skip is not None and skip[0] == entry else 0
+        return [
+            StoredEvent(cursor=f"{entry}.{index}", data=events[index])
+            for index in range(first, len(events))
+        ]
+
+    async def _check(
+        self, run_id: str, stream: str, after: Cursor, last: bytes | None
+    ) -> tuple[str, int]:
+        """The entry and the index of a cursor the run produced; StoreError otherwise."""
+        ms, seq, index = parse_cursor(after)
+        wrong = StoreError(f"run {run_id!r} has no event at cursor {after!r}")
+        if not last or (ms, seq, index) > parse_cursor(last.decode()):
+            raise wrong
+        entry = f"{ms}-{seq}"
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.xrange(stream, min=entry, max=entry)
+            pipe.xrange(stream, min="-", max="+", count=1)
+            found, oldest = await pipe.execute()
+        if found:
+            if index >= int(found[0][1][b"c"]):
+                raise wrong
+        elif oldest and (ms, seq) > entry_key(oldest[0][0]):
+            raise wrong  # within what is kept, but no such entry
+        return entry, index
+
+    async def aclose(self) -> None:
+        await self._redis.aclose(close_connection_pool=True)
+        await self._tails.aclose(close_connection_pool=True)
