@@ -1,5 +1,6 @@
 """The `agui` command line (`main`), one module per command: `validate`, `serve`, `run`
-(run and replay), `demo` (the demo agent and the demo command). The usage:
+(run and replay), `connect` (connect and stop), `demo` (the demo agent and the demo command).
+The usage:
 
     agui validate [--as DEFINITION] [--strict] [FILE ...]
         Validate JSON documents against a definition of the spec (default: Event) and print one JSON
@@ -13,9 +14,18 @@
         with --model, an OpenAI-compatible model with the demo tools (key from
         AGUI_MODEL_API_KEY / OPENAI_API_KEY). On SIGTERM or Ctrl-C, runs still going near the end
         of the graceful window end in RUN_ERROR SERVER_SHUTDOWN.
-    agui run URL [--message TEXT] [--input FILE] [--json] [--summary]
+    agui run URL [--message TEXT] [--input FILE] [--resume FILE] [--json] [--summary]
         Post a run and print the assistant's text as it streams, or every event as a JSON line; with
         --summary, process the stream like a client and print one summary JSON object at the end.
+        --resume FILE answers the interrupts of the thread's last run.
+    agui run URL --rejoin RUN_ID [--after CURSOR] [--json] [--summary]
+        Post nothing: read again the stream of a run a server with a store keeps, as `agui run`
+        shows a run; with --after, show only what follows that event id.
+    agui connect URL THREAD [--full] [--json] [--summary]
+        Show a thread a server with a store keeps: its history (compacted, or with --full every
+        stored event), then its live run until it ends.
+    agui stop URL RUN_ID
+        Ask a server with a store to stop a run; it ends with the outcome cancelled.
     agui replay FILE [--summary]
         Process a recorded stream (JSON Lines, one event per line, or an SSE capture) without a server;
         print every delivered event as a JSON line, or with --summary one summary JSON object.

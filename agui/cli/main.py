@@ -27,6 +27,18 @@ def _run(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _connect(args: argparse.Namespace) -> int:
+    from agui.cli.connect import connect
+
+    return connect(args)
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from agui.cli.connect import stop
+
+    return stop(args)
+
+
 def _replay(args: argparse.Namespace) -> int:
     from agui.cli.run import replay
 
@@ -45,6 +57,11 @@ SUMMARY_HELP = (
     'with RUN_FINISHED; exit 0), "interrupt" (the last run waits for answers to interrupts; exit '
     '0), "error" (the agent sent RUN_ERROR; exit 1), "failed" (the client rejected the stream: a '
     "broken rule, a malformed frame, a stream cut inside a run, a transport error; exit 1)"
+)
+
+TIMEOUT_HELP = (
+    "give up after this long without a connection or data (default: 10 s to connect, 60 s "
+    "between reads)"
 )
 
 
@@ -159,18 +176,56 @@ def parser() -> argparse.ArgumentParser:
         "--resume",
         metavar="FILE",
         help="answers to the interrupts of the thread's last run: a JSON list of ResumeEntry "
-        'objects ({"interruptId", "status": "resolved" or "cancelled", "payload"}), or one',
+        'objects ({"interruptId", "status": "resolved" or "cancelled", "payload"}), or one '
+        "(to re-attach to a run's stream, see --rejoin)",
     )
     r.add_argument(
-        "--timeout",
-        type=float,
-        metavar="SECONDS",
-        help="give up after this long without a connection or data (default: 10 s to connect, "
-        "60 s between reads)",
+        "--rejoin",
+        metavar="RUN_ID",
+        help="post nothing: read again the stream of a run the server keeps (a server with a "
+        "store), from its start, and process it as a run's (not with --message, --input, "
+        "--state, --forwarded-props, --resume)",
     )
+    r.add_argument(
+        "--after",
+        metavar="CURSOR",
+        help="with --rejoin: show only what comes after this event id (an SSE id: the run is "
+        "still read whole, so the client checks it whole)",
+    )
+    r.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
     r.add_argument("--json", action="store_true", help="print every delivered event as a JSON line")
     r.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
     r.set_defaults(run=_run)
+    c = commands.add_parser(
+        "connect",
+        help="show a thread a server keeps: its history, then its live run",
+        description="Connect to a thread of a server with a store (GET URL/threads/THREAD/events) "
+        "and print its conversation: the history (compacted by the server into its messages and "
+        "state, or with --full every stored event), then its live run as it streams, until it "
+        "ends. The outcome goes to stderr; exit 0 for completed or interrupt, 1 for error or "
+        "failed (an unknown thread, a transport error), 2 for a usage error.",
+    )
+    c.add_argument("url")
+    c.add_argument("thread", metavar="THREAD", help="the thread's id")
+    c.add_argument(
+        "--full", action="store_true", help="every stored event of every run (?history=full)"
+    )
+    c.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
+    c.add_argument("--json", action="store_true", help="print every delivered event as a JSON line")
+    c.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
+    c.set_defaults(run=_connect)
+    t = commands.add_parser(
+        "stop",
+        help="stop a run a server keeps, wherever it executes",
+        description="Ask a server with a store to stop a run (POST URL/runs/RUN_ID/stop); the run "
+        "ends with RUN_FINISHED whose outcome is cancelled. Exit 0 when the server took the "
+        "request, 1 when it refused it (404: unknown run, 409: already finished) or cannot be "
+        "reached, 2 for a usage error.",
+    )
+    t.add_argument("url")
+    t.add_argument("run_id", metavar="RUN_ID", help="the run's id")
+    t.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
+    t.set_defaults(run=_stop)
     p = commands.add_parser(
         "replay", help="process a recorded stream (JSON Lines or SSE capture) without a server"
     )

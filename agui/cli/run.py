@@ -19,7 +19,7 @@ import shlex
 import sys
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TextIO
 
 import attrs
@@ -27,14 +27,20 @@ import orjson
 from agui_generated import (
     PROTOCOL_VERSION,
     ActivityMessage,
+    AssistantMessage,
     DecodeError,
+    DeveloperMessage,
     Interrupt,
+    MessagesSnapshotEvent,
     Problem,
+    ReasoningMessage,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
     ReasoningMessageStartEvent,
     ResumeEntry,
     RunAgentInput,
+    RunStartedEvent,
+    SystemMessage,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageRole,
@@ -44,14 +50,24 @@ from agui_generated import (
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    ToolMessage,
     UserMessage,
 )
 
-from agui.http.client import HttpAgent
+from agui.http.client import HttpAgent, StreamPosition
 from agui.stream.conversation import Conversation
-from agui.wire.codec import decode, decode_json, dumps, encode
+from agui.wire.codec import decode, decode_json, dumps, encode, to_json
 
-__all__ = ["SUCCESSFUL", "build_input", "replay", "run"]
+__all__ = [
+    "SUCCESSFUL",
+    "Output",
+    "agent_for",
+    "build_input",
+    "print_interrupts",
+    "rejoin",
+    "replay",
+    "run",
+]
 
 SUCCESSFUL = ("completed", "interrupt")
 """The summary outcomes that exit 0: the runs ended as the agent meant them to."""
@@ -133,10 +149,8 @@ def _prepare(args: argparse.Namespace) -> tuple[RunAgentInput, HttpAgent] | str:
         return f"--input {args.input} is not a RunAgentInput: {problems}"
     except ValueError as exc:
         return str(exc)
-    agent = (
-        HttpAgent(args.url) if args.timeout is None else HttpAgent(args.url, timeout=args.timeout)
-    )
-    return run_input, agent
+    agent = agent_for(args)
+    return agent if isinstance(agent, str) else (run_input, agent)
 
 
 # ── agui run ──────────────────────────────────────────────────────────────────────────────────
@@ -144,49 +158,182 @@ def _prepare(args: argparse.Namespace) -> tuple[RunAgentInput, HttpAgent] | str:
 
 def run(args: argparse.Namespace) -> int:
     """`agui run`: the exit status is the outcome's (see the module docstring)."""
+    if args.rejoin is not None:
+        return rejoin(args)
+    if args.after is not None:
+        print("agui run: --after goes with --rejoin RUN_ID", file=sys.stderr)
+        return 2
     prepared = _prepare(args)
     if isinstance(prepared, str):
         print(f"agui run: {prepared}", file=sys.stderr)
         return 2
     run_input, agent = prepared
-    styled = _styled(sys.stdout)
-    printer = _Printer(sys.stdout, styled)
-    watch: Callable[[Any], None] = (
-        _ignore if args.summary else _JsonLines(sys.stdout) if args.json else printer
-    )
+    output = Output(args)
     seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
     conversation = Conversation(
         run_input.thread_id,
         messages=run_input.messages,
         keep_events=args.summary,
-        on_event=watch,
+        on_event=output.watch,
         **seed,
     )
-    try:
+
+    def waiting(out: TextIO, styled: bool) -> None:
+        print_interrupts(out, styled, conversation, run_input, args.url)
+
+    return output.finish(
+        "agui run", conversation, conversation.run(agent, input=run_input), waiting
+    )
+
+
+class Output:
+    """What the streaming commands (`agui run`, `agui connect`) print, by mode: plain (what a
+    person needs, as it arrives; `transcript`: messages that arrive whole too), `--json` (every
+    delivered event) or `--summary` (one JSON object at the end)."""
+
+    def __init__(self, args: argparse.Namespace, *, transcript: bool = False) -> None:
+        self.args = args
+        self.styled = _styled(sys.stdout)
+        self.printer = _Printer(sys.stdout, self.styled, transcript=transcript)
+        self.watch: Callable[[Any], None] = (
+            _ignore if args.summary else _JsonLines(sys.stdout) if args.json else self.printer
+        )
+
+    def finish(
+        self,
+        command: str,
+        conversation: Conversation,
+        stream: Coroutine[Any, Any, Any],
+        waiting: Callable[[TextIO, bool], None],
+        summary: Callable[[dict[str, Any]], dict[str, Any]] = lambda s: s,
+    ) -> int:
+        """Run `stream` (which applies to `conversation`), print the end of the mode (the
+        summary, or `waiting` for an interrupt: what the run waits for and how to answer), the
+        warnings and the outcome line; return the exit status."""
+        args = self.args
         try:
-            asyncio.run(conversation.run(agent, input=run_input))
-        except BrokenPipeError:
-            raise
-        except Exception:  # recorded in conversation.failures; the outcome reports it
-            pass
-        outcome, reason = conversation.outcome()
-        if args.summary:
-            sys.stdout.buffer.write(dumps(conversation.summary()) + b"\n")
-        elif not args.json:
-            printer.close()
-            if outcome == "interrupt":
-                _print_interrupts(sys.stdout, styled, conversation, run_input, args.url)
-        sys.stdout.flush()
-    except BrokenPipeError:  # stdout's reader left (`agui run URL | head -1`): stop quietly
-        _quiet_stdout()
-        return 0
-    if not args.summary and not args.json:
-        for warning in conversation.warnings:
-            at = "" if warning.event is None else f"event {warning.event}: "
-            print(f"agui run: warning: {at}{warning.message}", file=sys.stderr)
-    if not args.summary and (not args.json or outcome not in SUCCESSFUL):
-        print(f"agui run: {_outcome_line(outcome, reason, conversation)}", file=sys.stderr)
-    return 0 if outcome in SUCCESSFUL else 1
+            try:
+                asyncio.run(stream)
+            except BrokenPipeError:
+                raise
+            except Exception:  # recorded in conversation.failures; the outcome reports it
+                pass
+            outcome, reason = conversation.outcome()
+            if args.summary:
+                sys.stdout.buffer.write(dumps(summary(conversation.summary())) + b"\n")
+            elif not args.json:
+                self.printer.close()
+                if outcome == "interrupt":
+                    waiting(sys.stdout, self.styled)
+            sys.stdout.flush()
+        except BrokenPipeError:  # stdout's reader left (`agui run URL | head -1`): stop quietly
+            _quiet_stdout()
+            return 0
+        if not args.summary and not args.json:
+            for warning in conversation.warnings:
+                at = "" if warning.event is None else f"event {warning.event}: "
+                print(f"{command}: warning: {at}{warning.message}", file=sys.stderr)
+        if not args.summary and (not args.json or outcome not in SUCCESSFUL):
+            print(f"{command}: {_outcome_line(outcome, reason, conversation)}", file=sys.stderr)
+        return 0 if outcome in SUCCESSFUL else 1
+
+
+def agent_for(args: argparse.Namespace) -> HttpAgent | str:
+    """The HttpAgent of a command (URL and --timeout), or the one-line usage error."""
+    if args.timeout is not None and not args.timeout > 0:
+        return f"--timeout must be a positive number of seconds, not {args.timeout:g}"
+    if args.timeout is None:
+        return HttpAgent(args.url)
+    return HttpAgent(args.url, timeout=args.timeout)
+
+
+# ── agui run --rejoin ─────────────────────────────────────────────────────────────────────────
+
+_NOT_WITH_REJOIN = ("message", "input", "state", "forwarded_props", "resume")
+
+
+def rejoin(args: argparse.Namespace) -> int:
+    """`agui run URL --rejoin RUN_ID [--after CURSOR]`: a run the server keeps, read again from
+    its start (GET {url}/runs/{runId}/events) and processed like `agui run`'s stream. With
+    --after, only what comes after that event id is shown (and listed in the summary's events);
+    the run is still read whole, so that the client checks it whole, and the messages, state and
+    outcome are the run's."""
+    for name in _NOT_WITH_REJOIN:
+        if getattr(args, name) is not None:
+            option = "--" + name.replace("_", "-")
+            print(
+                f"agui run: {option} cannot be used with --rejoin (it reads a run that exists)",
+                file=sys.stderr,
+            )
+            return 2
+    agent = agent_for(args)
+    if isinstance(agent, str):
+        print(f"agui run: {agent}", file=sys.stderr)
+        return 2
+    output = Output(args)
+    gate = _After(output.watch, args.after)
+    conversation = Conversation(keep_events=False, on_event=gate)
+    position = StreamPosition()
+    run_id: str = args.rejoin
+
+    async def stream() -> None:
+        frames = agent.rejoin_frames(run_id, position=position)
+        try:
+            await conversation.follow(gate.frames(frames, position), strict=agent.strict)
+        finally:
+            if args.after is not None and not gate.open:
+                conversation.failures.append(
+                    f"Event id {args.after} is not in the stream of run {run_id}."
+                )
+
+    def waiting(out: TextIO, styled: bool) -> None:
+        printer = _Printer(out, styled)
+        _print_waiting(printer, conversation.pending_interrupts)
+        thread = gate.thread_id or "THREAD"
+        printer.line("To answer, connect to the thread, which shows how:")
+        printer.line(f"  {shlex.join(['agui', 'connect', args.url, thread])}")
+        out.flush()
+
+    def summary(value: dict[str, Any]) -> dict[str, Any]:
+        return value | {
+            "events": [to_json(e) for e in gate.kept],
+            "eventTypes": [str(e.type) for e in gate.kept],
+        }
+
+    return output.finish("agui run", conversation, stream(), waiting, summary)
+
+
+class _After:
+    """--after CURSOR: the events are shown (and kept for the summary) only once the frame with
+    that id has gone by; without it, all of them."""
+
+    def __init__(self, watch: Callable[[Any], None], cursor: str | None) -> None:
+        self.watch = watch
+        self.cursor = cursor
+        self.open = cursor is None
+        self.kept: list[Any] = []
+        self.thread_id: str | None = None
+
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, RunStartedEvent):
+            self.thread_id = event.thread_id
+        if self.open:
+            self.kept.append(event)
+            self.watch(event)
+
+    async def frames(
+        self, frames: AsyncIterator[Any], position: StreamPosition
+    ) -> AsyncIterator[Any]:
+        """The frames, opening the gate after the one whose id is the cursor (each frame is
+        applied, and shown or not, before the next is asked for)."""
+        try:
+            async for frame in frames:
+                yield frame
+                if not self.open and position.last_event_id == self.cursor:
+                    self.open = True
+        finally:
+            if isinstance(frames, AsyncGenerator):
+                await frames.aclose()
 
 
 def _ignore(event: Any) -> None:
@@ -242,13 +389,17 @@ def _styled(stream: TextIO) -> bool:
 class _Printer:
     """What a person needs, as it arrives: text, reasoning (dimmed), tool calls (with their
     arguments, when complete) and their results. Events come after chunk expansion, so text sent
-    as chunks is printed too."""
+    as chunks is printed too. With `transcript` (`agui connect`), messages that arrive whole (a
+    MESSAGES_SNAPSHOT, a RUN_STARTED's input) are printed too, each once: user and system
+    messages with their role, the rest as when streamed."""
 
-    def __init__(self, out: TextIO, styled: bool) -> None:
+    def __init__(self, out: TextIO, styled: bool, *, transcript: bool = False) -> None:
         self.out = out
         self.styled = styled
+        self.transcript = transcript
         self.fresh = True  # at the start of a line
         self.calls: dict[str, tuple[str, list[str]]] = {}  # id -> (name, argument pieces)
+        self.shown: set[str] = set()  # with transcript: the messages and tool calls printed
 
     def style(self, text: str, code: str) -> str:
         return f"{code}{text}{_RESET}" if self.styled and text else text
@@ -270,6 +421,7 @@ class _Printer:
     def __call__(self, event: Any) -> None:
         if isinstance(event, TextMessageStartEvent):
             self.close()
+            self.shown.add(event.message_id)
             role = event.role or TextMessageRole.ASSISTANT
             if role is not TextMessageRole.ASSISTANT:
                 self.write(self.style(f"{role.value}: ", _BOLD))
@@ -277,12 +429,14 @@ class _Printer:
             self.write(event.delta)
         elif isinstance(event, ReasoningMessageStartEvent):
             self.close()
+            self.shown.add(event.message_id)
             self.write(self.style("reasoning: ", _DIM))
         elif isinstance(event, ReasoningMessageContentEvent):
             self.write(self.style(event.delta, _DIM))
         elif isinstance(event, TextMessageEndEvent | ReasoningMessageEndEvent):
             self.close()
         elif isinstance(event, ToolCallStartEvent):
+            self.shown.add(event.tool_call_id)
             self.calls[event.tool_call_id] = (event.tool_call_name, [])
         elif isinstance(event, ToolCallArgsEvent) and event.tool_call_id in self.calls:
             self.calls[event.tool_call_id][1].append(event.delta)
@@ -290,10 +444,40 @@ class _Printer:
             name, pieces = self.calls[event.tool_call_id]
             self.line(self.style(f"tool call: {name}({''.join(pieces)})", _CYAN))
         elif isinstance(event, ToolCallResultEvent):
+            self.shown.add(event.message_id)
             self.line(self.style(f"tool result: {_content_text(event.content)}", _CYAN))
+        elif self.transcript and isinstance(event, MessagesSnapshotEvent):
+            for message in event.messages:
+                self.message(message)
+        elif self.transcript and isinstance(event, RunStartedEvent) and event.input is not None:
+            for message in event.input.messages:
+                self.message(message)
         else:
             return
         self.out.flush()
+
+    def message(self, message: Any) -> None:
+        """A whole message, unless it was printed already (with transcript)."""
+        if message.id in self.shown:
+            return
+        self.shown.add(message.id)
+        if isinstance(message, UserMessage | SystemMessage | DeveloperMessage):
+            role = {UserMessage: "user", SystemMessage: "system", DeveloperMessage: "developer"}
+            self.line(
+                self.style(f"{role[type(message)]}: ", _BOLD) + _content_text(message.content)
+            )
+        elif isinstance(message, AssistantMessage):
+            if message.content:
+                self.line(message.content)
+            for call in message.tool_calls or ():
+                if call.id not in self.shown:
+                    self.shown.add(call.id)
+                    text = f"tool call: {call.function.name}({call.function.arguments})"
+                    self.line(self.style(text, _CYAN))
+        elif isinstance(message, ToolMessage):
+            self.line(self.style(f"tool result: {_content_text(message.content)}", _CYAN))
+        elif isinstance(message, ReasoningMessage):
+            self.line(self.style("reasoning: ", _DIM) + self.style(message.content, _DIM))
 
 
 def _content_text(content: Any) -> str:
@@ -305,13 +489,27 @@ def _content_text(content: Any) -> str:
     )
 
 
-def _print_interrupts(
+def print_interrupts(
     out: TextIO, styled: bool, conversation: Conversation, run_input: RunAgentInput, url: str
 ) -> None:
     """What the run waits for, and the exact command that answers it: the thread so far is saved
     to a file (the agent needs the history to resume), the answers go in a --resume file."""
     printer = _Printer(out, styled)
     interrupts = conversation.pending_interrupts
+    _print_waiting(printer, interrupts)
+    thread = _save_thread(conversation, run_input)
+    entries = b",".join(dumps(_answer_example(i)) for i in interrupts)
+    printer.line("To answer, write a JSON file with one entry per interrupt, e.g. answers.json:")
+    printer.line(f"  [{entries.decode()}]")
+    printer.line('(an entry with "status": "cancelled" and no "payload" gives up on an interrupt)')
+    printer.line("then run:")
+    command = shlex.join(["agui", "run", url, "--input", thread, "--resume", "answers.json"])
+    printer.line(f"  {command}")
+    out.flush()
+
+
+def _print_waiting(printer: _Printer, interrupts: tuple[Interrupt, ...]) -> None:
+    """What the run waits for: each interrupt, its reason, message, tool call, schema, expiry."""
     printer.line(printer.style(f"interrupt: the run waits for {len(interrupts)} answer(s)", _BOLD))
     for interrupt in interrupts:
         said = "" if interrupt.message is None else f": {interrupt.message}"
@@ -322,15 +520,6 @@ def _print_interrupts(
             printer.line(f"    answer schema: {dumps(interrupt.response_schema).decode()}")
         if interrupt.expires_at is not None:
             printer.line(f"    expires at: {interrupt.expires_at}")
-    thread = _save_thread(conversation, run_input)
-    entries = b",".join(dumps(_answer_example(i)) for i in interrupts)
-    printer.line("To answer, write a JSON file with one entry per interrupt, e.g. answers.json:")
-    printer.line(f"  [{entries.decode()}]")
-    printer.line('(an entry with "status": "cancelled" and no "payload" gives up on an interrupt)')
-    printer.line("then run:")
-    command = shlex.join(["agui", "run", url, "--input", thread, "--resume", "answers.json"])
-    printer.line(f"  {command}")
-    out.flush()
 
 
 def _save_thread(conversation: Conversation, run_input: RunAgentInput) -> str:

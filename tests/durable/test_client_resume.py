@@ -115,7 +115,7 @@ def test_several_cuts_are_each_resumed(serve: Serve, mode: str) -> None:
     whole = reference(serve, TinyLog())
     app = TinyLog(pace=0.0005)
     cuts = [700, 1500, 1501, 333, 2048, 4000]
-    with proxied(serve(app) + "/agent", cuts) as (url, proxy):
+    with proxied(serve(app) + "/agent", cuts) as (url, _proxy):
         conversation, position = converse(url, mode)
     assert_same(conversation, whole)
     assert position.reconnects == len(cuts)
@@ -238,7 +238,7 @@ def test_frames_after_a_reconnect_are_numbered_on(serve: Serve, mode: str) -> No
 
 def test_http_agent_run_yields_each_event_once_across_a_cut(serve: Serve, mode: str) -> None:
     app = TinyLog()
-    with proxied(serve(app) + "/agent", [4321]) as (url, proxy):
+    with proxied(serve(app) + "/agent", [4321]) as (url, _proxy):
         agent = HttpAgent(url, resume=QUICK)
         if mode == "sync":
             events = list(agent.run_sync(run_input()))
@@ -256,7 +256,7 @@ def test_resuming_is_logged_not_printed(
 ) -> None:
     app = TinyLog()
     with caplog.at_level(logging.INFO, logger="agui.client"):
-        with proxied(serve(app) + "/agent", [3000]) as (url, proxy):
+        with proxied(serve(app) + "/agent", [3000]) as (url, _proxy):
             converse(url, "async")
     assert any("resuming run" in r.getMessage() for r in caplog.records)
     assert capsys.readouterr() == ("", "")
