@@ -51,7 +51,7 @@ from agui.wire.proto import (
 )
 from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder
 
-__all__ = ["HttpAgent", "ResumePolicy", "StreamPosition"]
+__all__ = ["HttpAgent", "ResumePolicy", "StreamPosition", "endpoint"]
 
 log = logging.getLogger("agui.client")
 
