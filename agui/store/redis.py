@@ -201,7 +201,7 @@ def parse_cursor(cursor: Cursor) -> tuple[int, int, int]:
     if not (dot and dash) or len(cursor) > 64:
         raise StoreError(f"not a cursor of this log: {cursor!r}")
     for part in (ms, seq, index):
-        if not (part.isascii() and part.isdigit()):
+        if not (part.isascii() and part.isdigit()) or (part[0] == "0" and part != "0"):
             raise StoreError(f"not a cursor of this log: {cursor!r}")
     return int(ms), int(seq), int(index)
 

@@ -101,7 +101,7 @@ RECORD_COLUMNS = "thread_id, run_id, status, owner, started_at, lease_until, sto
 
 def parse_seq(cursor: Cursor) -> int:
     """The sequence number a decimal cursor stands for; StoreError for anything else."""
-    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:
+    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18 or cursor[0] == "0":
         raise StoreError(f"not a cursor of this log: {cursor!r}")
     return int(cursor)
 

@@ -285,11 +285,15 @@ async def test_unknown_runs(log: EventLog) -> None:
     assert await log.thread_runs("no-thread") == []
 
 
-@pytest.mark.parametrize("bad", ["", "garbage", "-1", "1.2.3", "99999", "0", "a\nb", "9" * 40])
+@pytest.mark.parametrize(
+    "bad", ["", "garbage", "-1", "1.2.3", "past", "padded", "0", "a\nb", "9" * 40]
+)
 async def test_a_cursor_the_run_never_produced_is_refused(log: EventLog, bad: str) -> None:
     _, cursors = await run_with(log, "run-1", 5)
-    if bad == "99999":  # well formed, past the end: a cursor made of the last one, bigger
+    if bad == "past":  # well formed, past the end: a cursor made of the last one, bigger
         bad = cursors[-1] + "9"
+    elif bad == "padded":  # a cursor written otherwise is not the cursor
+        bad = "0" + cursors[0]
     for follow in (False, True):
         with pytest.raises(StoreError) as raised:
             await collect(log, "run-1", bad, follow=follow)
@@ -593,6 +597,7 @@ async def test_a_follower_sees_the_appends_of_another_process(backend: Backend) 
         "sqlite://relative.db",
         "sqlite:///",
         "sqlite:///:memory:",
+        "sqlite:///no/such/folder/runs.db",
         "redis://",
         "redis://localhost:6379/zero",
         "redis://localhost:port/0",
