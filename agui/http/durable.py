@@ -436,51 +436,55 @@ class Durable:
         """Queue the run's events after `after` as frames, following it live until its terminal
         event. `first` and `backlog`: what a read without follow already started to give (the
         events up to now); the live read goes on from the last of them."""
-        put = tail.outbox.put
+        outbox = tail.outbox
+        offer, put = outbox.offer, outbox.put
         tail.run_id = run_id
         fresh = after is None  # from the run's start: it must open with RUN_STARTED
         last = after
-        terminal = False
 
         async def opening(data: bytes) -> None:
-            if not data.startswith(_RUN_STARTED_PREFIX):
-                # Nothing was stored before this event (a run lost before its first event ends in
-                # RUN_ERROR alone): a client still needs the run opened.
-                thread = thread_id
-                if thread is None:
-                    record = await self.log.get_run(run_id)
-                    thread = "" if record is None else record.thread_id
-                started = RunStartedEvent(thread_id=thread, run_id=run_id)
-                await put(proto_frame(started) if binary else _plain_frame(started))
+            """Before the run's first event: a RUN_STARTED when that event is none (a run lost
+            before its first event was stored ends in RUN_ERROR alone; a client needs the run
+            opened)."""
+            if data.startswith(_RUN_STARTED_PREFIX):
+                return
+            thread = thread_id
+            if thread is None:
+                record = await self.log.get_run(run_id)
+                thread = "" if record is None else record.thread_id
+            started = RunStartedEvent(thread_id=thread, run_id=run_id)
+            await put(proto_frame(started) if binary else _plain_frame(started))
 
-        async def emit(stored: StoredEvent) -> None:
-            data = stored.data
-            if binary:
-                frame = _proto_of(data, run_id)
-                if frame is not None:
-                    await put(frame)
-            else:
-                await put(sse_data_frame(data, stored.cursor if ids else None))
-
-        if first is not None and backlog is not None:
-            stored: StoredEvent | None = first
-            while stored is not None:
+        async def pump(source: AsyncIterator[StoredEvent]) -> bytes:
+            """Queue the frames of `source`'s events; the last event's data (b"": none)."""
+            nonlocal fresh, last
+            data = b""
+            async for stored in source:
+                data = stored.data
                 if fresh:
                     fresh = False
-                    await opening(stored.data)
-                await emit(stored)
-                tail.count += 1
+                    await opening(data)
                 last = stored.cursor
-                terminal = stored.data.startswith(_TERMINAL_PREFIXES)
-                stored = await anext(backlog, None)
-            if terminal:
-                return
-        async for stored in self.log.read(run_id, last, follow=True):
-            if fresh:
-                fresh = False
-                await opening(stored.data)
-            await emit(stored)
-            tail.count += 1
+                if binary:
+                    frame = _proto_of(data, run_id)
+                    if frame is None:
+                        continue
+                elif ids:
+                    frame = sse_data_frame(data, last)
+                else:
+                    frame = b"data: " + data + b"\n\n"
+                if not offer(frame):
+                    await put(frame)
+                tail.count += 1
+            return data
+
+        if backlog is not None:
+            if first is not None:
+                end = await pump(_chain(first, backlog))
+                if end.startswith(_TERMINAL_PREFIXES):
+                    tail.run_id = None
+                    return
+        await pump(self.log.read(run_id, last, follow=True))
         tail.run_id = None
 
     async def _respond(
@@ -775,6 +779,7 @@ class Execution:
         stream = run_lifecycle(app.agent, self.input, finish_grace=app.finish_grace)
         pending = self._pending
         limit = self._limit
+        filled = self._filled
         try:
             async for event in stream:
                 if self.final:
@@ -804,8 +809,13 @@ class Execution:
                     await self._drained.wait()
                 if self.final:
                     continue
-                opened.feed(event)
-                self._queue(data, type(event) in _TERMINAL)
+                kind = type(event)
+                if kind not in _QUICK or opened.expander is not None:
+                    opened.feed(event)
+                pending.append(data)
+                if kind in _TERMINAL:
+                    self.final = True
+                filled.set()
         finally:
             await stream.aclose()
 
@@ -962,6 +972,14 @@ class _OpenTracker:
                 self.verifier.feed(expanded)
             self.expander = None
         return list(self.verifier.closing_events())
+
+
+async def _chain(
+    first: StoredEvent, rest: AsyncIterator[StoredEvent]
+) -> AsyncIterator[StoredEvent]:
+    yield first
+    async for stored in rest:
+        yield stored
 
 
 def _plain_frame(event: Any) -> bytes:

@@ -604,6 +604,14 @@ class _Outbox:
         self._frames.append(frame)
         self._filled.set()
 
+    def offer(self, frame: bytes) -> bool:
+        """Queue a frame if there is room (True), else nothing (False: `await put(frame)`)."""
+        if len(self._frames) >= self._limit:
+            return False
+        self._frames.append(frame)
+        self._filled.set()
+        return True
+
     async def put(self, frame: bytes | None) -> None:
         while len(self._frames) >= self._limit:
             self._drained.clear()

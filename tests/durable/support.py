@@ -129,6 +129,42 @@ def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.02) -> A
         time.sleep(interval)
 
 
+class Tail(threading.Thread):
+    """A response read in a thread (a run's POST, a resume, a connect), its frames as they come
+    with the time each arrived."""
+
+    def __init__(self, method: str, url: str, content: bytes | None = None) -> None:
+        super().__init__(daemon=True)
+        self.method, self.url, self.content = method, url, content
+        self.frames: list[Frame] = []
+        self.times: list[float] = []
+        self.done = threading.Event()
+        self.broken = False
+        self.start()
+
+    def run(self) -> None:
+        decoder = SSEDecoder()
+        try:
+            with (
+                httpx.Client(timeout=60) as client,
+                client.stream(
+                    self.method, self.url, content=self.content, headers=JSON
+                ) as response,
+            ):
+                for chunk in response.iter_raw():
+                    for message in decoder.feed(chunk):
+                        self.frames.append(Frame(message.id, json.loads(message.data)))
+                        self.times.append(time.monotonic())
+        except (httpx.RemoteProtocolError, httpx.ReadError):
+            self.broken = True
+        finally:
+            self.done.set()
+
+    def wait(self, timeout: float = 30.0) -> list[Frame]:
+        assert self.done.wait(timeout), f"the response did not end: {self.frames[-3:]}"
+        return self.frames
+
+
 class Served:
     """`agui serve ARGS` in a subprocess with this folder as --app-dir; its stderr is read line
     by line in a thread."""
@@ -173,10 +209,10 @@ class Served:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(STARTUP)
 
-    def stop(self) -> int:
-        """SIGINT, as Ctrl-C; the exit status."""
+    def stop(self, sig: int = signal.SIGINT) -> int:
+        """SIGINT (Ctrl-C) or `sig`; the exit status."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(sig)
             try:
                 self.proc.wait(STARTUP)
             except subprocess.TimeoutExpired:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from agui.store.memory import MemoryLog
 from agui.wire.proto import PROTO_MEDIA_TYPE, ProtoFrameDecoder, decode_proto
 
 from .agents import paced
-from .support import JSON, CutAfter, Frame, body, deltas, post, stream, types, wait_for
+from .support import JSON, CutAfter, Frame, Tail, body, deltas, post, stream, types, wait_for
 
 Live = Callable[[Any], str]
 
@@ -37,39 +36,6 @@ def error_of(answer: Any, status: int) -> str:
     assert not answer.frames
     error: str = json.loads(answer.body)["error"]
     return error
-
-
-class Tail(threading.Thread):
-    """A response read in a thread (a run's POST, a resume, a connect), its frames as they come
-    with the time each arrived."""
-
-    def __init__(self, method: str, url: str, content: bytes | None = None) -> None:
-        super().__init__(daemon=True)
-        self.method, self.url, self.content = method, url, content
-        self.frames: list[Frame] = []
-        self.times: list[float] = []
-        self.done = threading.Event()
-        self.start()
-
-    def run(self) -> None:
-        decoder = agui.SSEDecoder()
-        try:
-            with (
-                httpx.Client(timeout=60) as client,
-                client.stream(
-                    self.method, self.url, content=self.content, headers=JSON
-                ) as response,
-            ):
-                for chunk in response.iter_raw():
-                    for message in decoder.feed(chunk):
-                        self.frames.append(Frame(message.id, json.loads(message.data)))
-                        self.times.append(time.monotonic())
-        finally:
-            self.done.set()
-
-    def wait(self, timeout: float = 30.0) -> list[Frame]:
-        assert self.done.wait(timeout), f"the response did not end: {self.frames[-3:]}"
-        return self.frames
 
 
 # ── a run detached from its request ───────────────────────────────────────────────────────────
@@ -204,7 +170,8 @@ def test_history_full_replays_every_stored_event(live: Live) -> None:
     full = stream(f"{url}/agent/threads/t1/events?history=full")
     assert [f.event for f in full.frames] == [f.event for f in one + two]
     assert all(f.id is None for f in full.frames)  # finished runs: replayed without cursors
-    hydrate(full.frames)
+    # the events only: the user's messages came in the runs' inputs
+    assert [m.id for m in hydrate(full.frames).messages] == ["r1:m", "r2:m"]
 
 
 def test_connect_refusals(live: Live) -> None:
