@@ -31,7 +31,8 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping
+from contextlib import aclosing, closing
 from typing import Any, TypeAlias, cast
 from urllib.parse import quote
 
@@ -128,6 +129,19 @@ class StreamPosition:
     """How many times the stream was resumed."""
 
 
+def _fresh(
+    position: StreamPosition | None, run_id: str | None, after: str | None = None
+) -> StreamPosition:
+    """The position of a new stream: the one given, started again, or a new one."""
+    if position is None:
+        return StreamPosition(run_id=run_id, last_event_id=after)
+    position.run_id = run_id
+    position.last_event_id = after
+    position.finished = False
+    position.frames = position.reconnects = 0
+    return position
+
+
 def endpoint(url: str | httpx.URL, *segments: str) -> httpx.URL:
     """The URL of a durable endpoint under an agent's URL: `segments` appended to its path (each
     percent-encoded; a trailing slash of the path is dropped), its query kept."""
@@ -219,16 +233,13 @@ class HttpAgent:
     # ── streams ──────────────────────────────────────────────────────────────────────────────
 
     def _post(self, input: RunAgentInput, position: StreamPosition | None) -> _Request:
-        position = position if position is not None else StreamPosition()
-        position.run_id = input.run_id
+        position = _fresh(position, input.run_id)
         return _Request(
             "POST", self.url, self._request_headers(), encode(input), position, resumable=True
         )
 
     def _rejoin(self, run_id: str, after: str | None, position: StreamPosition | None) -> _Request:
-        position = position if position is not None else StreamPosition()
-        position.run_id = run_id
-        position.last_event_id = after
+        position = _fresh(position, run_id, after)
         headers = {"accept": self._accept(), **self.headers}
         if after is not None:
             headers["last-event-id"] = after
@@ -244,41 +255,39 @@ class HttpAgent:
         if history == "full":
             url = url.copy_merge_params({"history": "full"})
         headers = {"accept": self._accept(), **self.headers}
-        return _Request("GET", url, headers, None, position or StreamPosition(), resumable=True)
+        return _Request("GET", url, headers, None, _fresh(position, None), resumable=True)
 
-    async def frames(
+    def frames(
         self, input: RunAgentInput, *, position: StreamPosition | None = None
     ) -> AsyncIterator[Frame]:
         """POST the input; yield each frame as it arrives, undecoded (for a pipeline that decodes,
         and reports what it strips, itself): the data of an SSE frame, or the JSON object read
         from a protobuf frame (not yet checked against the spec). A stream with event ids is
         resumed when it breaks off (see the module docstring); `position` shows where it is."""
-        async for data in self._stream(self._post(input, position)):
-            yield data
+        return self._stream(self._post(input, position))
 
     def frames_sync(
         self, input: RunAgentInput, *, position: StreamPosition | None = None
     ) -> Iterator[Frame]:
         """The same as `frames`, for code without an event loop."""
-        yield from self._stream_sync(self._post(input, position))
+        return self._stream_sync(self._post(input, position))
 
-    async def rejoin_frames(
+    def rejoin_frames(
         self, run_id: str, *, after: str | None = None, position: StreamPosition | None = None
     ) -> AsyncIterator[Frame]:
         """The frames of a run the server keeps (GET {url}/runs/{runId}/events): from its first
         event, or those after the event id `after` (sent as Last-Event-ID), following the run
         live until its terminal event. Resumed when it breaks off, as `frames` is. HttpError 404
-        for a run the server does not hold."""
-        async for data in self._stream(self._rejoin(run_id, after, position)):
-            yield data
+        for a run the server does not hold, 400 for a cursor the run never produced."""
+        return self._stream(self._rejoin(run_id, after, position))
 
     def rejoin_frames_sync(
         self, run_id: str, *, after: str | None = None, position: StreamPosition | None = None
     ) -> Iterator[Frame]:
         """The same as `rejoin_frames`, for code without an event loop."""
-        yield from self._stream_sync(self._rejoin(run_id, after, position))
+        return self._stream_sync(self._rejoin(run_id, after, position))
 
-    async def connect_frames(
+    def connect_frames(
         self,
         thread_id: str,
         /,
@@ -292,8 +301,7 @@ class HttpAgent:
         it ends. HttpError 404 for a thread the server holds nothing of. The live run's frames
         carry ids (the history's do not): a cut inside it is resumed as in `frames`; a cut in
         the history is a TransportError (connect again)."""
-        async for data in self._stream(self._connect(thread_id, history, position)):
-            yield data
+        return self._stream(self._connect(thread_id, history, position))
 
     def connect_frames_sync(
         self,
@@ -304,9 +312,9 @@ class HttpAgent:
         position: StreamPosition | None = None,
     ) -> Iterator[Frame]:
         """The same as `connect_frames`, for code without an event loop."""
-        yield from self._stream_sync(self._connect(thread_id, history, position))
+        return self._stream_sync(self._connect(thread_id, history, position))
 
-    async def _stream(self, request: _Request) -> AsyncIterator[Frame]:
+    async def _stream(self, request: _Request) -> AsyncGenerator[Frame]:
         own = self.client is None
         client = self.client or httpx.AsyncClient(timeout=self.timeout)
         resumer = _Resumer(self, request)
@@ -341,7 +349,7 @@ class HttpAgent:
             if own:
                 await client.aclose()
 
-    def _stream_sync(self, request: _Request) -> Iterator[Frame]:
+    def _stream_sync(self, request: _Request) -> Generator[Frame]:
         own = self.sync_client is None
         client = self.sync_client or httpx.Client(timeout=self.timeout)
         resumer = _Resumer(self, request)
@@ -381,24 +389,27 @@ class HttpAgent:
     ) -> AsyncIterator[Received]:
         """POST the input; yield each event as it arrives."""
         request = self._post(input, position)
-        async for data in self._stream(request):
-            yield self._event(data, request.position.frames)
+        async with aclosing(self._stream(request)) as frames:
+            async for data in frames:
+                yield self._event(data, request.position.frames)
 
     def run_sync(
         self, input: RunAgentInput, *, position: StreamPosition | None = None
     ) -> Iterator[Received]:
         """The same as `run`, for code without an event loop."""
         request = self._post(input, position)
-        for data in self._stream_sync(request):
-            yield self._event(data, request.position.frames)
+        with closing(self._stream_sync(request)) as frames:
+            for data in frames:
+                yield self._event(data, request.position.frames)
 
     async def rejoin(
         self, run_id: str, *, after: str | None = None, position: StreamPosition | None = None
     ) -> AsyncIterator[Received]:
         """`rejoin_frames`, decoded: the run's events from its start, or after `after`."""
         request = self._rejoin(run_id, after, position)
-        async for data in self._stream(request):
-            yield self._event(data, request.position.frames)
+        async with aclosing(self._stream(request)) as frames:
+            async for data in frames:
+                yield self._event(data, request.position.frames)
 
     async def connect(
         self,
@@ -411,8 +422,9 @@ class HttpAgent:
         """`connect_frames`, decoded: the thread's history, then its live run. To hydrate a
         conversation (messages, state, pending interrupts), use `Conversation.connect`."""
         request = self._connect(thread_id, history, position)
-        async for data in self._stream(request):
-            yield self._event(data, request.position.frames)
+        async with aclosing(self._stream(request)) as frames:
+            async for data in frames:
+                yield self._event(data, request.position.frames)
 
     def _event(self, data: Frame, count: int) -> Received:
         # `count`: the frame's number (the position is updated before a frame is handed over).

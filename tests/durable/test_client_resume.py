@@ -302,3 +302,16 @@ def test_endpoints_hang_under_the_agent_url() -> None:
     assert str(endpoint("http://h:1/a/agent/?key=k", "runs", "a/b c", "stop")) == (
         "http://h:1/a/agent/runs/a%2Fb%20c/stop?key=k"
     )
+
+
+def test_a_position_given_again_starts_again(serve: Serve) -> None:
+    """A StreamPosition handed to a second stream describes that stream, from its start."""
+    app = TinyLog(lambda i: long_script(i, texts=1, deltas=3))
+    agent = HttpAgent(serve(app) + "/agent")
+    position = StreamPosition()
+    first = list(agent.frames_sync(run_input("run-1"), position=position))
+    assert (position.run_id, position.frames, position.finished) == ("run-1", len(first), True)
+    frames = agent.frames_sync(run_input("run-2"), position=position)
+    assert (position.run_id, position.frames, position.last_event_id) == ("run-2", 0, None)
+    assert not position.finished
+    assert len(list(frames)) == position.frames == len(first)
