@@ -2,7 +2,7 @@
 uvicorn on loopback.
 
 * Transparent resume: a run of a few thousand events, its connection cut once or several times
-  by a TCP proxy; `Conversation.run` ends with the same messages and state as an uncut run, no
+  by a TCP proxy, on each backend; `Conversation.run` ends with the same messages and state as an uncut run, no
   warning; without a store nothing is resumed.
 * `Conversation.connect` mid-run: the compacted history and the live remainder give the
   messages, state and pending interrupts of the conversation that ran the runs; a cut in the live
@@ -80,9 +80,9 @@ class Paced:
 
 
 @contextmanager
-def durable(agent: Any, **options: Any) -> Iterator[str]:
-    """AgentApp(agent, store="memory://") under uvicorn; yields the agent's URL."""
-    with live_server(AgentApp(agent, store="memory://", **options)) as base:
+def durable(agent: Any, store: str = "memory://", **options: Any) -> Iterator[str]:
+    """AgentApp(agent, store=store) under uvicorn; yields the agent's URL."""
+    with live_server(AgentApp(agent, store=store, **options)) as base:
         yield base + "/agent"
 
 
@@ -136,12 +136,15 @@ def run_through(url: str, *, mode: str = "async", cuts: list[int] | None = None)
 
 @pytest.mark.parametrize("mode", ["async", "sync"])
 @pytest.mark.parametrize("cuts", [[20_000], [3000, 9000, 400, 15_000, 15_001]])
-def test_a_cut_run_resumes_on_the_server_with_a_store(mode: str, cuts: list[int]) -> None:
+def test_a_cut_run_resumes_on_the_server_with_a_store(
+    mode: str, cuts: list[int], store_url: str
+) -> None:
     """A few thousand events, the connection cut once or several times (inside frames too): the
-    conversation ends exactly as an uncut one, with no warning about gaps or duplicates."""
+    conversation ends exactly as an uncut one, with no warning about gaps or duplicates; on each
+    backend (memory, SQLite, Redis)."""
     with durable(Paced()) as url:
         whole, _ = run_through(url)
-    with durable(Paced(pace=0.0002)) as url:
+    with durable(Paced(pace=0.0002), store=store_url) as url:
         cut, position = run_through(url, mode=mode, cuts=cuts)
     assert cut.failures == whole.failures == []
     assert cut.warnings == whole.warnings == []
