@@ -314,8 +314,8 @@ class Durable:
         except UnknownRun:
             raise _BadRequest(404, f"no run {run_id!r} is known here") from None
         except StoreError as exc:
-            if after is None:
-                raise
+            if after is None or exc.__cause__ is not None:
+                raise  # the log failed (a backend's error is the cause): 503
             raise _BadRequest(400, f"run {run_id!r} has no event at cursor {after!r}") from exc
         binary = self._binary(scope)
 

@@ -47,3 +47,9 @@ def _app() -> agui.AgentApp | None:
 
 
 app = _app()
+
+
+async def asgi(scope: Any, receive: Any, send: Any) -> None:
+    """An ASGI app (for `agui serve`'s refusal of --store with one)."""
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
