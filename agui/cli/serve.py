@@ -10,6 +10,9 @@ line is printed once uvicorn has started (with several workers: once the socket 
 the workers start on their own). Shutdown: the server tells every AgentApp when it begins, so that
 runs end in RUN_ERROR SERVER_SHUTDOWN within `--timeout-graceful-shutdown`; with workers, each
 worker's uvicorn server is hooked the same way (see `worker_app`).
+
+`--store URL` gives the agent's AgentApp an event log (durable runs, agui.http.durable); a URL no
+backend takes, `memory://` with several workers and `--store` with an ASGI app are refused.
 """
 
 from __future__ import annotations
