@@ -19,6 +19,7 @@ from agui.http.durable import HISTORY_RUN_SUFFIX, RUN_LOST
 from agui.store import RunRecord, open_log
 from agui.store.memory import MemoryLog
 from agui.wire.proto import PROTO_MEDIA_TYPE, ProtoFrameDecoder, decode_proto
+from tests.conftest import live_server
 
 from .agents import paced
 from .support import JSON, CutAfter, Frame, Tail, body, deltas, post, stream, types, wait_for
@@ -533,3 +534,69 @@ def test_a_stop_reaches_a_lost_run(tmp_path: Path, live: Live) -> None:
     assert httpx.post(f"{url}/agent/runs/r1/stop").status_code == 202
     frames = stream(f"{url}/agent/runs/r1/events").frames
     assert frames[-1].event["code"] == RUN_LOST
+
+
+# ── what the lifecycle makes of an agent, stored ──────────────────────────────────────────────
+
+
+async def failing(run: agui.RunAgentInput) -> Any:
+    yield agui.TextMessageStartEvent(message_id="m", role="assistant")
+    raise RuntimeError("the secret reason")
+
+
+async def huge(run: agui.RunAgentInput) -> Any:
+    yield agui.TextMessageStartEvent(message_id="m", role="assistant")
+    yield agui.TextMessageContentEvent(message_id="m", delta="x" * (11 * 1024 * 1024))
+
+
+async def quiet(run: agui.RunAgentInput) -> Any:
+    await asyncio.sleep(0.6)
+    yield agui.TextMessageStartEvent(message_id="m", role="assistant")
+
+
+@pytest.mark.parametrize(
+    ("agent", "code"), [(failing, "AGENT_ERROR"), (huge, "INVALID_EVENT")], ids=["raises", "huge"]
+)
+def test_a_failing_run_ends_in_run_error_stored(agent: Any, code: str, live: Live) -> None:
+    url = live(agui.AgentApp(agent, path="/agent", store="memory://"))
+    streamed = post(f"{url}/agent", body("r1")).frames
+    assert types(streamed) == ["RUN_STARTED", "TEXT_MESSAGE_START", "RUN_ERROR"]
+    assert streamed[-1].event["code"] == code
+    assert "secret" not in json.dumps(streamed[-1].event)
+    assert stream(f"{url}/agent/runs/r1/events").frames == streamed
+
+
+def test_keep_alives_while_the_run_is_silent(live: Live) -> None:
+    url = live(agui.AgentApp(quiet, path="/agent", store="memory://", keepalive=0.2))
+    with httpx.Client(timeout=10) as client:
+        raw = client.post(f"{url}/agent", content=body("r1"), headers=JSON).content
+    assert raw.startswith(b": keep-alive\n\n")
+    assert raw.count(b"id: ") == 4
+
+
+def test_the_server_s_end_stores_the_end_of_its_runs(tmp_path: Path) -> None:
+    """The server stops (its lifespan's shutdown) while a run nobody follows goes on: the run
+    ends in RUN_ERROR SERVER_SHUTDOWN, in the log."""
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    with live_server(agui.AgentApp(paced, path="/agent", store=store)) as url:
+        left = post(f"{url}/agent", body("r1", count=1000, delay=0.02), stop_after=3)
+        assert len(left.frames) == 3
+
+    async def events() -> list[Any]:
+        log = open_log(store)
+        try:
+            return [json.loads(e.data) async for e in log.read("r1")]
+        finally:
+            await log.aclose()
+
+    stored = asyncio.run(events())
+    assert stored[-1]["type"] == "RUN_ERROR" and stored[-1]["code"] == "SERVER_SHUTDOWN"
+
+
+def test_an_sse_id_cannot_hold_a_line_end() -> None:
+    assert agui.wire.sse.sse_data_frame(b"{}", "7") == b"id: 7\ndata: {}\n\n"
+    for bad in ("a\nb", "a\rb", "a\0b"):
+        with pytest.raises(ValueError, match="CR, LF or NUL"):
+            agui.wire.sse.sse_data_frame(b"{}", bad)
+    event = agui.RunStartedEvent(thread_id="t", run_id="r")
+    assert agui.sse_frame(event, "1-0.3").startswith(b"id: 1-0.3\ndata: {")
