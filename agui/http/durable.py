@@ -36,6 +36,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import parse_qs, unquote
 
+import attrs
 from agui_generated import (
     MessagesSnapshotEvent,
     ReasoningMessageChunkEvent,
@@ -784,6 +785,11 @@ class Execution:
             async for event in stream:
                 if self.final:
                     continue  # the run was ended here (stop, time limit); the agent is late
+                if type(event) is RunStartedEvent and event.input is None:
+                    # The log keeps each run whole: its RUN_STARTED carries the input, so a
+                    # replay of the thread (?history=full, or the events on their own) holds the
+                    # user's messages too. Clients add the input's messages they do not hold.
+                    event = attrs.evolve(event, input=self.input)
                 try:
                     data = encode(event)
                 except EncodeError:

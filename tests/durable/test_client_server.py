@@ -253,12 +253,9 @@ def test_connect_hydrates_pending_interrupts() -> None:
         assert watcher.messages[-1].content == "You said: hi (2 characters)."  # type: ignore[union-attr]
 
 
-@pytest.mark.xfail(
-    reason="the full history replays each run's events only: the messages of the runs' inputs "
-    "(the user's) are not in it (the server could repeat each input in its RUN_STARTED)",
-    strict=True,
-)
 def test_connect_full_history_hydrates_the_same_messages() -> None:
+    """Each stored RUN_STARTED carries its run's input, so the full history holds the user's
+    messages as well as the agent's."""
     with durable(DemoAgent(delay=0)) as url:
         agent = HttpAgent(url)
         runner = Conversation("thread-1")

@@ -170,6 +170,9 @@ def test_200_concurrent_runs_on_one_worker(redis_url: str, served: Any) -> None:
             "threadId": f"thread-{index}",
             "runId": run_id,
             "protocolVersion": events[0]["protocolVersion"],
+            "input": json.loads(
+                body(f"run-{index}", f"thread-{index}", count=count, delay=0.01, every=10)
+            ),
         }
         assert events[-1] == {
             "type": "RUN_FINISHED",
