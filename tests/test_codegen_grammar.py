@@ -335,3 +335,13 @@ def test_a_problem_of_an_alias_is_reported_once() -> None:
     with pytest.raises(SpecError) as info:
         model('Bad:\n  kind: alias\n  type: str\n  min: 1\n  doc: "case b"\n' + holder(uses))
     assert len(info.value.problems) == 1, info.value.problems
+
+
+def test_the_example_of_docs_extending_loads() -> None:
+    """The types section of docs/extending.md shows a spec edit that the loader accepts."""
+    page = (SPEC_PATH.parent.parent / "docs" / "extending.md").read_text("utf-8")
+    block = page.split("## Types", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    spec = build(read_spec(SPEC_TEXT.rstrip("\n") + "\n" + block))
+    location = next(o for o in spec.objects if o.name == "LocationPart")
+    lat = next(f for f in location.fields if f.wire == "lat")
+    assert lat.type is not None and (lat.type.kind, lat.type.alias) == ("number", "Latitude")
