@@ -39,8 +39,6 @@ from urllib.parse import parse_qs, unquote
 import attrs
 from agui_generated import (
     MessagesSnapshotEvent,
-    ReasoningMessageChunkEvent,
-    ReasoningMessageContentEvent,
     RunAgentInput,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -49,10 +47,6 @@ from agui_generated import (
     RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
-    TextMessageChunkEvent,
-    TextMessageContentEvent,
-    ToolCallArgsEvent,
-    ToolCallChunkEvent,
     UnknownEvent,
 )
 
@@ -93,9 +87,14 @@ from agui.store import (
     open_log,
 )
 from agui.stream.chunks import ChunkExpander
-from agui.stream.lifecycle import INVALID_EVENT, run_error, run_lifecycle, run_started
+from agui.stream.lifecycle import (
+    INVALID_EVENT,
+    RunTracker,
+    run_error,
+    run_lifecycle,
+    run_started,
+)
 from agui.stream.reducer import Reducer
-from agui.stream.verify import Verifier
 from agui.wire.codec import decode, encode
 from agui.wire.proto import accepts_proto, proto_frame
 from agui.wire.sse import sse_data_frame
@@ -126,12 +125,6 @@ _DATA_LIMIT = _MAX_SSE_FRAME - 200  # an event's JSON, leaving room for the fram
 _BATCH_BYTES = 1024 * 1024  # an append carries at most about this many bytes (one event at least)
 _IDLE = 1.0  # seconds of silence after which a response following a run checks its lease
 _PRUNE_EVERY = 60.0  # seconds between two prunes of the log's expired runs (by the sweep)
-_QUICK: frozenset[type] = frozenset(
-    (TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent)
-)
-_CHUNKS: frozenset[type] = frozenset(
-    (TextMessageChunkEvent, ToolCallChunkEvent, ReasoningMessageChunkEvent)
-)
 _RUN_STARTED_PREFIX = b'{"type":"RUN_STARTED"'
 _TERMINAL_PREFIXES = (b'{"type":"RUN_FINISHED"', b'{"type":"RUN_ERROR"')
 _ROUTE = re.compile(r"/(runs|threads)/([^/]+)/(events|stop)$")
@@ -669,7 +662,7 @@ class Execution:
         self._drained.set()
         self.final = False  # the terminal event is queued: nothing more is
         self.stored = False  # the terminal event is in the log
-        self._open = _OpenTracker()
+        self._open = RunTracker()
         self.stop_at: float | None = None  # the shutdown's deadline (loop time)
         self._stop_requested = False
         self.wake: asyncio.Future[None] = self.loop.create_future()
@@ -704,7 +697,8 @@ class Execution:
         self._filled.set()
 
     def _queue_event(self, event: Any) -> None:
-        self._open.feed(event)
+        if type(event) is RunStartedEvent:
+            self._open.start(event)
         self._queue(encode(event), type(event) in _TERMINAL)
 
     def close_with(self, message: str, code: str) -> None:
@@ -776,8 +770,9 @@ class Execution:
         """Drive the agent through the run lifecycle; encode and queue its events."""
         app = self.app
         run_id = self.id
-        opened = self._open
-        stream = run_lifecycle(app.agent, self.input, finish_grace=app.finish_grace)
+        stream = run_lifecycle(
+            app.agent, self.input, finish_grace=app.finish_grace, tracker=self._open
+        )
         pending = self._pending
         limit = self._limit
         filled = self._filled
@@ -815,11 +810,8 @@ class Execution:
                     await self._drained.wait()
                 if self.final:
                     continue
-                kind = type(event)
-                if kind not in _QUICK or opened.expander is not None:
-                    opened.feed(event)
                 pending.append(data)
-                if kind in _TERMINAL:
+                if type(event) in _TERMINAL:
                     self.final = True
                 filled.set()
         finally:
@@ -937,47 +929,6 @@ async def _quietly(call: Awaitable[Any], run_id: str) -> Any:
     except Exception:
         log.warning("run %s: the log did not answer", run_id, exc_info=True)
         return None
-
-
-class _OpenTracker:
-    """What a client makes of the run so far (chunk expansion, then the Verifier), to close what
-    is open when the run is stopped. Content events are skipped: they open and close nothing."""
-
-    __slots__ = ("expander", "started", "verifier")
-
-    def __init__(self) -> None:
-        self.verifier = Verifier()
-        self.expander: ChunkExpander | None = None
-        self.started: RunStartedEvent | None = None
-
-    def feed(self, event: Any) -> None:
-        kind = type(event)
-        if kind in _QUICK and self.expander is None:
-            return
-        if kind is RunStartedEvent:
-            if self.started is not None:
-                return
-            self.started = event
-            if event.protocol_version is not None:  # the client's check is not ours
-                self.verifier.protocol_version = event.protocol_version
-        try:
-            if self.expander is None:
-                if kind not in _CHUNKS:
-                    self.verifier.feed(event)
-                    return
-                self.expander = ChunkExpander()
-            for expanded in self.expander.feed(event):
-                self.verifier.feed(expanded)
-        except ProtocolError:  # the lifecycle let it through: the client will take it
-            log.debug("run event not verified", exc_info=True)
-
-    def finishing(self, finished: RunFinishedEvent) -> list[Any]:
-        """The events that close what is open, to send before `finished`."""
-        if self.expander is not None:
-            for expanded in self.expander.feed(finished)[:-1]:
-                self.verifier.feed(expanded)
-            self.expander = None
-        return list(self.verifier.closing_events())
 
 
 async def _chain(

@@ -61,6 +61,7 @@ __all__ = [
     "AGENT_ERROR",
     "DEFAULT_FINISH_GRACE",
     "INVALID_EVENT",
+    "RunTracker",
     "check_agent",
     "run_error",
     "run_lifecycle",
@@ -135,13 +136,24 @@ def check_agent(agent: object) -> None:
         ) from None
 
 
-class _Check(Verifier):
-    """What a client makes of the run so far: chunk expansion (once a chunk appears) and the
-    Verifier, fed every event the lifecycle sends."""
+class RunTracker(Verifier):
+    """What a client makes of a run so far: chunk expansion (once a chunk appears) and the
+    Verifier, fed every event the lifecycle sends (content of open streams excepted: it opens and
+    closes nothing). A producer that ends a run itself (a stop, a shutdown) passes one to
+    `run_lifecycle` and asks it what to close (`finishing`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.expander: ChunkExpander | None = None
+        self.started: RunStartedEvent | None = None
+        """The run's RUN_STARTED, once sent."""
+
+    def start(self, started: RunStartedEvent) -> None:
+        """The run's RUN_STARTED is sent: check what follows against it (and against its own
+        protocol version: the client's version check is not the producer's business)."""
+        self.started = started
+        self.protocol_version = started.protocol_version or PROTOCOL_VERSION
+        self.feed(started)
 
     def admit(self, event: Any) -> None:
         """Take one event a client will receive; raises ProtocolError when it would reject it."""
@@ -195,16 +207,19 @@ async def run_lifecycle(
     run_input: RunAgentInput,
     *,
     finish_grace: float | None = DEFAULT_FINISH_GRACE,
+    tracker: RunTracker | None = None,
 ) -> AsyncGenerator[Event | UnknownEvent, None]:
     """The agent's events for `run_input`, inside a correct run lifecycle (see the module).
 
     finish_grace: seconds the agent may go on after its own terminal event (its later events
-    are dropped), before it is cancelled; None waits for it however long it takes."""
+    are dropped), before it is cancelled; None waits for it however long it takes. tracker: the
+    RunTracker to keep (a new one by default), for a producer that may have to end the run
+    itself."""
     run_id = run_input.run_id
     started: RunStartedEvent | None = None
     terminal = False  # a terminal event was yielded
     returned = False  # the agent's stream ended by itself
-    check = _Check()
+    check = RunTracker() if tracker is None else tracker
     quick = False  # content events may take the fast path (check.quick)
     stream: AsyncIterator[Any] | None = None
     try:
@@ -221,6 +236,7 @@ async def run_lifecycle(
                 stream.close()
             stream = None
             started = run_started(run_input)
+            check.start(started)
             yield started
             terminal = True
             yield run_error("The agent failed while running.", AGENT_ERROR)
@@ -244,6 +260,7 @@ async def run_lifecycle(
                 )
                 if started is None:
                     started = run_started(run_input)
+                    check.start(started)
                     yield started
                 terminal = True
                 yield run_error("The agent produced an invalid event.", INVALID_EVENT)
@@ -255,9 +272,7 @@ async def run_lifecycle(
                     started = event
                 else:
                     started = run_started(run_input)
-                # The client's version check is not the server's business: compare with itself.
-                check.protocol_version = started.protocol_version or PROTOCOL_VERSION
-                check.feed(started)
+                check.start(started)
                 quick = True
                 yield started
                 if kind is RunStartedEvent:
@@ -315,6 +330,7 @@ async def run_lifecycle(
         log.exception("run %s: the agent failed", run_id)
         if started is None:
             started = run_started(run_input)
+            check.start(started)
             yield started
         if not terminal:
             terminal = True
@@ -327,7 +343,7 @@ async def run_lifecycle(
                 log.exception("run %s: closing the agent failed", run_id)
     if started is None:
         started = run_started(run_input)
-        check.feed(started)
+        check.start(started)
         yield started
     if not terminal:
         finished = RunFinishedEvent(thread_id=started.thread_id, run_id=started.run_id)
