@@ -677,6 +677,13 @@ class _Builder:
                 values = tuple(EnumValue(v, member_name(v), d) for v, d in spec["values"].items())
                 if len({v.member for v in values}) != len(values):
                     self.fail([name, "values"], "two values map to the same Python member name")
+                for v in values:
+                    if not re.fullmatch(r"[A-Z][A-Z0-9_]*", v.member):
+                        self.fail(
+                            [name, "values", v.value],
+                            f"the value gives no Python member name ({v.member or 'nothing'}); "
+                            "an enum value needs a letter before any digit or symbol",
+                        )
                 enums.append(Enum(name, spec["doc"], values))
             elif kind == "alias":
                 t = self.parse_type(spec["type"], [name, "type"], (name,))

@@ -11,6 +11,13 @@ What the spec cannot say about the protobuf form is decided by the options below
 choices of the official binding (@ag-ui/proto 1.0.0), which this one must equal byte for byte:
 message names, the unions that become a oneof, are merged into one message or are flattened
 into their owner, and the two object members carried as `google.protobuf.Value`.
+
+Every other form of the grammar has one rule, so a fork's additions get a binary form without a new
+option: `number` is `double`; a list of numbers or booleans is packed; a list of lists or of `A | B`
+repeats a wrapper message holding one item as its field `value` (named after the item's type:
+`StringList`, `StringOrInt64`); `A | B` is one field per JSON kind (see `either`); a union the
+options do not name is a oneof message of its own name; a tagged object used directly is read back
+with its tag (`restores`).
 """
 
 from __future__ import annotations

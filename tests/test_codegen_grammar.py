@@ -307,6 +307,12 @@ REFUSALS = [
         "definitions.Tagged.fields.type: a discriminator always holds one fixed string; default "
         "cannot apply",
     ),
+    # enums
+    (
+        'Rank:\n  kind: enum\n  doc: "A rank."\n  values:\n    "1st": "First."\n',
+        "definitions.Rank.values.1st: the value gives no Python member name (1ST); an enum value "
+        "needs a letter before any digit or symbol",
+    ),
     # other field rules
     (
         holder('f:\n  type: str\n  nullable: true\n  doc: "case n"\n'),
