@@ -447,7 +447,11 @@ class _Builder:
         elif definition in MERGED_UNIONS:
             self.merged_message(item)
         elif definition in FLATTENED_UNIONS:
-            self.problems.append(f"{definition}: a flattened union is written into its owner only")
+            self.problems.append(
+                f"spec/agui.yaml: definitions.{definition}: the protobuf binding flattens this union "
+                "into the event that holds it (FLATTENED_UNIONS in codegen/proto.py), so no other "
+                "member can have it as its type"
+            )
         else:  # ONEOF_UNIONS, and every union the options do not name
             self.oneof_message(item)
 
@@ -646,7 +650,9 @@ class _Builder:
                 for slot in self.slots_of(member, [mf], skip_tag=True):
                     if slot.label != "repeated":
                         self.problems.append(
-                            f"{owner}.{f.wire}: flattened member field {member}.{mf.wire} must be a list"
+                            f"spec/agui.yaml: definitions.{member}.fields.{mf.wire}: the protobuf "
+                            f"binding flattens {union} into {owner}.{f.wire}, which needs every "
+                            "member field to be a list"
                         )
                     out.append(
                         attrs.evolve(
@@ -927,7 +933,12 @@ class _Builder:
                     kind = {"str": "str", "list": "list", "object": "object"}.get(option.kind)
                     if kind is None or kind in done:
                         if kind is None:
-                            self.problems.append(f"{name}.{wire}: no protobuf form for {option.py}")
+                            self.problems.append(
+                                f"spec/agui.yaml: definitions.{name}: the protobuf binding merges "
+                                f"its members into one message (MERGED_UNIONS in codegen/proto.py), "
+                                f"and their members {wire} differ in a way it cannot carry "
+                                f"({option.spelled}); give the new member's field another name"
+                            )
                         continue
                     done.add(kind)
                     if kind == "str":
@@ -963,7 +974,9 @@ class _Builder:
                         pname = OBJECT_VARIANTS.get((name, wire))
                         if pname is None:
                             self.problems.append(
-                                f"{name}.{wire}: name its object form in OBJECT_VARIANTS"
+                                f"spec/agui.yaml: definitions.{name}: the members' {wire} differ "
+                                "and one is an object; name its protobuf field in OBJECT_VARIANTS "
+                                "(codegen/proto.py)"
                             )
                             continue
                         doc = f"The {wire} of {', '.join(by_kind['object'])}, an object."
@@ -1008,7 +1021,11 @@ class _Builder:
             fields = []
             names = [s.name for s in draft.slots]
             for dup in sorted({n for n in names if names.count(n) > 1}):
-                self.problems.append(f"{name}: two protobuf fields are named '{dup}'")
+                self.problems.append(
+                    f"spec/agui.yaml: definitions.{draft.source}: two protobuf fields of {name} "
+                    f"are named '{dup}' (a member of type A | B adds _number, _bool, _parts or "
+                    "_object to its name); rename one member"
+                )
             for s in draft.slots:
                 slot = draft.slot_key(s)
                 live.add(slot)

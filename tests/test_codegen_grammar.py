@@ -12,8 +12,9 @@ import textwrap
 
 import pytest
 
-from codegen.load import SPEC_PATH, SpecError, read_spec
+from codegen.load import SPEC_PATH, SpecError, load_ledger, read_spec
 from codegen.model import Spec, TypeRef, build
+from codegen.proto import build_proto
 
 SPEC_TEXT = SPEC_PATH.read_text(encoding="utf-8")
 
@@ -351,3 +352,55 @@ def test_the_example_of_docs_extending_loads() -> None:
     location = next(o for o in spec.objects if o.name == "LocationPart")
     lat = next(f for f in location.fields if f.wire == "lat")
     assert lat.type is not None and (lat.type.kind, lat.type.alias) == ("number", "Latitude")
+
+
+# ── what only the protobuf layout can refuse ─────────────────────────────────────────────────────
+
+
+def proto_problems(definitions: str) -> list[str]:
+    """Generation's protobuf layout of spec/agui.yaml plus an event CASE (CaseEvent, whose
+    `definitions` are given) and its other definitions."""
+    text = spec_with(definitions).replace(
+        '      SUBAGENT_ERROR: "Reports a failed subagent invocation; the run itself may carry on."\n',
+        '      SUBAGENT_ERROR: "Reports a failed subagent invocation; the run itself may carry on."\n'
+        '      CASE: "The case."\n',
+        1,
+    )
+    text = text.replace(
+        "      - SubagentErrorEvent\n", "      - SubagentErrorEvent\n      - CaseEvent\n", 1
+    )
+    with pytest.raises(SpecError) as info:
+        build_proto(build(read_spec(text)), load_ledger())
+    return info.value.problems
+
+
+def case_event(fields: str) -> str:
+    return (
+        'CaseEvent:\n  kind: object\n  tag: CASE\n  with: [BaseEvent]\n  doc: "The case."\n'
+        "  fields:\n" + textwrap.indent(textwrap.dedent(fields), "    ")
+    )
+
+
+def test_an_alternative_field_may_not_take_another_members_protobuf_name() -> None:
+    problems = proto_problems(
+        case_event(
+            'x:\n  type: str | int\n  doc: "case x"\nxNumber:\n  type: int\n  doc: "case y"\n'
+        )
+    )
+    assert problems == [
+        "spec/agui.yaml: definitions.CaseEvent: two protobuf fields of CaseEvent are named "
+        "'x_number' (a member of type A | B adds _number, _bool, _parts or _object to its name); "
+        "rename one member"
+    ]
+
+
+def test_a_definition_may_not_take_a_wrapper_messages_name() -> None:
+    problems = proto_problems(
+        case_event('rows:\n  type: list[list[str]]\n  doc: "case rows"\n')
+        + 'StringList:\n  kind: object\n  doc: "case clash"\n  fields:\n    s:\n      type: str\n'
+        '      doc: "case s"\n'
+    )
+    assert problems == [
+        "spec/agui.yaml: definitions.StringList: the protobuf binding needs the message name "
+        "StringList for list[str] (a list item of CaseEvent.rows); rename the definition"
+    ]
