@@ -8,6 +8,12 @@ protocol, or a test of an extension): the tree goes to DIR, and the number ledge
 PATH/proto-ledger.txt, read and rewritten beside that spec. The defaults are spec/agui.yaml and
 generated/. A DIR other than generated/ must be empty, absent, or hold a tree this command made:
 writing removes every file of it no template produces.
+
+Writing prints what changed in the ledger, one line per slot (added, reserved, released, moved,
+retyped, revived, reused, shipped), and says when a change breaks the wire for deployed peers. A
+slot added since the last release is marked (unshipped): `--release-unshipped` gives all such
+numbers back before generating (the fields still in the spec are numbered afresh), `--ship` marks
+every slot shipped, so that its number is permanent (see docs/binary-transport.md).
 """
 
 from __future__ import annotations
@@ -16,8 +22,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from codegen import ledger
 from codegen.load import ROOT, SPEC_PATH, SpecError, display, ledger_path, load_ledger, load_spec
 from codegen.model import build
+from codegen.proto import FILES as PROTO_FILES, PACKAGE as PROTO_PACKAGE
 from codegen.render import HEADER, LEDGER, PACKAGE, render
 
 GENERATED = ROOT / "generated"
@@ -25,9 +33,42 @@ MARKER = f"{PACKAGE}/__init__.py"
 """A folder holding this file, starting with the generated banner, is a generated tree."""
 
 
-def generate_files(spec: Path = SPEC_PATH) -> dict[str, str]:
-    """Path under the output folder -> the exact text it must have (LEDGER: the spec's ledger)."""
-    return render(build(load_spec(spec)), load_ledger(ledger_path(spec)))
+PROTOS = tuple(f"proto/{PROTO_PACKAGE}/{stem}.proto" for stem in PROTO_FILES)
+
+
+def generate_files(spec: Path = SPEC_PATH, ledger_text: str | None = None) -> dict[str, str]:
+    """Path under the output folder -> the exact text it must have (LEDGER: the spec's ledger).
+    `ledger_text` is the ledger to number from (default: the one beside the spec)."""
+    if ledger_text is None:
+        ledger_text = load_ledger(ledger_path(spec))
+    return render(build(load_spec(spec), display(spec)), ledger_text)
+
+
+def ledger_changes(
+    before: str, files: dict[str, str], out: Path = GENERATED
+) -> list[ledger.Change]:
+    """What this generation changes in the ledger: against the .proto files the previous one
+    left in `out` (or, without them, against the ledger read)."""
+    previous = [(out / path).read_text("utf-8") for path in PROTOS if (out / path).is_file()]
+    return ledger.report(before, files[LEDGER], previous, [files[p] for p in PROTOS])
+
+
+def print_changes(changes: list[ledger.Change], where: str, *, check: bool = False) -> None:
+    """The ledger's changes, one line each, and a plain warning when one breaks the wire."""
+    stream = sys.stderr if check else sys.stdout
+    verb = "would change" if check else "changed"
+    print(f"{where} {verb}: {len(changes)} slot{'s' if len(changes) != 1 else ''}", file=stream)
+    for change in changes:
+        print(f"  {change}", file=stream)
+    breaking = [c for c in changes if c.breaks]
+    if breaking:
+        print(
+            f"python -m codegen: {len(breaking)} change{'s' if len(breaking) != 1 else ''} of "
+            f"{where} {'break' if len(breaking) != 1 else 'breaks'} the wire for deployed peers: "
+            + ", ".join(c.slot for c in breaking)
+            + " (see docs/binary-transport.md#the-field-number-ledger)",
+            file=sys.stderr,
+        )
 
 
 def target(path: str, out: Path = GENERATED, spec: Path = SPEC_PATH) -> Path:
@@ -89,9 +130,27 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="the folder to generate into (default: generated/)",
     )
+    parser.add_argument(
+        "--release-unshipped",
+        action="store_true",
+        help="give back the numbers of the ledger's (unshipped) slots before generating: for a "
+        "field renamed or removed before any release",
+    )
+    parser.add_argument(
+        "--ship",
+        action="store_true",
+        help="mark every slot of the ledger shipped (at a release): their numbers become permanent",
+    )
     args = parser.parse_args(argv)
     spec: Path = args.spec
     out: Path = args.out
+    if args.check and (args.release_unshipped or args.ship):
+        print(
+            "python -m codegen: --check only compares; --release-unshipped and --ship change "
+            "the ledger",
+            file=sys.stderr,
+        )
+        return 2
     if not args.check and foreign(out):
         print(
             f"python -m codegen: {display(out)} holds files but no generated tree "
@@ -100,8 +159,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    ledger_file = ledger_path(spec)
     try:
-        files = generate_files(spec)
+        before = load_ledger(ledger_file)
+        numbered = before
+        if args.release_unshipped:
+            numbered = ledger.release_unshipped(before, display(ledger_file))
+        if args.ship:
+            numbered = ledger.ship(numbered, display(ledger_file))
+        files = generate_files(spec, numbered)
+        changes = ledger_changes(before, files, out)
     except SpecError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
@@ -113,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         for problem in problems:
             print(f"{problem} — run: nox -s generate", file=sys.stderr)
+        if changes:
+            print_changes(changes, display(ledger_file), check=True)
         return 1 if problems else 0
     for path, text in files.items():
         file = target(path, out, spec)
@@ -123,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     for path in sorted(existing_files(out) - set(files)):
         (out / path).unlink()
         print(f"removed {display(out / path)}")
+    if changes:
+        print_changes(changes, display(ledger_file))
     return 0
 
 

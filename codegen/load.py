@@ -8,6 +8,7 @@ spec/spec-format.schema.json: it describes the format this generator reads.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +52,19 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate keys and non-string keys (YAML 1.1 reads `on:` as True)."""
 
 
+class _KeyError(Exception):
+    """A key the strict loader refuses; read_spec prefixes the spec's name."""
+
+
 def _mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node)
         where = f"line {key_node.start_mark.line + 1}"
         if not isinstance(key, str):
-            raise SpecError([f"spec/agui.yaml: {where}: key {key!r} is not a string; quote it"])
+            raise _KeyError(f"{where}: key {key!r} is not a string; quote it")
         if key in result:
-            raise SpecError([f"spec/agui.yaml: {where}: duplicate key {key!r}"])
+            raise _KeyError(f"{where}: duplicate key {key!r}")
         result[key] = loader.construct_object(value_node, deep=True)
     return result
 
@@ -73,6 +78,8 @@ def read_spec(text: str, name: str = "spec/agui.yaml") -> dict[str, Any]:
         raw = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         raise SpecError([f"{name}: not valid YAML: {exc}"]) from None
+    except _KeyError as exc:
+        raise SpecError([f"{name}: {exc}"]) from None
     meta = json.loads(FORMAT_PATH.read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(meta)
     problems = []
@@ -82,11 +89,56 @@ def read_spec(text: str, name: str = "spec/agui.yaml") -> dict[str, Any]:
         deepest = best
         while deepest.context:
             deepest = jsonschema.exceptions.best_match(deepest.context)
-        problems.append(f"{name}: {yaml_path(list(deepest.absolute_path))}: {deepest.message}")
+        problems.append(f"{name}: {_explain(deepest)}")
     if problems:
         raise SpecError(sorted(set(problems)))
     assert isinstance(raw, dict)
     return raw
+
+
+NAMING = {
+    "fields": (
+        "a wire name is camelCase: a lower-case letter, then letters and digits only (no '_', "
+        "'-' or space; each new word starts with a capital, as in toolCallId), and a trailing "
+        "'?' if the member is optional"
+    ),
+    "discriminator": (
+        "a discriminator is a wire name, so camelCase: a lower-case letter, then letters and "
+        "digits only (no '_', '-' or space), as in type"
+    ),
+    "definitions": (
+        "a definition name is PascalCase: a capital letter, then letters and digits only "
+        "(no '_', '-' or space), as in ToolCallStartEvent"
+    ),
+}
+"""What the format's naming patterns say, in words (the meta-schema can only give the regex)."""
+
+
+def _explain(error: jsonschema.ValidationError) -> str:
+    """An error of the meta-schema as the spec's author should read it: the YAML path (a badly
+    named key's own), then what is wrong, in words rather than the format's regex."""
+    path = list(error.absolute_path)
+    named = error.validator == "pattern" and "propertyNames" in error.absolute_schema_path
+    if named or (error.validator == "pattern" and path[-1:] == ["discriminator"]):
+        kind = "definitions" if path == ["definitions"] else "fields" if named else "discriminator"
+        key = str(error.instance)
+        where = yaml_path([*path, key] if named else path)
+        suggestion = _renamed(key, kind)
+        hint = f"; write it {suggestion!r}" if suggestion and suggestion != key else ""
+        return f"{where}: {key!r} is not a valid name: {NAMING[kind]}{hint}"
+    return f"{yaml_path(path)}: {error.message}"
+
+
+def _renamed(key: str, kind: str) -> str:
+    """The name in the right case, when the words of `key` can be told apart (message_id ->
+    messageId, tool-call -> toolCall, text_Message_start -> TextMessageStart)."""
+    optional = "?" if key.endswith("?") and kind == "fields" else ""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", key.rstrip("?")) if w]
+    if not words or not words[0][:1].isalpha():
+        return ""
+    first = words[0][:1]
+    head = (first.upper() if kind == "definitions" else first.lower()) + words[0][1:]
+    return head + "".join(w[:1].upper() + w[1:] for w in words[1:]) + optional
 
 
 def load_spec(path: Path = SPEC_PATH) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from codegen.load import SpecError, yaml_path
+from codegen.load import NAMING, SpecError, yaml_path
 from codegen.regex import python_regex
 
 SCALARS = {"str": "str", "int": "int", "number": "int | float", "bool": "bool"}
@@ -244,6 +244,8 @@ class Spec:
     aliases: tuple[Alias, ...]
     # objects and unions interleaved in dependency order: each item only refers to earlier ones
     definitions: tuple[Object | Union, ...]
+    source: str = "spec/agui.yaml"
+    """The spec's file as messages name it (a fork's own path under `--spec`)."""
 
     @property
     def objects(self) -> tuple[Object, ...]:
@@ -344,13 +346,19 @@ def member_name(value: str) -> str:
 
 
 class _Builder:
-    def __init__(self, raw: dict[str, Any]) -> None:
+    def __init__(self, raw: dict[str, Any], source: str) -> None:
         self.raw = raw
+        self.source = source
         self.defs: dict[str, dict[str, Any]] = raw["definitions"]
         self.problems: list[str] = []
+        self.membership: dict[str, list[str]] = {}
+        for name, spec in self.defs.items():
+            if spec["kind"] == "union":
+                for member in spec["members"]:
+                    self.membership.setdefault(member, []).append(name)
 
     def fail(self, where: list[str | int], message: str) -> None:
-        self.problems.append(f"spec/agui.yaml: {yaml_path(['definitions', *where])}: {message}")
+        self.problems.append(f"{self.source}: {yaml_path(['definitions', *where])}: {message}")
 
     # ── types ──────────────────────────────────────────────────────────────
     def parse_type(
@@ -578,7 +586,7 @@ class _Builder:
                 if not required:
                     self.fail(where, "a discriminator field must be required")
                 if tag is None:
-                    if self.defs[user]["kind"] != "mixin":
+                    if self.defs[user]["kind"] != "mixin" and user not in self.membership:
                         self.fail(
                             [user], f"composes the discriminator '{wire}' but declares no `tag`"
                         )
@@ -624,7 +632,7 @@ class _Builder:
             if "default" in fs:
                 self.check_default(fs["default"], ftype, required, [*where, "default"])
             if not re.fullmatch(r"[a-z][A-Za-z0-9]*", wire):
-                self.fail(where, "wire names are camelCase")
+                self.fail(where, f"{wire!r} is not a valid name: {NAMING['fields']}")
             yield Field(
                 wire,
                 py,
@@ -664,12 +672,11 @@ class _Builder:
         enums: list[Enum] = []
         aliases: list[Alias] = []
         items: dict[str, Object | Union] = {}
-        membership: dict[str, list[str]] = {}
+        membership = self.membership
         union_enum: dict[str, str | None] = {}
-        for name, spec in self.defs.items():
+        for spec in self.defs.values():
             if spec["kind"] == "union":
                 for member in spec["members"]:
-                    membership.setdefault(member, []).append(name)
                     union_enum[member] = spec.get("tags")
         for name, spec in self.defs.items():
             kind = spec["kind"]
@@ -693,7 +700,8 @@ class _Builder:
                 tag = spec.get("tag")
                 unions = tuple(membership.get(name, ()))
                 if unions and tag is None:
-                    self.fail([name], f"is a member of {', '.join(unions)} but declares no `tag`")
+                    for u in unions:
+                        self.fail([name], self._untagged(name, u))
                 fields = self.fields_of(name, tag, union_enum.get(name))
                 discs = [f for f in fields if f.tag is not None]
                 disc = discs[0].wire if discs else None
@@ -711,7 +719,9 @@ class _Builder:
         if self.problems:
             # an alias's problem is found again wherever the alias is used: report it once
             raise SpecError(list(dict.fromkeys(self.problems)))
-        return Spec(self.raw["version"], self.raw["doc"], tuple(enums), tuple(aliases), order)
+        return Spec(
+            self.raw["version"], self.raw["doc"], tuple(enums), tuple(aliases), order, self.source
+        )
 
     def union(self, name: str, spec: dict[str, Any]) -> Union:
         tags: list[tuple[str, str]] = []
@@ -723,22 +733,48 @@ class _Builder:
             if "tag" in target:
                 tags.append((target["tag"], member))
         values = [t for t, _ in tags]
-        if len(set(values)) != len(values):
-            self.fail([name, "members"], "two members share a tag")
+        for value in sorted({v for v in values if values.count(v) > 1}):
+            sharing = [m for t, m in tags if t == value]
+            self.fail(
+                [name, "members"],
+                f"{_listed(sharing)} share the tag {value!r}; the discriminator "
+                f"'{spec['discriminator']}' tells the members of {name} apart, so each needs a "
+                "tag of its own",
+            )
         enum = spec.get("tags")
         if enum is not None:
             declared = list(self.defs.get(enum, {}).get("values", {}))
             if self.defs.get(enum, {}).get("kind") != "enum":
                 self.fail([name, "tags"], f"'{enum}' is not an enum")
-            elif sorted(declared) != sorted(values):
-                missing = sorted(set(declared) - set(values))
-                extra = sorted(set(values) - set(declared))
-                self.fail(
-                    [name, "tags"],
-                    f"members' tags differ from {enum}: missing {missing}, not in enum {extra}",
-                )
+            else:
+                for value in declared:
+                    if value not in values:
+                        self.fail(
+                            [name, "tags"],
+                            f"{enum} has the value {value!r}, but no member of {name} has that "
+                            f"tag: add the object whose `tag` is {value!r} to {name}'s members, "
+                            f"or remove the value from {enum}",
+                        )
+                for value, member in tags:
+                    if value not in declared:
+                        self.fail(
+                            [name, "tags"],
+                            f"the member {member} has the tag {value!r}, which is no value of "
+                            f"{enum}: add {value!r} to {enum}'s values",
+                        )
         return Union(
             name, spec["doc"], spec["discriminator"], tuple(spec["members"]), tuple(tags), enum
+        )
+
+    def _untagged(self, member: str, union: str) -> str:
+        spec = self.defs[union]
+        disc = spec["discriminator"]
+        enum = spec.get("tags")
+        values = f" (a value of {enum})" if enum else ""
+        return (
+            f"is a member of {union} but declares no `tag`: {union} tells its members apart by "
+            f"'{disc}', so {member} needs `tag: <its {disc}>`{values} and a field {disc} with "
+            "`tag: true`"
         )
 
     def order(self, items: dict[str, Object | Union]) -> tuple[Object | Union, ...]:
@@ -777,6 +813,11 @@ def _refs(t: TypeRef) -> list[str]:
 
 _ANY = TypeRef("json", py="JsonValue", expected="a JSON value")
 """What an unreadable type stands for while the loader goes on to find more problems."""
+
+
+def _listed(names: list[str]) -> str:
+    """ "A", "A and B", "A, B and C"."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
 
 def _article(name: str) -> str:
@@ -858,6 +899,7 @@ def _split_top(text: str, sep: str) -> list[str]:
     return out
 
 
-def build(raw: dict[str, Any]) -> Spec:
-    """Check the validated YAML for meaning and return the intermediate model."""
-    return _Builder(raw).build()
+def build(raw: dict[str, Any], source: str = "spec/agui.yaml") -> Spec:
+    """Check the validated YAML for meaning and return the intermediate model. `source` is how
+    messages name the spec's file (a fork's path under `python -m codegen --spec`)."""
+    return _Builder(raw, source).build()

@@ -24,9 +24,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import PurePosixPath
 
 import attrs
 
+from codegen.ledger import (
+    RESERVED_RANGE,
+    Entry,
+    conflicts,
+    numbers as ledger_numbers,
+    parse,
+    render as render_ledger,
+    space_of,
+)
 from codegen.load import SpecError
 from codegen.model import Field, Object, Spec, TypeRef, Union
 
@@ -72,8 +82,6 @@ OBJECT_VARIANTS = {("Message", "content"): "activity_content"}
 EVENTS_FILE = ("EventType", "BaseEvent", "Event")
 PATCH_FILE = ("JsonPatchOperationType", "JsonPatchOperation")
 
-MAX_FIELD = 2**29 - 1
-RESERVED_RANGE = range(19000, 20000)
 VALUE = "google.protobuf.Value"
 STRUCT = "google.protobuf.Struct"
 
@@ -246,73 +254,16 @@ class ProtoSchema:
 
 
 # ── the ledger ─────────────────────────────────────────────────────────────────────────────────
-_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(-?[0-9]+)$")
-_ENUM_VALUE = re.compile(r"^[A-Z][A-Z0-9_]*$")
-
-
-def parse_ledger(text: str) -> dict[str, int]:
+# (its format, and what a generation changed in it: codegen/ledger.py)
+def parse_ledger(text: str, name: str = LEDGER_NAME) -> dict[str, int]:
     """Ledger text -> {slot: number}. Fails on a malformed line, a slot listed twice and two slots
     sharing a number in one message or enum."""
-    problems: list[str] = []
-    slots: dict[str, int] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _LINE.match(line)
-        if match is None:
-            problems.append(f"{LEDGER_NAME}: line {lineno}: not 'Message.field = N': {raw!r}")
-            continue
-        slot, number = match.group(1), int(match.group(2))
-        if slot in slots:
-            problems.append(f"{LEDGER_NAME}: line {lineno}: {slot} is listed twice")
-            continue
-        slots[slot] = number
-    problems += _conflicts(slots)
-    if problems:
-        raise SpecError(problems)
-    return slots
+    return ledger_numbers(text, name)
 
 
-def space_of(slot: str) -> str:
-    """The message or enum whose numbers a slot uses: `ToolCall.Function.name` -> ToolCall.Function,
-    `Event.event.raw` -> Event (a oneof arm numbers like a field), `EventType.RAW` -> EventType."""
-    parts = slot.split(".")
-    if _ENUM_VALUE.match(parts[-1]):
-        return ".".join(parts[:-1])
-    owner = []
-    for part in parts[:-1]:
-        if not part[:1].isupper():
-            break
-        owner.append(part)
-    return ".".join(owner)
-
-
-def _is_enum_slot(slot: str) -> bool:
-    return bool(_ENUM_VALUE.match(slot.rsplit(".", 1)[-1]))
-
-
-def _conflicts(slots: dict[str, int]) -> list[str]:
-    problems: list[str] = []
-    seen: dict[tuple[str, int], str] = {}
-    for slot, number in slots.items():
-        space = space_of(slot)
-        if _is_enum_slot(slot):
-            if not 0 <= number <= 2**31 - 1:
-                problems.append(f"{LEDGER_NAME}: {slot} = {number}: enum values run from 0")
-        elif not 1 <= number <= MAX_FIELD or number in RESERVED_RANGE:
-            problems.append(
-                f"{LEDGER_NAME}: {slot} = {number}: not a usable field number "
-                f"(1 to {MAX_FIELD}, without 19000-19999)"
-            )
-        other = seen.get((space, number))
-        if other is not None:
-            problems.append(
-                f"{LEDGER_NAME}: number conflict in {space}: {other} and {slot} both use {number}"
-            )
-        else:
-            seen[(space, number)] = slot
-    return problems
+def ledger_name(spec: Spec) -> str:
+    """The ledger beside the spec, as messages name it (spec/proto-ledger.txt, or a fork's)."""
+    return (PurePosixPath(spec.source).parent / "proto-ledger.txt").as_posix()
 
 
 # ── building ───────────────────────────────────────────────────────────────────────────────────
@@ -341,7 +292,7 @@ class _Draft:
 
 
 class _Builder:
-    def __init__(self, spec: Spec, ledger: dict[str, int]) -> None:
+    def __init__(self, spec: Spec, ledger: dict[str, Entry]) -> None:
         self.spec = spec
         self.ledger = ledger
         self.defs: dict[str, Object | Union] = {d.name: d for d in spec.definitions}
@@ -418,7 +369,7 @@ class _Builder:
         clash = next((d for d in self.defs if self.proto_name(d) == name), None)
         if clash is not None:
             self.problems.append(
-                f"spec/agui.yaml: definitions.{clash}: the protobuf binding needs the message name "
+                f"{self.spec.source}: definitions.{clash}: the protobuf binding needs the message name "
                 f"{name} for {t.spelled} (a list item of {owner}.{f.wire}); rename the definition"
             )
             return name
@@ -448,7 +399,7 @@ class _Builder:
             self.merged_message(item)
         elif definition in FLATTENED_UNIONS:
             self.problems.append(
-                f"spec/agui.yaml: definitions.{definition}: the protobuf binding flattens this union "
+                f"{self.spec.source}: definitions.{definition}: the protobuf binding flattens this union "
                 "into the event that holds it (FLATTENED_UNIONS in codegen/proto.py), so no other "
                 "member can have it as its type"
             )
@@ -650,7 +601,7 @@ class _Builder:
                 for slot in self.slots_of(member, [mf], skip_tag=True):
                     if slot.label != "repeated":
                         self.problems.append(
-                            f"spec/agui.yaml: definitions.{member}.fields.{mf.wire}: the protobuf "
+                            f"{self.spec.source}: definitions.{member}.fields.{mf.wire}: the protobuf "
                             f"binding flattens {union} into {owner}.{f.wire}, which needs every "
                             "member field to be a list"
                         )
@@ -934,7 +885,7 @@ class _Builder:
                     if kind is None or kind in done:
                         if kind is None:
                             self.problems.append(
-                                f"spec/agui.yaml: definitions.{name}: the protobuf binding merges "
+                                f"{self.spec.source}: definitions.{name}: the protobuf binding merges "
                                 f"its members into one message (MERGED_UNIONS in codegen/proto.py), "
                                 f"and their members {wire} differ in a way it cannot carry "
                                 f"({option.spelled}); give the new member's field another name"
@@ -974,7 +925,7 @@ class _Builder:
                         pname = OBJECT_VARIANTS.get((name, wire))
                         if pname is None:
                             self.problems.append(
-                                f"spec/agui.yaml: definitions.{name}: the members' {wire} differ "
+                                f"{self.spec.source}: definitions.{name}: the members' {wire} differ "
                                 "and one is an object; name its protobuf field in OBJECT_VARIANTS "
                                 "(codegen/proto.py)"
                             )
@@ -985,25 +936,29 @@ class _Builder:
                         )
 
     # ── numbering ──
-    def number(self) -> tuple[list[ProtoMessage], list[ProtoEnum], dict[str, int]]:
+    def number(self) -> tuple[list[ProtoMessage], list[ProtoEnum], dict[str, Entry]]:
+        """Every slot's number from the ledger; a slot the ledger lacks takes the next number
+        free in its message or enum and is marked unshipped."""
         ledger = dict(self.ledger)
         messages: list[ProtoMessage] = []
         enums: list[ProtoEnum] = []
         for name in self.order:
             draft = self.drafts[name]
             live: set[str] = set()
-            taken = {n for slot, n in ledger.items() if space_of(slot) == name}
+            taken = {e.number for slot, e in ledger.items() if space_of(slot) == name}
             if draft.is_enum:
                 numbered = []
                 for member, wire, _doc in draft.enum_values:
                     slot = f"{name}.{member}"
                     live.add(slot)
                     if slot not in ledger:
-                        ledger[slot] = max(taken, default=-1) + 1
-                        taken.add(ledger[slot])
-                    numbered.append((member, ledger[slot], wire))
+                        ledger[slot] = Entry(max(taken, default=-1) + 1, unshipped=True)
+                        taken.add(ledger[slot].number)
+                    numbered.append((member, ledger[slot].number, wire))
                 gone = sorted(
-                    (n, s) for s, n in ledger.items() if space_of(s) == name and s not in live
+                    (e.number, s)
+                    for s, e in ledger.items()
+                    if space_of(s) == name and s not in live
                 )
                 if not any(n == 0 for _, n, _ in numbered):
                     self.problems.append(f"{name}: a proto3 enum needs a value numbered 0")
@@ -1022,7 +977,7 @@ class _Builder:
             names = [s.name for s in draft.slots]
             for dup in sorted({n for n in names if names.count(n) > 1}):
                 self.problems.append(
-                    f"spec/agui.yaml: definitions.{draft.source}: two protobuf fields of {name} "
+                    f"{self.spec.source}: definitions.{draft.source}: two protobuf fields of {name} "
                     f"are named '{dup}' (a member of type A | B adds _number, _bool, _parts or "
                     "_object to its name); rename one member"
                 )
@@ -1030,13 +985,14 @@ class _Builder:
                 slot = draft.slot_key(s)
                 live.add(slot)
                 if slot not in ledger:
-                    ledger[slot] = max(taken, default=0) + 1
-                    while ledger[slot] in RESERVED_RANGE:
-                        ledger[slot] += 1
-                    taken.add(ledger[slot])
-                fields.append(attrs.evolve(s, number=ledger[slot]))
+                    number = max(taken, default=0) + 1
+                    while number in RESERVED_RANGE:
+                        number += 1
+                    ledger[slot] = Entry(number, unshipped=True)
+                    taken.add(number)
+                fields.append(attrs.evolve(s, number=ledger[slot].number))
             gone = sorted(
-                (n, s) for s, n in ledger.items() if space_of(s) == name and s not in live
+                (e.number, s) for s, e in ledger.items() if space_of(s) == name and s not in live
             )
             messages.append(
                 ProtoMessage(
@@ -1055,7 +1011,7 @@ class _Builder:
                     self.restores(draft),
                 )
             )
-        self.problems += _conflicts(ledger)
+        self.problems += conflicts(ledger, ledger_name(self.spec))
         return messages, enums, ledger
 
     def restores(self, draft: _Draft) -> tuple[str, str] | None:
@@ -1105,32 +1061,16 @@ class _Builder:
         return ProtoSchema(
             tuple(messages),
             tuple(enums),
-            render_ledger(ledger, [e.name for e in enums] + [m.name for m in messages]),
+            render_ledger(
+                ledger, [e.name for e in enums] + [m.name for m in messages], self.ledger
+            ),
             tuple((wire, n) for _, n, wire in event_types),
         )
 
 
-def render_ledger(ledger: dict[str, int], spaces: list[str]) -> str:
-    """The ledger in its canonical order: by message or enum (the .proto files' order, then any
-    that left the spec, by name), then by number."""
-    rank = {s: i for i, s in enumerate(spaces)}
-    lines = sorted(
-        ledger.items(),
-        key=lambda kv: (rank.get(space_of(kv[0]), len(rank)), space_of(kv[0]), kv[1]),
-    )
-    head = (
-        "# The protobuf number ledger of the AG-UI binary transport (package ag_ui), kept by\n"
-        "# `python -m codegen`: every field, oneof arm and enum value ever shipped, with its number.\n"
-        "# Append-only. A slot keeps its number forever; a new one takes the next free number of its\n"
-        "# message or enum; a slot whose field left the spec stays here and is `reserved` in the\n"
-        "# .proto files. Seeded from @ag-ui/proto 1.0.0, so the numbers are the official ones.\n"
-    )
-    return head + "".join(f"{slot} = {number}\n" for slot, number in lines)
-
-
 def build_proto(spec: Spec, ledger_text: str) -> ProtoSchema:
     """The protobuf layout of the spec, numbered by the ledger (see the module docstring)."""
-    return _Builder(spec, parse_ledger(ledger_text)).build()
+    return _Builder(spec, parse(ledger_text, ledger_name(spec))).build()
 
 
 # ── helpers ────────────────────────────────────────────────────────────────────────────────────

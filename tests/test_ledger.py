@@ -1,0 +1,277 @@
+"""The protobuf number ledger explains itself: `python -m codegen` prints what a generation changed
+in it, one line per slot, and says plainly when a change breaks the wire for deployed peers; a
+number that never shipped can be given back (`--release-unshipped`), and `--ship` makes numbers
+permanent. The ledger's lines keep their place when a message leaves the spec.
+
+The unit tests lay a spec out in memory (no generation); the last ones run `python -m codegen`
+on a copy of spec/ in a temporary folder, as a fork maintainer would."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from codegen.__main__ import PROTOS, main
+from codegen.ledger import Change, declared, numbers, parse, release_unshipped, report, ship
+from codegen.load import SPEC_PATH, SpecError, load_ledger, read_spec
+from codegen.model import build
+from codegen.proto import build_proto
+from codegen.render import LEDGER, environment, render_proto
+
+SPEC_TEXT = SPEC_PATH.read_text("utf-8")
+LEDGER_TEXT = load_ledger()
+NAME = '      name?:\n        type: str\n        doc: "A display name for the author."\n'
+ROLE_END = '        default: assistant\n        doc: "Who is speaking; absent means assistant."\n'
+
+
+def layout(spec_text: str, ledger_text: str) -> tuple[str, list[str]]:
+    """The ledger and the .proto files one generation writes for a spec."""
+    files = render_proto(environment(), build_proto(build(read_spec(spec_text)), ledger_text))
+    return files[LEDGER], [files[p] for p in PROTOS]
+
+
+def with_field(spec_text: str, wire: str, type_: str = "str") -> str:
+    """The spec with an optional member `wire` added to TEXT_MESSAGE_START."""
+    assert ROLE_END in spec_text
+    return spec_text.replace(
+        ROLE_END, ROLE_END + f'      {wire}?:\n        type: {type_}\n        doc: "Case."\n', 1
+    )
+
+
+def step(
+    spec_text: str, ledger_text: str, protos: list[str]
+) -> tuple[str, list[str], list[Change]]:
+    """One generation after another: its ledger, its .proto files and what it changed."""
+    ledger, new = layout(spec_text, ledger_text)
+    return ledger, new, report(ledger_text, ledger, protos, new)
+
+
+BASE_LEDGER, BASE_PROTOS = layout(SPEC_TEXT, LEDGER_TEXT)
+NEXT = max(n for s, n in numbers(LEDGER_TEXT).items() if s.startswith("TextMessageStartEvent.")) + 1
+
+
+def lines(changes: list[Change]) -> list[str]:
+    return [str(c) for c in changes]
+
+
+def test_the_proto_files_declare_exactly_the_ledgers_slots() -> None:
+    """What the reports compare: the slots read back from the .proto files are the ledger's."""
+    found = declared(BASE_PROTOS)
+    assert {s: d.number for s, d in found.items()} == numbers(LEDGER_TEXT)
+    assert not any(d.reserved for d in found.values())
+
+
+def test_regenerating_changes_nothing() -> None:
+    assert BASE_LEDGER == LEDGER_TEXT
+    assert report(LEDGER_TEXT, BASE_LEDGER, BASE_PROTOS, BASE_PROTOS) == []
+
+
+def test_a_new_field_is_added_unshipped_in_one_line() -> None:
+    ledger, _, changes = step(with_field(SPEC_TEXT, "language"), LEDGER_TEXT, BASE_PROTOS)
+    slot = f"TextMessageStartEvent.language = {NEXT}"
+    assert lines(changes) == [f"added     {slot} (string) (unshipped)"]
+    assert f"{slot} (unshipped)\n" in ledger
+    assert not changes[0].breaks
+
+
+def test_a_removed_field_is_said_to_be_reserved() -> None:
+    assert NAME in SPEC_TEXT
+    ledger, protos, changes = step(SPEC_TEXT.replace(NAME, "", 1), LEDGER_TEXT, BASE_PROTOS)
+    number = numbers(LEDGER_TEXT)["TextMessageStartEvent.name"]
+    assert lines(changes) == [
+        f"reserved  TextMessageStartEvent.name = {number}: its field left the spec; the number "
+        "stays taken"
+    ]
+    assert ledger == LEDGER_TEXT  # the line stays
+    assert declared(protos)["TextMessageStartEvent.name"].reserved
+
+
+def test_an_unshipped_rename_is_undone_by_releasing() -> None:
+    """A field renamed before any release: the old name's number is reserved, and
+    --release-unshipped gives it back to the new name."""
+    ledger, protos, _ = step(with_field(SPEC_TEXT, "lang"), LEDGER_TEXT, BASE_PROTOS)
+    renamed = with_field(SPEC_TEXT, "language")
+    ledger2, protos2, changes = step(renamed, ledger, protos)
+    assert lines(changes) == [
+        f"added     TextMessageStartEvent.language = {NEXT + 1} (string) (unshipped)",
+        f"reserved  TextMessageStartEvent.lang = {NEXT}: its field left the spec; the number "
+        "stays taken; it never shipped: --release-unshipped frees it",
+    ]
+    released, protos3 = layout(renamed, release_unshipped(ledger2))
+    changes = report(ledger2, released, protos2, protos3)
+    assert lines(changes) == [
+        f"moved     TextMessageStartEvent.language: {NEXT + 1} -> {NEXT} (unshipped)",
+        f"released  TextMessageStartEvent.lang = {NEXT}: never shipped; the number is free again",
+    ]
+    assert not any(c.breaks for c in changes)
+    assert "lang " not in released and f"TextMessageStartEvent.language = {NEXT} (unshipped)\n" in (
+        released
+    )
+
+
+def test_release_never_touches_a_shipped_number() -> None:
+    assert release_unshipped(LEDGER_TEXT) == LEDGER_TEXT
+    removed = SPEC_TEXT.replace(NAME, "", 1)
+    ledger, _ = layout(removed, release_unshipped(LEDGER_TEXT))
+    assert "TextMessageStartEvent.name = 4\n" in ledger
+
+
+def test_shipping_makes_numbers_permanent() -> None:
+    ledger, protos, _ = step(with_field(SPEC_TEXT, "language"), LEDGER_TEXT, BASE_PROTOS)
+    shipped, protos2 = layout(with_field(SPEC_TEXT, "language"), ship(ledger))
+    assert " (unshipped)\n" not in shipped
+    assert lines(report(ledger, shipped, protos, protos2)) == [
+        f"shipped   TextMessageStartEvent.language = {NEXT}: now permanent"
+    ]
+    assert release_unshipped(shipped) == shipped
+
+
+SUBAGENT = "TextMessageStartEvent.subagent_run_id = 5\n"
+
+
+def _breaking_case(what: str) -> tuple[str, list[str], str, list[str]]:
+    """(ledger and .proto files before, ledger and .proto files after) of one breaking change."""
+    if what == "revived":  # a field removed, generated, then back with another type
+        before = layout(SPEC_TEXT.replace(NAME, "", 1), LEDGER_TEXT)
+        after = layout(
+            SPEC_TEXT.replace(NAME, NAME.replace("type: str", "type: int"), 1), before[0]
+        )
+        return (*before, *after)
+    if what == "retyped":
+        at = SPEC_TEXT.index("      messageId:\n", SPEC_TEXT.index("  TextMessageStartEvent:"))
+        spec = SPEC_TEXT[:at] + SPEC_TEXT[at:].replace("type: str", "type: int", 1)
+        return (LEDGER_TEXT, BASE_PROTOS, *layout(spec, LEDGER_TEXT))
+    if what == "moved":  # a shipped line deleted by hand: the field takes the next number
+        edited = LEDGER_TEXT.replace("TextMessageStartEvent.message_id = 2\n", "", 1)
+        return (edited, BASE_PROTOS, *layout(SPEC_TEXT, edited))
+    # the last shipped line deleted by hand, and the field renamed: its number goes to the new name
+    edited = LEDGER_TEXT.replace(SUBAGENT, "", 1)
+    renamed = SPEC_TEXT.replace("      subagentRunId?:", "      subagentRun?:", 1)
+    return (edited, BASE_PROTOS, *layout(renamed, edited))
+
+
+@pytest.mark.parametrize(
+    ("what", "says"),
+    [
+        ("revived", "peers built while TextMessageStartEvent.name was reserved never expect it"),
+        ("retyped", "deployed peers read number 2 as string"),
+        ("moved", "deployed peers send and read TextMessageStartEvent.message_id as 2"),
+        ("reused", "TextMessageStartEvent.subagent_run_id was sent as 5"),
+        ("released", "TextMessageStartEvent.subagent_run_id shipped as 5"),
+    ],
+)
+def test_a_change_that_breaks_the_wire_says_so(what: str, says: str) -> None:
+    ledger_before, protos_before, ledger_after, protos_after = _breaking_case(what)
+    changes = report(ledger_before, ledger_after, protos_before, protos_after)
+    breaking = [c for c in changes if c.breaks and c.what == what]
+    assert breaking, lines(changes)
+    assert says in breaking[0].breaks
+    assert "BREAKS THE WIRE for deployed peers: " + breaking[0].breaks in str(breaking[0])
+
+
+def test_a_message_that_leaves_the_spec_keeps_its_lines_in_place() -> None:
+    """Removing a union member (an event) reserves its slots where they are, not at the end."""
+    gone = SPEC_TEXT.replace("      - RawEvent\n", "", 1).replace(
+        '      RAW: "Forwards an event from the underlying provider without translating it."\n',
+        "",
+        1,
+    )
+    start = gone.index("  RawEvent:\n")
+    end = gone.index("\n  ", gone.index("\n  ", start) + 1)  # the next definition
+    while gone[end + 3] == " ":
+        end = gone.index("\n  ", end + 1)
+    gone = gone[:start] + gone[end + 1 :]
+    assert "RawEvent" not in gone
+    ledger, _, changes = step(gone, LEDGER_TEXT, BASE_PROTOS)
+    assert ledger == LEDGER_TEXT
+    assert {c.what for c in changes} == {"reserved"}
+    assert {c.slot for c in changes} >= {"Event.event.raw", "EventType.RAW"}
+
+
+def test_a_broken_ledger_line_is_named_with_the_forks_path(tmp_path: Path) -> None:
+    with pytest.raises(
+        SpecError, match=r"fork/proto-ledger.txt: line \d+: not 'Message.field = N'"
+    ):
+        parse(
+            LEDGER_TEXT.replace("EventType.RAW = 9", "EventType.RAW: 9", 1), "fork/proto-ledger.txt"
+        )
+    spec = tmp_path / "agui.yaml"
+    spec.write_text(SPEC_TEXT, "utf-8")
+    (tmp_path / "proto-ledger.txt").write_text(LEDGER_TEXT + "Broken.line = x\n", "utf-8")
+    with pytest.raises(SpecError, match=f"{tmp_path}/proto-ledger.txt: line"):
+        build_proto(
+            build(read_spec(SPEC_TEXT), str(spec)), (tmp_path / "proto-ledger.txt").read_text()
+        )
+
+
+# ── `python -m codegen` on a fork ───────────────────────────────────────────────────────────────
+@pytest.fixture
+def fork(tmp_path: Path) -> Path:
+    (tmp_path / "spec").mkdir()
+    for name in ("agui.yaml", "proto-ledger.txt"):
+        shutil.copyfile(SPEC_PATH.parent / name, tmp_path / "spec" / name)
+    return tmp_path
+
+
+def generate(fork: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, str, str]:
+    spec = fork / "spec" / "agui.yaml"
+    code = main(["--spec", str(spec), "--out", str(fork / "generated"), *flags])
+    out, err = capsys.readouterr()
+    shown = "\n".join(line for line in out.splitlines() if not line.startswith("wrote "))
+    return code, shown, err
+
+
+def test_the_command_prints_the_ledgers_changes_and_undoes_an_unshipped_number(
+    fork: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, ledger = fork / "spec" / "agui.yaml", fork / "spec" / "proto-ledger.txt"
+    assert generate(fork, capsys) == (0, "", "")  # a fresh tree: nothing changed in the ledger
+    spec.write_text(with_field(SPEC_TEXT, "lang"), "utf-8")
+    code, out, _ = generate(fork, capsys)
+    assert code == 0
+    assert out == (
+        f"{ledger} changed: 1 slot\n"
+        f"  added     TextMessageStartEvent.lang = {NEXT} (string) (unshipped)"
+    )
+    spec.write_text(with_field(SPEC_TEXT, "language"), "utf-8")
+    _, out, _ = generate(fork, capsys)
+    assert f"reserved  TextMessageStartEvent.lang = {NEXT}" in out
+    assert "--release-unshipped frees it" in out
+    _, out, err = generate(fork, capsys, "--release-unshipped")
+    assert f"moved     TextMessageStartEvent.language: {NEXT + 1} -> {NEXT} (unshipped)" in out
+    assert f"released  TextMessageStartEvent.lang = {NEXT}" in out and err == ""
+    assert generate(fork, capsys, "--check")[0] == 0
+    code, out, _ = generate(fork, capsys, "--ship")
+    assert out.endswith(f"shipped   TextMessageStartEvent.language = {NEXT}: now permanent")
+    assert " (unshipped)\n" not in ledger.read_text("utf-8")
+
+
+def test_the_command_says_plainly_when_the_wire_breaks(
+    fork: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = fork / "spec" / "agui.yaml"
+    assert generate(fork, capsys)[0] == 0
+    spec.write_text(SPEC_TEXT.replace(NAME, "", 1), "utf-8")
+    generate(fork, capsys)
+    spec.write_text(SPEC_TEXT.replace(NAME, NAME.replace("type: str", "type: int"), 1), "utf-8")
+    code, out, err = generate(fork, capsys)
+    assert code == 0  # written: the spec's author decides, having been told
+    assert "revived   TextMessageStartEvent.name = 4 (int64)" in out
+    assert "BREAKS THE WIRE for deployed peers" in out
+    assert err.startswith(
+        f"python -m codegen: 1 change of {fork / 'spec' / 'proto-ledger.txt'} breaks the wire "
+        "for deployed peers: TextMessageStartEvent.name"
+    )
+
+
+def test_check_shows_what_the_ledger_would_gain(
+    fork: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    generate(fork, capsys)
+    (fork / "spec" / "agui.yaml").write_text(with_field(SPEC_TEXT, "language"), "utf-8")
+    code, _, err = generate(fork, capsys, "--check")
+    assert code == 1
+    assert f"added     TextMessageStartEvent.language = {NEXT} (string) (unshipped)" in err
+    assert generate(fork, capsys, "--check", "--ship")[0] == 2
