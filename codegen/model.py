@@ -144,6 +144,9 @@ class Field:
     const: str | None = None
     nullable: bool = False
     default: str | bool | int | float | None = None
+    extension: bool = False
+    """Not in the official protocol: a fork's own member (`extension: true` on it, or on the
+    object or mixin it comes from). Cross-SDK checks report it instead of comparing it."""
 
     @property
     def constraints(self) -> Constraints:
@@ -186,6 +189,7 @@ class EnumValue:
     value: str
     member: str
     doc: str
+    extension: bool = False  # marked, in an extension enum, or the tag of an extension object
 
 
 @attrs.frozen
@@ -193,6 +197,7 @@ class Enum:
     name: str
     doc: str
     values: tuple[EnumValue, ...]
+    extension: bool = False
 
 
 @attrs.frozen
@@ -204,6 +209,7 @@ class Object:
     discriminator: str | None  # the wire key carrying `tag`
     open: bool
     unions: tuple[str, ...]
+    extension: bool = False
 
     @property
     def slots(self) -> tuple[Field, ...]:
@@ -226,6 +232,7 @@ class Union:
     members: tuple[str, ...]
     tags: tuple[tuple[str, str], ...]  # (tag value, member name), in member order
     tags_enum: str | None
+    extension: bool = False
 
 
 @attrs.frozen
@@ -234,6 +241,7 @@ class Alias:
     doc: str
     type: TypeRef
     constraints: Constraints
+    extension: bool = False
 
 
 @attrs.frozen
@@ -556,8 +564,10 @@ class _Builder:
     def _fields(
         self, owner: str, fields: dict[str, Any], tag: str | None, union_enum: str | None, user: str
     ) -> Iterator[Field]:
+        inherited = bool(self.defs[owner].get("extension") or self.defs[user].get("extension"))
         for key, fs in fields.items():
             where: list[str | int] = [owner, "fields", key]
+            extension = inherited or bool(fs.get("extension"))
             wire = key.rstrip("?")
             required = not key.endswith("?")
             py = fs.get("py") or snake(wire)
@@ -616,12 +626,17 @@ class _Builder:
                     tag=continue_tag,
                     tag_py=tag_py,
                     tag_annotation=tag_annotation,
+                    extension=extension,
                 )
                 continue
             if "const" in fs:
-                yield Field(wire, py, fs["doc"], required, None, const=fs["const"])
+                yield Field(
+                    wire, py, fs["doc"], required, None, const=fs["const"], extension=extension
+                )
                 continue
             parsed = self.parse_type(fs["type"], [*where, "type"])
+            if not extension:
+                self.standard_uses(parsed, [*where, "type"], "member")
             ftype = self.constrain(parsed, cons, where, "")
             nullable = bool(fs.get("nullable"))
             if nullable and (not required or ftype.kind != "json"):
@@ -641,7 +656,20 @@ class _Builder:
                 ftype,
                 nullable=nullable,
                 default=fs.get("default"),
+                extension=extension,
             )
+
+    def standard_uses(self, t: TypeRef, where: list[str | int], what: str) -> None:
+        """A member (or alias) of the official protocol cannot hold a fork's extension: peers
+        that know only the protocol would take a value they cannot read for one of theirs."""
+        for inner in t.walk:
+            for name in dict.fromkeys((inner.alias, inner.name)):
+                if name and self.defs.get(name, {}).get("extension"):
+                    self.fail(
+                        where,
+                        f"this {what} is no extension, but its type uses the extension {name}; "
+                        "mark it `extension: true` too",
+                    )
 
     def check_default(self, value: Any, t: TypeRef, required: bool, where: list[str | int]) -> None:
         """A default is what a reader assumes when an optional member is absent: it must be a
@@ -681,7 +709,13 @@ class _Builder:
         for name, spec in self.defs.items():
             kind = spec["kind"]
             if kind == "enum":
-                values = tuple(EnumValue(v, member_name(v), d) for v, d in spec["values"].items())
+                whole = bool(spec.get("extension"))
+                values = tuple(
+                    EnumValue(v, member_name(v), d, whole)
+                    if isinstance(d, str)
+                    else EnumValue(v, member_name(v), d["doc"], whole or bool(d.get("extension")))
+                    for v, d in spec["values"].items()
+                )
                 if len({v.member for v in values}) != len(values):
                     self.fail([name, "values"], "two values map to the same Python member name")
                 for v in values:
@@ -691,11 +725,15 @@ class _Builder:
                             f"the value gives no Python member name ({v.member or 'nothing'}); "
                             "an enum value needs a letter before any digit or symbol",
                         )
-                enums.append(Enum(name, spec["doc"], values))
+                enums.append(Enum(name, spec["doc"], values, whole))
             elif kind == "alias":
                 t = self.parse_type(spec["type"], [name, "type"], (name,))
+                if not spec.get("extension"):
+                    self.standard_uses(t, [name, "type"], "alias")
                 narrowed = self.constrain(t, _constraints(spec), [name], f"the alias {name}")
-                aliases.append(Alias(name, spec["doc"], t, narrowed.constraints))
+                aliases.append(
+                    Alias(name, spec["doc"], t, narrowed.constraints, bool(spec.get("extension")))
+                )
             elif kind == "object":
                 tag = spec.get("tag")
                 unions = tuple(membership.get(name, ()))
@@ -711,17 +749,60 @@ class _Builder:
                     if disc is not None and self.defs[u]["discriminator"] != disc:
                         self.fail([name], f"its discriminator '{disc}' differs from union {u}'s")
                 items[name] = Object(
-                    name, spec["doc"], tuple(fields), tag, disc, bool(spec.get("open")), unions
+                    name,
+                    spec["doc"],
+                    tuple(fields),
+                    tag,
+                    disc,
+                    bool(spec.get("open")),
+                    unions,
+                    bool(spec.get("extension")),
                 )
             elif kind == "union":
                 items[name] = self.union(name, spec)
         order = self.order(items)
+        enums = self.extension_tags(enums, items)
         if self.problems:
             # an alias's problem is found again wherever the alias is used: report it once
             raise SpecError(list(dict.fromkeys(self.problems)))
         return Spec(
             self.raw["version"], self.raw["doc"], tuple(enums), tuple(aliases), order, self.source
         )
+
+    def extension_tags(self, enums: list[Enum], items: dict[str, Object | Union]) -> list[Enum]:
+        """The enums with the tag of every extension object marked as an extension value too
+        (LOCATION_SHARED of EventType, when LocationSharedEvent is an extension)."""
+        tagged: set[tuple[str, str]] = set()
+        for item in items.values():
+            if not isinstance(item, Object) or not item.extension or item.tag is None:
+                continue
+            for f in self.fields_raw(item.name):
+                if f.get("tag") and f.get("type"):
+                    tagged.add((f["type"], item.tag))
+            for u in item.unions:
+                enum = self.defs[u].get("tags")
+                if enum:
+                    tagged.add((enum, item.tag))
+        return [
+            attrs.evolve(
+                e,
+                values=tuple(
+                    attrs.evolve(v, extension=True) if (e.name, v.value) in tagged else v
+                    for v in e.values
+                ),
+            )
+            for e in enums
+        ]
+
+    def fields_raw(self, name: str) -> list[dict[str, Any]]:
+        """The YAML field descriptions of an object, its mixins' included."""
+        spec = self.defs[name]
+        out = [
+            f
+            for mixin in spec.get("with", [])
+            for f in self.defs.get(mixin, {}).get("fields", {}).values()
+        ]
+        return out + list(spec.get("fields", {}).values())
 
     def union(self, name: str, spec: dict[str, Any]) -> Union:
         tags: list[tuple[str, str]] = []
@@ -763,7 +844,13 @@ class _Builder:
                             f"{enum}: add {value!r} to {enum}'s values",
                         )
         return Union(
-            name, spec["doc"], spec["discriminator"], tuple(spec["members"]), tuple(tags), enum
+            name,
+            spec["doc"],
+            spec["discriminator"],
+            tuple(spec["members"]),
+            tuple(tags),
+            enum,
+            bool(spec.get("extension")),
         )
 
     def _untagged(self, member: str, union: str) -> str:

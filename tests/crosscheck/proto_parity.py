@@ -13,6 +13,11 @@ It also reads the field table of the package's generated code and checks that th
 ``.proto`` files declare the same messages, fields, numbers, types and labels, and that the
 number ledger holds exactly the package's slots.
 
+A fork's additions (`extension: true` in the spec) are listed as extensions and not compared: the
+event fixtures that use one are not sent to @ag-ui/proto (which cannot know them), and the
+messages, fields, arms, enum values and ledger slots that come from one are left out of the
+layout comparison. The rest is compared as always.
+
 Exit 0 when everything agrees, 1 on a byte or ledger mismatch or an unexplained round-trip
 difference, 2 if the peer could not run. Needs ``.crosscheck/`` installed (``nox -s
 crosscheck``).
@@ -31,6 +36,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+from extensions import Extensions, load  # noqa: E402
+
 FIXTURES = ROOT / "tests" / "fixtures"
 WORK = ROOT / ".crosscheck"
 PACKAGE = WORK / "node_modules" / "@ag-ui" / "proto" / "dist" / "index.js"
@@ -55,8 +63,7 @@ def fixtures() -> list[Path]:
     )
 
 
-def official() -> list[dict[str, Any]] | None:
-    paths = fixtures()
+def official(paths: list[Path]) -> list[dict[str, Any]] | None:
     docs = [p.read_text("utf-8") for p in paths]
     # run from .crosscheck/, where node resolves the installed packages
     shutil.copy(HERE / "proto_parity.mjs", WORK / "proto_parity.mjs")
@@ -134,12 +141,76 @@ def package_enums() -> dict[str, dict[str, int]]:
     return out
 
 
-def check_layout() -> list[str]:
+def extension_slots(schema: Any, spec: Any) -> tuple[set[str], set[str]]:
+    """(messages, slots) of the protobuf layout that come from the fork's extensions: a message
+    of an extension definition (or a wrapper only extensions use), a field of an extension
+    member, an arm of an extension member, an enum value marked as one."""
+    objects = {o.name: o for o in spec.objects}
+    unions = {u.name: u for u in spec.unions}
+    enums = {e.name: e for e in spec.enums}
+
+    def member_fields(names: Any, wire: str) -> list[Any]:
+        return [f for n in names for f in objects[n].fields if f.wire == wire]
+
+    def field_extension(m: Any, f: Any) -> bool:
+        if f.source == "arm":
+            return objects[dict(unions[m.source].tags)[f.tag]].extension
+        if m.shape == "base":  # the members every event has
+            uses = member_fields(unions["Event"].members, f.wire)
+            return bool(uses) and all(u.extension for u in uses)
+        if m.shape == "merged":
+            union = unions[m.source]
+            uses = member_fields(union.members, f.wire)
+            return bool(uses) and all(
+                u.extension or objects[n].extension
+                for n in union.members
+                for u in objects[n].fields
+                if u.wire == f.wire
+            )
+        if m.source in objects:
+            obj = objects[m.source]
+            own = next((x for x in obj.fields if x.wire == f.wire), None)
+            return obj.extension or (own is not None and own.extension)
+        return False
+
+    messages: set[str] = set()
+    slots: set[str] = set()
+    for m in schema.messages:
+        definition = objects.get(m.source) or unions.get(m.source)
+        if definition is not None and definition.extension:
+            messages.add(m.name)
+        for f in m.fields:
+            if m.name in messages or field_extension(m, f):
+                slots.add(f"{m.name}.{m.oneof}.{f.name}" if m.oneof else f"{m.name}.{f.name}")
+    # a wrapper message (list[list[str]]) that only extension fields refer to
+    for m in schema.messages:
+        if m.shape == "wrapper":
+            users = [
+                f"{o.name}.{o.oneof}.{f.name}" if o.oneof else f"{o.name}.{f.name}"
+                for o in schema.messages
+                for f in o.fields
+                if f.ref == m.name
+            ]
+            if users and all(u in slots for u in users):
+                messages.add(m.name)
+                slots |= {f"{m.name}.{f.name}" for f in m.fields}
+    for e in schema.enums:
+        marked = (
+            {v.value for v in enums[e.name].values if v.extension} if e.name in enums else set()
+        )
+        slots |= {f"{e.name}.{name}" for name, _, wire in e.values if wire in marked}
+    return messages, slots
+
+
+def check_layout() -> tuple[list[str], list[str]]:
+    """(problems, the extension slots left out) of the layout against the package's table."""
     from codegen.load import load_ledger, load_spec
     from codegen.model import build
     from codegen.proto import build_proto, parse_ledger
 
-    schema = build_proto(build(load_spec()), load_ledger())
+    spec = build(load_spec())
+    schema = build_proto(spec, load_ledger())
+    own_messages, own_slots = extension_slots(schema, spec)
     theirs = package_fields()
     enums = package_enums()
     problems = []
@@ -150,13 +221,13 @@ def check_layout() -> list[str]:
             slots[key] = number
     for enum, values in enums.items():
         slots.update({f"{enum}.{k}": v for k, v in values.items()})
-    ledger = parse_ledger(load_ledger())
+    ledger = {s: n for s, n in parse_ledger(load_ledger()).items() if s not in own_slots}
     for slot in sorted(set(slots) | set(ledger)):
         if slots.get(slot) != ledger.get(slot):
             problems.append(
                 f"ledger: {slot}: ours {ledger.get(slot)}, @ag-ui/proto {slots.get(slot)}"
             )
-    ours = {m.name: m for m in schema.messages}
+    ours = {m.name: m for m in schema.messages if m.name not in own_messages}
     for name in sorted(set(ours) | set(theirs)):
         if name not in ours or name not in theirs:
             problems.append(
@@ -164,6 +235,10 @@ def check_layout() -> list[str]:
             )
             continue
         for f in ours[name].fields:
+            if (f"{name}.{ONEOFS[name]}.{f.name}" if name in ONEOFS else f"{name}.{f.name}") in (
+                own_slots
+            ):
+                continue
             mine_type = f.type if f.kind != "enum" else "int32"
             label = (
                 "optional" if f.kind in ("message", "value", "struct") and not f.label else f.label
@@ -178,19 +253,25 @@ def check_layout() -> list[str]:
         for extra in set(theirs[name]) - {f.name for f in ours[name].fields}:
             problems.append(f"{name}.{extra}: only in @ag-ui/proto")
     for e in schema.enums:
-        if {n: v for n, v, _ in e.values} != enums.get(e.name):
+        values = {n: v for n, v, _ in e.values if f"{e.name}.{n}" not in own_slots}
+        if values != enums.get(e.name):
             problems.append(f"enum {e.name} differs")
-    return problems
+    return problems, sorted(own_slots)
 
 
 def main() -> int:
     import agui
 
-    paths = fixtures()
+    extensions = Extensions(load())
+    every = fixtures()
+    used = {
+        p: extensions.touched(p.parent.parent.name, json.loads(p.read_text("utf-8"))) for p in every
+    }
+    paths = [p for p in every if not used[p]]
     print(
         f"proto parity: {len(paths)} valid event fixtures, against @ag-ui/proto 1.0.0", flush=True
     )
-    peer = official()
+    peer = official(paths)
     if peer is None:
         return 2
     identical = 0
@@ -210,7 +291,11 @@ def main() -> int:
             failures.append(
                 f"{name}: bytes differ\n    ours   {ours}\n    theirs {theirs['bytes']}"
             )
-        back = agui.decode_proto(bytes.fromhex(theirs["bytes"]), strict=True)
+        try:
+            back = agui.decode_proto(bytes.fromhex(theirs["bytes"]), strict=True)
+        except agui.DecodeError as err:
+            failures.append(f"{name}: agui cannot read @ag-ui/proto's bytes: {err}")
+            continue
         if back != event:
             if name in LOSSY:
                 lossy.append(f"{name}: {LOSSY[name]}")
@@ -234,11 +319,24 @@ def main() -> int:
     )
     for name in decoded_differs:
         print(f"    differs: {name}")
-    layout = check_layout()
+    layout, own = check_layout()
     print(
         "  generated .proto files and ledger vs the package's field table: "
         + ("identical" if not layout else f"{len(layout)} differences")
+        + (f" (leaving out {len(own)} extension slots)" if own else "")
     )
+    skipped = {p: names for p, names in used.items() if names}
+    if skipped or own:
+        print(
+            f"\n  extensions (extension: true in the spec), not compared: {len(skipped)} event "
+            f"fixtures, {len(own)} slots of the layout"
+        )
+        for path, names in skipped.items():
+            print(
+                f"    {path.parent.parent.name}/{path.parent.name}/{path.name}: {', '.join(names)}"
+            )
+        for slot in own:
+            print(f"    slot {slot}")
     for line in failures + layout:
         print(f"  FAIL {line}")
     return 1 if failures or layout else 0

@@ -12,6 +12,11 @@ through both peers too, then lists, per definition, every document a peer accept
 schema rejects or the other way round, with the reason (the fixture's expected problem, or the
 peer's error).
 
+A fork's additions (`extension: true` in the spec: tests/crosscheck/extensions.py) are listed
+as extensions and not compared: a fixture that uses one (an extension definition, a member present,
+an enum value, or an invalid fixture whose problem is in one) is neither a difference nor a
+divergence, since the official SDKs cannot know it. The rest is compared as always.
+
 Differences are findings, not failures: the exit status is 0 once everything ran, 1 if agui
 rejects one of its own valid fixtures or the schema disagrees with a fixture, 2 if a peer could
 not run at all.
@@ -35,6 +40,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+from extensions import Extensions  # noqa: E402
+
 FIXTURES = ROOT / "tests" / "fixtures"
 WORK = ROOT / ".crosscheck"
 SCHEMA = ROOT / "generated" / "jsonschema" / "agui.schema.json"
@@ -70,6 +78,7 @@ class Row:
     matches_golden: bool
     peers: dict[str, Outcome] = field(default_factory=dict)
     differences: dict[str, list[Difference]] = field(default_factory=dict)
+    extensions: list[str] = field(default_factory=list)  # the fork's, when it uses any
 
 
 @dataclass
@@ -81,6 +90,7 @@ class Invalid:
     text: str
     pointer: str
     kind: str
+    extensions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -227,6 +237,34 @@ def peers() -> dict[str, list[str]]:
         "pydantic": pydantic,
         "pydantic[exclude_none]": [*pydantic, "--exclude-none"],
     }
+
+
+def load_spec_model() -> Any:
+    from extensions import load
+
+    return load()
+
+
+def parse_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def print_extensions(extensions: Any, rows: list[Row], invalid: list[Invalid]) -> None:
+    """The fixtures that use the fork's extensions, which no official SDK is asked about."""
+    if not extensions.any:
+        return
+    used = [(r.fixture, r.extensions) for r in rows if r.extensions]
+    used += [(c.name, c.extensions) for c in invalid if c.extensions]
+    print(
+        f"\n── extensions (extension: true in the spec): {len(used)} fixtures use them, "
+        "not compared with the official SDKs"
+    )
+    print(f"  declared: {', '.join(extensions.declared())}")
+    for name, names in sorted(used):
+        print(f"  {name}: {', '.join(names)}")
 
 
 # ── comparing ─────────────────────────────────────────────────────────────────
@@ -441,7 +479,7 @@ def clip(text: str | None) -> str:
 
 def print_table(rows: list[Row]) -> None:
     for row in rows:
-        if not any(row.differences.values()):
+        if row.extensions or not any(row.differences.values()):
             continue
         print(f"\n== {row.fixture}")
         print(f"   {'agui':<24} {clip(row.agui.wire)}")
@@ -495,6 +533,13 @@ def main() -> int:
         for f in fixtures
         for outcome in [run_agui(f)]
     ]
+    try:
+        extensions = Extensions(load_spec_model())
+    except Exception as err:
+        print(f"crosscheck: cannot read the spec's extensions: {err}", file=sys.stderr)
+        return 2
+    for f, row in zip(fixtures, rows, strict=True):
+        row.extensions = extensions.touched(f.definition, parse_or_none(f.text))
     failures: dict[str, str] = {}
     try:
         commands = peers()
@@ -509,7 +554,7 @@ def main() -> int:
             continue
         for row, outcome in zip(rows, outcomes, strict=True):
             row.peers[name] = outcome
-            if row.agui.wire is not None:
+            if row.agui.wire is not None and not row.extensions:
                 row.differences[name] = differences(row.definition, row.agui.wire, outcome)
 
     print_table(rows)
@@ -521,6 +566,10 @@ def main() -> int:
         print(f"crosscheck: cannot load the JSON Schema: {err}", file=sys.stderr)
         return 2
     invalid = collect_invalid()
+    for case in invalid:
+        case.extensions = extensions.touched(
+            case.definition, parse_or_none(case.text), case.pointer
+        )
     schema_valid = {f.name: check(f.definition, f.text) for f in fixtures}
     schema_invalid = {c.name: check(c.definition, c.text) for c in invalid}
     invalid_peers: dict[str, list[Outcome]] = {}
@@ -531,11 +580,15 @@ def main() -> int:
             failures[f"{name} (invalid fixtures)"] = str(err)
     found: list[Divergence] = []
     for row in rows:
+        if row.extensions:
+            continue  # the fork's own: the peers cannot know it
         peers_of_row = {k: v for k, v in row.peers.items() if k in ("zod", "pydantic")}
         found += divergences(
             row.definition, row.fixture, schema_valid[row.fixture], peers_of_row, None
         )
     for index, case in enumerate(invalid):
+        if case.extensions:
+            continue
         outcomes = {name: results[index] for name, results in invalid_peers.items()}
         expected = f"{case.kind} at {case.pointer or '/'}"
         found += divergences(
@@ -549,7 +602,9 @@ def main() -> int:
             f"{peer} has no schema for {row.definition}"
             for row in rows
             for peer, outcome in row.peers.items()
-            if outcome.error is not None and outcome.error.startswith("unsupported")
+            if not row.extensions
+            and outcome.error is not None
+            and outcome.error.startswith("unsupported")
         }
     )
 
@@ -582,8 +637,10 @@ def main() -> int:
         print(f"  FAIL the JSON Schema rejects the valid fixture {entry}")
     for name in accepted_by_schema:
         print(f"  FAIL the JSON Schema accepts the invalid fixture {name}")
-    same = sum(1 for r in rows if r.peers and not any(r.differences.values()))
-    print(f"\n  {same}/{len(rows)} fixtures byte-identical across every peer")
+    print_extensions(extensions, rows, invalid)
+    compared = [r for r in rows if not r.extensions]
+    same = sum(1 for r in compared if r.peers and not any(r.differences.values()))
+    print(f"\n  {same}/{len(compared)} fixtures byte-identical across every peer")
     for row in off_golden:
         print(f"  NOTE agui output differs from the golden encoding: {row.fixture}")
     for row in rejected:
@@ -602,6 +659,14 @@ def main() -> int:
             "invalid_accepted": accepted_by_schema,
         },
         "acceptance": [asdict(d) for d in found],
+        "extensions": {
+            "declared": extensions.declared(),
+            "fixtures": {
+                item.name if isinstance(item, Invalid) else item.fixture: item.extensions
+                for item in [*rows, *invalid]
+                if item.extensions
+            },
+        },
         "acceptance_summary": divergence_summary,
     }
     out = WORK / "report.json"

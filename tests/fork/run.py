@@ -1,0 +1,185 @@
+"""The fork proof: a fork of the protocol goes through generation, the test suite and the
+cross-SDK checks with no edit outside spec/ and its fixtures.
+
+`nox -s fork` runs this. It copies the repository's files (`git ls-files`, uncommitted ones too)
+into a temporary folder, applies tests/fork/overlay.yaml to the copy's spec/agui.yaml and drops
+tests/fork/fixtures/ into its tests/fixtures/, then, in the copy, with nothing else changed:
+
+1. `python -m codegen` (it prints what the ledger gained), then `python -m codegen --check`;
+2. mypy (strict, as configured in pyproject.toml) on agui/, codegen/ and the fork's generated code;
+3. pytest, the whole suite but EXCLUDED below (each with its reason);
+4. tests/crosscheck/run.py and tests/crosscheck/proto_parity.py, which must report the fork's
+   additions as extensions (not compared, not failures) and compare the rest as for the
+   repository (their npm packages are the repository's .crosscheck/, installed by the session).
+
+It stops at the first step that fails and exits with its status. `--keep` leaves the copy in
+place (its path is printed); `--only STEP[,STEP]` runs some steps (generate, mypy, pytest,
+crosscheck); arguments after `--` go to pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+OVERLAY = HERE / "overlay.yaml"
+FIXTURES = HERE / "fixtures"
+STEPS = ("generate", "mypy", "pytest", "crosscheck")
+
+EXCLUDED = {
+    "tests/test_codegen_every_form.py": (
+        "it generates its own fork from the spec plus tests/codegen/every_form.yaml, which adds "
+        "the same TEXT_MESSAGE_START.language, LocationPart and LOCATION_SHARED as this fork: on "
+        "the fork's spec they would be declared twice. It tests the generator, on the "
+        "repository's spec, where `nox -s tests` runs it."
+    ),
+    "tests/test_codegen_grammar.py::test_the_example_of_docs_extending_loads": (
+        "it appends the example of docs/extending.md (the same LocationPart) to the spec, which "
+        "the fork already has; it checks the page, on the repository's spec."
+    ),
+    "tests/fork": "the harness itself (no tests in it)",
+}
+"""What the fork's pytest run leaves out, and why: each applies an overlay of its own that
+collides with this one by design. Everything else runs."""
+
+
+def merge(spec: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    """The fork's spec: each overlay definition that exists gains its values, fields or members;
+    a new one is added at the end."""
+    definitions = spec["definitions"]
+    for name, extra in overlay["definitions"].items():
+        if name not in definitions:
+            definitions[name] = extra
+            continue
+        target = definitions[name]
+        for key, value in extra.items():
+            if key == "members":
+                target["members"] = [*target["members"], *value]
+            elif key in ("fields", "values"):
+                target[key] = {**target[key], **value}
+            else:
+                raise SystemExit(
+                    f"{OVERLAY}: {name}.{key}: an overlay only adds fields, values "
+                    "or members to an existing definition"
+                )
+    return spec
+
+
+def files() -> list[str]:
+    """The repository's files: tracked ones and new ones not ignored (a change being tried)."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return [p for p in out.split("\0") if p and (ROOT / p).is_file()]
+
+
+def make_fork(base: Path) -> None:
+    for path in files():
+        target = base / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / path, target)
+    spec_file = base / "spec" / "agui.yaml"
+    spec = yaml.safe_load(spec_file.read_text("utf-8"))
+    overlay = yaml.safe_load(OVERLAY.read_text("utf-8"))
+    spec_file.write_text(
+        yaml.safe_dump(merge(spec, overlay), sort_keys=False, allow_unicode=True, width=100),
+        "utf-8",
+    )
+    for fixture in sorted(FIXTURES.rglob("*.json")):
+        target = base / "tests" / "fixtures" / fixture.relative_to(FIXTURES)
+        if target.exists():
+            raise SystemExit(f"{fixture}: the repository already has {target.relative_to(base)}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(fixture, target)
+    # the cross-SDK peers: the repository's npm packages (nox -s fork installs them)
+    node_modules = ROOT / ".crosscheck" / "node_modules"
+    if node_modules.is_dir():
+        (base / ".crosscheck").mkdir()
+        (base / ".crosscheck" / "node_modules").symlink_to(node_modules)
+
+
+def run(step: str, argv: list[str], base: Path) -> None:
+    env = {
+        **os.environ,
+        # the fork's packages, ahead of the repository's (the environment installs agui editable)
+        "PYTHONPATH": os.pathsep.join([str(base), str(base / "generated")]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    print(f"\nfork: {step}: {' '.join(argv)}", flush=True)
+    started = time.monotonic()
+    code = subprocess.run(argv, cwd=base, env=env, check=False).returncode
+    print(f"fork: {step}: exit {code} in {time.monotonic() - started:.0f} s", flush=True)
+    if code != 0:
+        raise SystemExit(f"fork: {step} failed (exit {code}); the fork is in {base}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="leave the fork's folder in place")
+    parser.add_argument("--only", default=",".join(STEPS), help="the steps to run, comma-separated")
+    parser.add_argument("pytest_args", nargs="*", help="after --: extra arguments for pytest")
+    args = parser.parse_args()
+    steps = args.only.split(",")
+    unknown = set(steps) - set(STEPS)
+    if unknown:
+        parser.error(f"unknown steps {sorted(unknown)}; choose among {', '.join(STEPS)}")
+    base = Path(tempfile.mkdtemp(prefix="agui-fork-"))
+    python = sys.executable
+    try:
+        make_fork(base)
+        print(f"fork: {base} (the repository, with {OVERLAY.relative_to(ROOT)} and its fixtures)")
+        if "generate" in steps:
+            run("generate", [python, "-m", "codegen"], base)
+            run("generate", [python, "-m", "codegen", "--check"], base)
+        if "mypy" in steps:
+            run("mypy", [python, "-m", "mypy", "--cache-dir", str(base / ".mypy_cache")], base)
+        if "pytest" in steps:
+            for what, why in EXCLUDED.items():
+                print(f"fork: pytest leaves out {what}: {why}")
+            deselect = [
+                arg
+                for what in EXCLUDED
+                for arg in (("--deselect", what) if "::" in what else ("--ignore", what))
+            ]
+            run(
+                "pytest",
+                [
+                    python,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    *deselect,
+                    *args.pytest_args,
+                ],
+                base,
+            )
+        if "crosscheck" in steps:
+            run("crosscheck", [python, "tests/crosscheck/run.py"], base)
+            run("crosscheck", [python, "tests/crosscheck/proto_parity.py"], base)
+    finally:
+        if args.keep:
+            print(f"fork: kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    print("\nfork: every step passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
