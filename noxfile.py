@@ -121,17 +121,23 @@ def bench(session: nox.Session) -> None:
     uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios. Then the
     binary transport against JSON (benchmarks/proto.py): speed both ways and bytes on the wire.
     First the import time of `agui` against `ag_ui.core` + `ag_ui.encoder` (benchmarks/imports.py),
-    last the peak memory of a long run through Conversation.run (benchmarks/memory.py).
+    then the peak memory of a long run through Conversation.run (benchmarks/memory.py), last the
+    durable runs (benchmarks/durable.py): a 100,000-event run through each event log (memory,
+    SQLite, Redis) against no store and the official path, resume latency, and the server's
+    memory over a 1,000,000-event run. That script starts and stops its own redis-server (on a
+    free loopback port, in a temporary folder); without redis-server on PATH it leaves Redis out.
 
-    Posargs go to the codec benchmarks; `--quick` also shortens the transport and memory runs.
+    Posargs go to the codec benchmarks; `--quick` also shortens the transport, memory and
+    durable runs.
     """
-    session.install("-e", ".[server,proto]", "ag-ui-protocol==1.0.0", "fastapi")
+    session.install("-e", ".[server,proto,redis]", "ag-ui-protocol==1.0.0", "fastapi")
     session.run("python", "benchmarks/imports.py")
     session.run("python", "benchmarks/run.py", *session.posargs)
     quick = ["--quick"] if "--quick" in session.posargs else []
     session.run("python", "benchmarks/transport.py", *quick)
     session.run("python", "benchmarks/proto.py", *quick)
     session.run("python", "benchmarks/memory.py", *quick)
+    session.run("python", "benchmarks/durable.py", *quick)
 
 
 def _npm_ci(session: nox.Session, source: Path, work: Path) -> None:

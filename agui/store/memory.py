@@ -1,18 +1,31 @@
 """`memory://`: the event log in this process's memory, for one worker (the embedded default).
 
-Everything lives in dicts on the event loop: no lock, no thread, nothing survives the process.
-A run's events are kept by sequence number (1, 2, 3, ...), and the cursor is that number in
-decimal. A reader following a run waits on the run's wake-up event, which every append sets: no
-polling. Retention is applied as runs start (the TTL and the runs per thread) and as events are
-appended (the events per run); `prune(now)` applies the TTL on demand.
+Everything lives in this process, on the event loop: no lock, no thread, nothing survives the process.
+A run's events are numbered 1, 2, 3, ..., and the cursor is that number in decimal. Each append
+is kept as one chunk: its events copied into one bytes object, with the offsets where they end.
+A reader following a run waits on the run's wake-up event, which every append sets: no polling.
+Retention is applied as runs start (the TTL and the runs per thread) and as events are appended
+(the events per run, a whole chunk at a time once all of its events are out); `prune(now)`
+applies the TTL on demand.
+
+Why copy: the events handed to `append` are usually orjson's output (`agui.encode`), and orjson
+(3.13) returns its whole working buffer, at least 4 KiB from malloc, whatever the JSON's length.
+Keeping those objects would pin 4 KiB per event (a 100,000-event run: over 400 MiB) and make every
+new event fault in fresh pages; a copy takes what the JSON needs, and orjson's buffer is freed and
+reused at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from array import array
+from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from itertools import accumulate
+from types import MemberDescriptorType
+from typing import Any
 
 import attrs
 
@@ -38,25 +51,98 @@ def parse_seq(cursor: Cursor) -> int:
 
 
 class _Run:
-    """One run: its record, its input, its events by sequence number, and its wake-up event."""
+    """One run: its record, its input, its events in chunks (one per append), its wake-up event.
 
-    __slots__ = ("events", "first", "input", "record", "wake")
+    Chunk k holds events starts[k], starts[k] + 1, ...: chunks[k] is (their JSON, concatenated;
+    the offset where each one ends)."""
+
+    __slots__ = ("chunks", "first", "input", "last", "record", "starts", "wake")
 
     def __init__(self, record: RunRecord, input: bytes) -> None:
         self.record = record
         self.input = input
-        self.events: dict[int, bytes] = {}
+        self.starts: list[int] = []
+        self.chunks: list[tuple[bytes, array[int]]] = []
         self.first = 1
         """The sequence number of the oldest event kept (retention drops older ones)."""
+        self.last = 0
+        """The sequence number of the last event appended (0: none yet)."""
         self.wake = asyncio.Event()
 
-    @property
-    def last(self) -> int:
-        return int(self.record.last_cursor) if self.record.last_cursor is not None else 0
+    def add(self, events: Sequence[bytes]) -> int:
+        """Keep `events` as one chunk (copied); returns the sequence number of the first."""
+        start = self.last + 1
+        if len(events) == 1:
+            data = _copy(events[0])
+            ends = array("Q", (len(data),))
+        else:
+            data = b"".join(events)  # a new object: orjson's buffers are not kept
+            ends = array("Q", accumulate(map(len, events)))
+        self.starts.append(start)
+        self.chunks.append((data, ends))
+        self.last = start + len(events) - 1
+        return start
+
+    def keep_from(self, seq: int) -> None:
+        """Drop the events before `seq`: the chunks all of whose events are before it."""
+        if seq <= self.first:
+            return
+        self.first = seq
+        whole = bisect_right(self.starts, seq) - 1  # the chunk holding `seq` stays
+        if whole > 0:
+            del self.starts[:whole]
+            del self.chunks[:whole]
 
     def notify(self) -> None:
         self.wake.set()
         self.wake = asyncio.Event()
+
+
+def _plain_slots() -> tuple[Callable[[Any, Any], None], Callable[[Any, Any], None]] | None:
+    """The setters of StoredEvent's two slots, when it is what it is today: a slotted attrs
+    class of two plain fields (no validator, converter or default). Else None."""
+    fields = attrs.fields(StoredEvent)
+    if [f.name for f in fields] != ["cursor", "data"]:
+        return None
+    if any(f.validator is not None or f.converter is not None for f in fields):
+        return None
+    if any(f.default is not attrs.NOTHING for f in fields):
+        return None
+    slots = [StoredEvent.__dict__.get(name) for name in ("cursor", "data")]
+    if not all(type(slot) is MemberDescriptorType for slot in slots):
+        return None
+    return slots[0].__set__, slots[1].__set__  # type: ignore[union-attr]
+
+
+_SLOTS = _plain_slots()
+
+
+def _events(data: bytes, ends: array[int], offset: int, seq: int) -> Iterator[StoredEvent]:
+    """The events of a chunk from its `offset`-th on (`seq`: that one's sequence number).
+
+    The read loop makes a StoredEvent per event, and attrs' frozen `__init__` was half of the
+    loop's cost: with the plain slotted class, its slots are set directly (same object)."""
+    begin = ends[offset - 1] if offset else 0
+    if _SLOTS is None:
+        for end in ends[offset:]:
+            yield StoredEvent(cursor=str(seq), data=data[begin:end])
+            begin = end
+            seq += 1
+        return
+    new = object.__new__
+    set_cursor, set_data = _SLOTS
+    for end in ends[offset:]:
+        stored = new(StoredEvent)
+        set_cursor(stored, str(seq))
+        set_data(stored, data[begin:end])
+        yield stored
+        begin = end
+        seq += 1
+
+
+def _copy(data: bytes) -> bytes:
+    """`data` as a new bytes object of its own length (bytes(data) would return `data` itself)."""
+    return bytes(memoryview(data))
 
 
 class MemoryLog:
@@ -86,7 +172,7 @@ class MemoryLog:
             if busy:
                 raise ThreadBusy(f"thread {record.thread_id!r} has a running run ({busy[-1]!r})")
         stored = attrs.evolve(record, status="running", last_cursor=None)
-        self._runs[record.run_id] = _Run(stored, input)
+        self._runs[record.run_id] = _Run(stored, _copy(input))
         runs.append(record.run_id)
         limit = self.retention.max_runs_per_thread
         if limit is not None and len(runs) > limit:
@@ -104,12 +190,9 @@ class MemoryLog:
             if final:
                 raise StoreError("a final append needs the terminal event")
             return []
-        start = run.last + 1
-        stored = run.events
-        for offset, data in enumerate(events):
-            stored[start + offset] = bytes(data)
-        last = start + len(events) - 1
-        cursors = [str(seq) for seq in range(start, last + 1)]
+        start = run.add(events)
+        last = run.last
+        cursors = list(map(str, range(start, last + 1)))
         if final:
             run.record = attrs.evolve(run.record, status="finished", last_cursor=cursors[-1])
             self._finished[run_id] = time.time()
@@ -117,10 +200,7 @@ class MemoryLog:
             run.record = attrs.evolve(run.record, last_cursor=cursors[-1])
         limit = self.retention.max_events_per_run
         if limit is not None:
-            keep_from = last - max(limit, 1) + 1
-            while run.first < keep_from:
-                stored.pop(run.first, None)
-                run.first += 1
+            run.keep_from(last - max(limit, 1) + 1)
         run.notify()
         return cursors
 
@@ -133,13 +213,15 @@ class MemoryLog:
             raise StoreError(f"run {run_id!r} has no event at cursor {after!r}")
         while True:
             wake = run.wake
-            last = run.last
-            while position < last:
-                position = max(position + 1, run.first)
-                data = run.events.get(position)
-                if data is not None:
-                    yield StoredEvent(cursor=str(position), data=data)
-                last = run.last
+            while position < run.last:
+                # The chunk holding the next event kept, then the rest of that chunk.
+                seq = max(position + 1, run.first)
+                index = bisect_right(run.starts, seq) - 1
+                base = run.starts[index]
+                data, ends = run.chunks[index]
+                for stored in _events(data, ends, seq - base, seq):
+                    yield stored
+                position = base + len(ends) - 1
             if not follow or run.record.status == "finished":
                 return
             if self._runs.get(run_id) is not run:

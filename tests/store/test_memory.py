@@ -1,0 +1,125 @@
+"""memory:// on its own: what the shared suite (test_log.py) cannot see from outside, namely how
+the log keeps what it is given. It keeps a copy of each append, never the caller's objects: the
+events the server appends are `agui.encode`'s output, and orjson's output holds its whole working
+buffer (4 KiB and more per event, whatever the JSON's length), which a log keeping those objects
+would pin for as long as it keeps the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import tracemalloc
+
+import pytest
+
+from agui import TextMessageContentEvent, encode
+from agui.store import Retention, RunRecord, StoredEvent, memory
+from agui.store.memory import MemoryLog
+
+
+def record(run_id: str, thread_id: str = "thread-1") -> RunRecord:
+    now = time.time()
+    return RunRecord(
+        thread_id=thread_id,
+        run_id=run_id,
+        status="running",
+        owner="worker-1",
+        started_at=now,
+        lease_until=now + 60,
+    )
+
+
+def content(number: int) -> bytes:
+    return encode(TextMessageContentEvent(message_id="m1", delta=f" token {number}"))
+
+
+async def test_the_log_keeps_copies_not_the_appended_objects() -> None:
+    log = MemoryLog()
+    run_input = encode(TextMessageContentEvent(message_id="m1", delta="an input"))
+    inputs_before = sys.getrefcount(run_input)
+    await log.start_run(record("run-1"), run_input, exclusive=True)
+    events = [content(n) for n in range(5)]
+    before = [sys.getrefcount(e) for e in events]
+    await log.append("run-1", events[:1])  # one event: bytes(x) and b"".join([x]) return x
+    await log.append("run-1", events[1:])
+    assert [sys.getrefcount(e) for e in events] == before
+    assert sys.getrefcount(run_input) == inputs_before
+    assert await log.get_input("run-1") == run_input
+    read = [stored async for stored in log.read("run-1")]
+    assert [s.data for s in read] == events
+    assert all(type(s.data) is bytes for s in read)
+
+
+async def test_a_long_run_costs_about_its_json() -> None:
+    """10,000 encoded events (about 0.5 MB of JSON) appended in batches, the caller dropping
+    them: the log's memory stays near the JSON's size (kept as they were, orjson's outputs would
+    pin about 40 MB)."""
+    log = MemoryLog()
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        size = 0
+        for batch in range(20):
+            events = [content(batch * 500 + n) for n in range(500)]
+            size += sum(map(len, events))
+            await log.append("run-1", events)
+            del events
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert grown < 2 * size, f"{grown:,} bytes held for {size:,} bytes of JSON"
+    read = [stored async for stored in log.read("run-1")]
+    assert len(read) == 10_000 and read[-1].data == content(9_999)
+
+
+@pytest.mark.parametrize("plain", [True, False])
+async def test_read_makes_ordinary_stored_events(
+    plain: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read loop sets StoredEvent's slots directly when the class allows it (the plain
+    path); else it calls the class. Both give the same, ordinary, frozen StoredEvents."""
+    if not plain:
+        monkeypatch.setattr(memory, "_SLOTS", None)
+    else:
+        assert memory._SLOTS is not None, "StoredEvent changed: the fast path is off"
+    log = MemoryLog()
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    events = [content(n) for n in range(7)]
+    await log.append("run-1", events[:3])
+    await log.append("run-1", events[3:])
+    read = [stored async for stored in log.read("run-1", "2")]
+    assert read == [StoredEvent(cursor=str(n + 1), data=events[n]) for n in range(2, 7)]
+    assert all(type(s) is StoredEvent for s in read)
+    assert hash(read[0]) == hash(StoredEvent(cursor="3", data=events[2]))
+    with pytest.raises(AttributeError):
+        read[0].cursor = "9"  # type: ignore[misc]
+
+
+async def test_a_follower_reads_across_chunks_while_retention_drops_them() -> None:
+    """Appends of one event and of many, a follower reading as they come, retention dropping
+    whole chunks behind it: every event once, in order, from the cursor on."""
+    log = MemoryLog(Retention(max_events_per_run=5))
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    events = [content(n) for n in range(40)]
+    seen: list[StoredEvent] = []
+
+    async def follow() -> None:
+        async for stored in log.read("run-1", follow=True):
+            seen.append(stored)
+
+    follower = asyncio.create_task(follow())
+    sizes = [1, 3, 1, 7, 2, 1, 9, 4, 1, 11]
+    at = 0
+    for size in sizes:
+        await log.append("run-1", events[at : at + size], final=at + size == len(events))
+        at += size
+        await asyncio.sleep(0)
+    await asyncio.wait_for(follower, 5)
+    cursors = [int(s.cursor) for s in seen]
+    assert cursors == sorted(set(cursors)) and cursors[-1] == 40
+    assert all(s.data == events[int(s.cursor) - 1] for s in seen)
+    kept = [stored async for stored in log.read("run-1")]
+    assert [s.cursor for s in kept] == ["36", "37", "38", "39", "40"]
