@@ -2,8 +2,9 @@
 own, that imports go one way between the layers of agui/ and never in a cycle, and that the public
 names and the exceptions keep their rules.
 
-The layers, from the top: cli -> model | http -> store | stream -> agent -> wire -> base
-(agui/errors.py); the store (the durable event log) sees only wire and base
+The layers, from the top: cli -> model | http | adapters -> store | stream -> agent -> wire ->
+base (agui/errors.py); the store (the durable event log) sees only wire and base, the adapters
+(agents of other SDKs) only stream (the lifecycle's error codes), wire and base
 -> nothing of agui (the generated package and third-party libraries only). A layer may import the
 layers listed in LAYERS for it and its own modules; agui/__init__.py imports nothing of agui at
 module level (it is lazy, PEP 562).
@@ -38,6 +39,7 @@ HEAVY = ("httpx", "uvicorn", "jsonpatch", "google.protobuf", "pydantic")
 LAYERS: dict[str, frozenset[str]] = {
     "cli": frozenset({"cli", "model", "http", "store", "stream", "agent", "wire", "base", "api"}),
     "model": frozenset({"agent", "wire", "base"}),
+    "adapters": frozenset({"stream", "wire", "base"}),
     "http": frozenset({"store", "stream", "agent", "wire", "base"}),
     "store": frozenset({"wire", "base"}),
     "stream": frozenset({"agent", "wire", "base"}),

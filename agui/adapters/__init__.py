@@ -1,0 +1,16 @@
+"""Agents written for other AG-UI SDKs, made agui agents.
+
+* `ag_ui_protocol`: `AgUiProtocolAgent`, an agent of the official Python SDK (ag-ui-protocol:
+  ag-ui-langgraph's `LangGraphAgent`, ag-ui-adk's `ADKAgent`, anything with
+  `run(input) -> async iterator of ag_ui.core events`) as an `agui.Agent`, so `AgentApp` serves it
+  and `Conversation.run` runs it.
+
+Nothing here imports another SDK when it is imported: ag-ui-protocol is loaded when an adapter is
+built, and `import agui` never loads this package.
+"""
+
+from __future__ import annotations
+
+from agui.adapters.ag_ui_protocol import AgUiProtocolAgent, SdkAgent
+
+__all__ = ["AgUiProtocolAgent", "SdkAgent"]

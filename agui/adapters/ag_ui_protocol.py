@@ -1,0 +1,220 @@
+"""Agents written for the official Python SDK (ag-ui-protocol), as agui agents.
+
+The official SDK's integrations give an agent a `run(input) -> async iterator of events` method:
+ag-ui-langgraph's `LangGraphAgent`, ag-ui-adk's `ADKAgent`, and any agent written the same way.
+`AgUiProtocolAgent(agent)` makes one an `agui.Agent`, so `AgentApp` serves it (and gives it the
+run lifecycle, protobuf, keep-alives, durable runs and everything else it gives any agent) and
+`Conversation.run` runs it:
+
+    from ag_ui_langgraph import LangGraphAgent
+    from agui.adapters import AgUiProtocolAgent
+
+    app = agui.AgentApp(AgUiProtocolAgent(LangGraphAgent(name="chat", graph=graph)), path="/agent")
+
+Both directions go through the wire form, so nothing crosses that a peer over HTTP would not
+send:
+
+* the run's input: `agui.to_json(input)` validated as `ag_ui.core.RunAgentInput`
+  (`model_validate`), what the official FastAPI endpoints hand the agent;
+* each item the agent yields: an `ag_ui.core` event (any pydantic model: its
+  `model_dump_json(by_alias=True)`, exactly what the official `EventEncoder` writes), a string
+  or bytes (SSE text such as `EventEncoder.encode(event)`'s `data: {...}\\n\\n`, split anywhere
+  across items, or one JSON document per item; the first string says which), or a dict (the
+  event's JSON object), decoded by agui's tolerant decoder (`agui.wire.codec.decode`): unknown
+  members and nulls in optional members are removed, an unknown event type passes on as
+  `agui.UnknownEvent`, and each event's warnings are logged on the "agui.adapters" logger, one
+  line per event. Nothing is coerced.
+
+An item that is none of those, or that does not decode (a member of the wrong type, a missing
+one, text that is not JSON, an SSE frame over 10 MiB) ends the run the way the lifecycle ends a
+run whose agent yields something that is not an event: the problems are logged (with the event's
+number and the start of its JSON), the run ends in RUN_ERROR `INVALID_EVENT` ("The agent produced
+an invalid event."), and the agent's iterator is closed. An exception in the agent goes on to the
+lifecycle (RUN_ERROR `AGENT_ERROR`, logged with its traceback); so does an input the official
+model refuses, and a failing `clone()`.
+
+ag-ui-protocol is imported when an `AgUiProtocolAgent` is built, never when this module is:
+install it yourself, or with `pip install 'agui[ag-ui-protocol]'`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from agui_generated import DecodeError, Event, Problem, RunAgentInput, UnknownEvent
+
+from agui.errors import AguiError, SSEError
+from agui.stream.lifecycle import INVALID_EVENT, run_error
+from agui.wire.codec import decode, decode_json, to_json
+from agui.wire.sse import SSEDecoder
+
+__all__ = ["AgUiProtocolAgent", "SdkAgent"]
+
+log = logging.getLogger("agui.adapters")
+
+_INSTALL = "pip install 'agui[ag-ui-protocol]' (or pip install ag-ui-protocol)"
+_PREVIEW = 120  # characters of an invalid event's JSON quoted in the log
+
+
+@runtime_checkable
+class SdkAgent(Protocol):
+    """An agent of the official Python SDK: `run` takes an `ag_ui.core.RunAgentInput` and returns
+    an async iterator of `ag_ui.core` events (pydantic models), of their encodings (SSE or JSON
+    text) or of their JSON objects. ag-ui-langgraph's `LangGraphAgent` and ag-ui-adk's `ADKAgent`
+    are such agents. An agent may also have `clone()`, a fresh copy for one run (see
+    `AgUiProtocolAgent`)."""
+
+    def run(self, input: Any, /) -> AsyncIterator[Any]: ...
+
+
+class _Invalid(AguiError):
+    """An item of the official agent's stream that cannot be sent: the run ends in INVALID_EVENT."""
+
+
+class AgUiProtocolAgent:
+    """An agent of the official Python SDK (`SdkAgent`) as an `agui.Agent` (see the module).
+
+    clone: run each run on `agent.clone()`, as the official FastAPI endpoints of ag-ui-langgraph
+    do (a `LangGraphAgent` keeps the run it is serving on itself, so concurrent runs on one
+    instance would mix). None (the default): clone when the agent has a `clone` method; True:
+    require one; False: every run on `agent` itself.
+
+    Raises TypeError when `agent` has no `run` method (or no `clone` with clone=True), and
+    ModuleNotFoundError when ag-ui-protocol is not installed.
+    """
+
+    def __init__(self, agent: SdkAgent, *, clone: bool | None = None) -> None:
+        if not callable(getattr(agent, "run", None)):
+            raise TypeError(
+                f"{type(agent).__qualname__} has no run method: an agent of the official SDK "
+                "has run(input) returning an async iterator of ag_ui.core events"
+            )
+        can_clone = callable(getattr(agent, "clone", None))
+        if clone and not can_clone:
+            raise TypeError(f"clone=True, but {type(agent).__qualname__} has no clone method")
+        self.agent = agent
+        """The official SDK's agent."""
+        self.clone = can_clone if clone is None else clone
+        """Whether each run runs on `agent.clone()`."""
+        self._input_type: Any = _official_input_type()
+
+    async def __call__(self, input: RunAgentInput, /) -> AsyncGenerator[Event | UnknownEvent, None]:
+        agent: Any = self.agent
+        if self.clone:
+            agent = agent.clone()
+        stream: AsyncIterator[Any] = agent.run(self._input_type.model_validate(to_json(input)))
+        reader = _Reader(input.run_id)
+        try:
+            try:
+                async for item in stream:
+                    for event in reader.read(item):
+                        yield event
+                for event in reader.close():
+                    yield event
+            except _Invalid as exc:
+                log.error(
+                    "run %s: %s; the run ends in RUN_ERROR %s", input.run_id, exc, INVALID_EVENT
+                )
+                yield run_error("The agent produced an invalid event.", INVALID_EVENT)
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+def _official_input_type() -> Any:
+    """ag_ui.core.RunAgentInput, imported now (ModuleNotFoundError saying how to install it)."""
+    try:
+        core = importlib.import_module("ag_ui.core")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("ag_ui", "ag_ui.core"):
+            raise
+        raise ModuleNotFoundError(
+            f"AgUiProtocolAgent needs the official SDK, ag-ui-protocol: {_INSTALL}", name=exc.name
+        ) from None
+    return core.RunAgentInput
+
+
+class _Reader:
+    """The official agent's items, decoded into events (see the module docstring)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.count = 0  # events read so far
+        self.text: Literal["sse", "json"] | None = None  # decided by the first string
+        self.sse = SSEDecoder()
+
+    def read(self, item: Any) -> Iterator[Event | UnknownEvent]:
+        """The events `item` completes; raises _Invalid at the first one that cannot be sent."""
+        if isinstance(item, str | bytes | bytearray | memoryview):
+            data = item.encode() if isinstance(item, str) else bytes(item)
+            if self.text is None:
+                self.text = "json" if data.lstrip()[:1] == b"{" else "sse"
+            if self.text == "json":
+                yield self.decode(data)
+            else:
+                yield from self.frames(data)
+            return
+        yield from self.close()  # an SSE frame still missing its blank line comes first
+        dump = getattr(item, "model_dump_json", None)
+        if callable(dump):  # an ag_ui.core event (a pydantic model)
+            yield self.decode(dump(by_alias=True))
+        elif isinstance(item, Mapping):
+            yield self.decode(dict(item))
+        else:
+            self.count += 1
+            raise _Invalid(
+                f"the agent's event {self.count} is a {type(item).__qualname__}, not an "
+                "ag_ui.core event, its SSE or JSON text, or its JSON object"
+            )
+
+    def close(self) -> Iterator[Event | UnknownEvent]:
+        """The end of the stream, or a non-string item: a last SSE frame without its blank line."""
+        if self.text == "sse":
+            yield from self.frames(None)
+
+    def frames(self, data: bytes | None) -> Iterator[Event | UnknownEvent]:
+        """The events of the SSE frames `data` completes (None: the end of the text)."""
+        try:
+            messages = self.sse.close() if data is None else self.sse.feed(data)
+        except SSEError as exc:
+            self.count += 1
+            raise _Invalid(f"the agent's event {self.count} is not valid SSE: {exc}") from None
+        for message in messages:
+            yield self.decode(message.data)
+
+    def decode(self, data: str | bytes | dict[str, Any]) -> Event | UnknownEvent:
+        self.count += 1
+        warnings: list[Problem] = []
+        try:
+            if isinstance(data, dict):
+                event: Event | UnknownEvent = decode_json(data, warnings=warnings)
+            else:
+                event = decode(data, warnings=warnings)
+        except DecodeError as exc:
+            raise _Invalid(
+                f"the agent's event {self.count} is not a valid AG-UI event: "
+                f"{'; '.join(map(str, exc.problems))} (in {_preview(data)})"
+            ) from None
+        if warnings:
+            log.warning(
+                "run %s: the agent's event %d (%s): %s",
+                self.run_id,
+                self.count,
+                event.type,
+                "; ".join(map(str, warnings)),
+            )
+        return event
+
+
+def _preview(data: str | bytes | dict[str, Any]) -> str:
+    if isinstance(data, dict):
+        text = repr(data)
+    elif isinstance(data, bytes):
+        text = data[: _PREVIEW * 4].decode("utf-8", "replace")
+    else:
+        text = data
+    return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "..."
