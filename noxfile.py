@@ -1,5 +1,6 @@
-"""Sessions: generate, demo, tests, docs, interop, crosscheck, bench. Each one builds its own
-environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...` picks another)."""
+"""Sessions: generate, demo, tests, docs, interop, integrations, crosscheck, bench. Each one builds
+its own environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...` picks
+another)."""
 
 from __future__ import annotations
 
@@ -59,17 +60,22 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """pytest, ruff, mypy --strict and the generated-code freshness check; then `interop`.
+    """pytest, ruff, mypy --strict and the generated-code freshness check; then `interop` and
+    `integrations`.
 
-    The interop session needs node: without it, it is left out with a warning, or, when
+    Those two need node: without it, they are left out with a warning, or, when
     AGUI_REQUIRE_INTEROP=1 (as .ci/run sets), this session fails.
     """
     if shutil.which("node"):
         session.notify("interop")
+        session.notify("integrations")
     elif os.environ.get("AGUI_REQUIRE_INTEROP") == "1":
         session.error("node is not on PATH, and AGUI_REQUIRE_INTEROP=1 requires the interop tests")
     else:
-        session.warn("node is not on PATH: the interop session (nox -s interop) is not run")
+        session.warn(
+            "node is not on PATH: the interop and integrations sessions (nox -s interop, "
+            "nox -s integrations) are not run"
+        )
     session.install("-e", ".[dev]")
     session.run("python", "-m", "codegen", "--check")
     session.run("ruff", "check", ".")
@@ -99,6 +105,39 @@ def interop(session: nox.Session) -> None:
     _npm_ci(session, Path("tests/interop"), Path(".interop"))
     session.run(
         "pytest", "tests/interop", "tests/usage", "-q", *session.posargs, env={"AGUI_INTEROP": "1"}
+    )
+
+
+INTEGRATIONS = (
+    "ag-ui-protocol==1.0.0",
+    "ag-ui-langgraph==0.0.47",
+    "ag-ui-a2ui-toolkit==0.0.5",
+    "langgraph==1.2.24",
+    "langgraph-prebuilt==1.1.3",
+    "langgraph-checkpoint==4.3.2",
+    "langchain-core==1.8.3",
+    "langchain==1.5.2",
+)
+"""What the integrations session tests against, pinned: the official Python SDK, and
+ag-ui-langgraph with the LangGraph and LangChain releases it works with (their own dependencies
+float)."""
+
+
+@nox.session(python=PYTHON)
+def integrations(session: nox.Session) -> None:
+    """agui.adapters against the SDKs it adapts, at the versions pinned in INTEGRATIONS
+    (tests/integrations): AgUiProtocolAgent with a hand-written agent of the official Python SDK,
+    and a LangGraph agent (ag-ui-langgraph, a fake chat model) served by AgentApp, read by the
+    official TypeScript client and by agui.Conversation. AGUI_REQUIRE_INTEGRATIONS=1: a missing
+    package or node fails the session instead of skipping its tests."""
+    session.install("-e", ".[dev,ag-ui-protocol]", *INTEGRATIONS)
+    _npm_ci(session, Path("tests/interop"), Path(".interop"))
+    session.run(
+        "pytest",
+        "tests/integrations",
+        "-q",
+        *session.posargs,
+        env={"AGUI_REQUIRE_INTEGRATIONS": "1"},
     )
 
 
