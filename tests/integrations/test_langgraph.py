@@ -12,9 +12,13 @@ offline and the same every time. ag-ui-langgraph's `LangGraphAgent` wraps the gr
   store (the thread then hydrated by `Conversation.connect`);
 
 each holding the user's question, the assistant's tool call with its arguments, the tool's
-result and the assistant's answer, the same for every client, with no warning logged by agui.
+result and the assistant's answer, the same for every client, with nothing logged at WARNING or
+above. docs/serving.md's example runs as written on the same graph.
 
-What ag-ui-langgraph sends, seen through the adapter (none of it a warning):
+The one warning seen is a Python warning of ag-ui-langgraph's, in every run: it calls LangGraph
+1.x's deprecated `get_config_jsonschema` (LangGraphDeprecatedSinceV10), ignored by name below (this
+suite turns warnings into errors). What ag-ui-langgraph sends, seen through the adapter (none of it
+a warning):
 
 * the tool call comes as TOOL_CALL_START and TOOL_CALL_END with no TOOL_CALL_ARGS: the fake
   model streams the whole call in one chunk, and ag-ui-langgraph emits arguments only from the
@@ -62,6 +66,7 @@ from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
 import agui  # noqa: E402
 from agui.adapters import AgUiProtocolAgent  # noqa: E402
 from tests.conftest import live_server  # noqa: E402
+from tests.test_docs import block_containing, run_example  # noqa: E402
 
 pytestmark = [
     # ag-ui-langgraph calls graph.get_config_jsonschema() in every run (to read the graph's
@@ -91,9 +96,9 @@ def get_weather(city: str) -> str:
     return f"Sunny in {city}"
 
 
-def langgraph_agent() -> LangGraphAgent:
+def weather_graph() -> Any:
     """model -> tools -> model, on a fake chat model that calls get_weather, then answers (and
-    again for every run: each run takes two replies)."""
+    again for every run: each run takes two replies); compiled, with an in-memory checkpointer."""
     call = AIMessage(
         content="",
         id="ai-call",
@@ -123,7 +128,12 @@ def langgraph_agent() -> LangGraphAgent:
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", tools_condition)
     graph.add_edge("tools", "model")
-    return LangGraphAgent(name="weather", graph=graph.compile(checkpointer=InMemorySaver()))
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+def langgraph_agent() -> LangGraphAgent:
+    """The graph as ag-ui-langgraph serves it."""
+    return LangGraphAgent(name="weather", graph=weather_graph())
 
 
 @pytest.fixture
@@ -255,3 +265,16 @@ def test_a_durable_run_is_kept_and_its_thread_hydrated(no_warnings: None) -> Non
         asyncio.run(kept.connect(agent))
     assert view(list(ran.messages)) == view(list(kept.messages)) == EXPECTED
     assert ran.warnings == kept.warnings == []
+
+
+def test_the_serving_page_example_serves_it(
+    no_warnings: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/serving.md's example, as written, given this module's graph."""
+    code = block_containing(ROOT / "docs" / "serving.md", "AgUiProtocolAgent(agent)")
+    app = run_example(code, "serving.md", capsys, graph=weather_graph())["app"]
+    with live_server(app, lifespan="off") as base:
+        conversation = agui.Conversation(thread_id="thread-docs")
+        result = asyncio.run(conversation.run(agui.HttpAgent(base + "/agent"), QUESTION))
+    assert result is not None and result.outcome == "success"
+    assert view(list(conversation.messages)) == EXPECTED
