@@ -27,6 +27,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 
@@ -38,7 +39,8 @@ from .conftest import run_input
 from .misbehaving_agents import CASES
 
 JSON = {"content-type": "application/json"}
-BODY = agui.encode(run_input())
+# A 1.0 client's request (it declares its protocolVersion): the stream is the agent's, untranslated.
+BODY = agui.encode(attrs.evolve(run_input(), protocol_version=agui.PROTOCOL_VERSION))
 Serve = Callable[[Any], str]
 
 

@@ -96,6 +96,7 @@ from agui.stream.lifecycle import (
 )
 from agui.stream.reducer import Reducer
 from agui.wire.codec import decode, encode
+from agui.wire.eras import Downgrade, Era
 from agui.wire.proto import accepts_proto, proto_frame
 from agui.wire.sse import sse_data_frame
 
@@ -290,7 +291,7 @@ class Durable:
         async def produce(tail: _Tail) -> None:
             await self._follow(tail, run_id, None, binary, thread_id=thread_id)
 
-        await self._respond(receive, send, binary, produce)
+        await self._respond(receive, send, binary, produce, app.era_for(run_input))
 
     # ── resume ───────────────────────────────────────────────────────────────
 
@@ -316,7 +317,7 @@ class Durable:
         async def produce(tail: _Tail) -> None:
             await self._follow(tail, run_id, after, binary, first=first, backlog=backlog)
 
-        await self._respond(receive, send, binary, produce)
+        await self._respond(receive, send, binary, produce, self._replay_era(scope))
 
     # ── connect ──────────────────────────────────────────────────────────────
 
@@ -336,10 +337,13 @@ class Durable:
         else:
             replayed = live
             head = await self._compact(thread_id, runs)
+        era = self._replay_era(scope)
         frame_of = proto_frame if binary else _plain_frame
         frames = [frame_of(event) for event in head]
 
         async def produce(tail: _Tail) -> None:
+            if tail.downgrade is not None:  # a pre-1.0 peer: the head as its era takes it
+                frames[:] = [tail.downgrade.sse(event) for event in head]
             for frame in frames:
                 await tail.outbox.put(frame)
             for record in replayed:
@@ -352,7 +356,7 @@ class Durable:
                 except UnknownRun:  # dropped since it was listed
                     continue
 
-        await self._respond(receive, send, binary, produce)
+        await self._respond(receive, send, binary, produce, era)
 
     async def _compact(self, thread_id: str, runs: list[RunRecord]) -> list[Any]:
         """The thread's history as one synthetic run: RUN_STARTED, MESSAGES_SNAPSHOT,
@@ -415,6 +419,13 @@ class Durable:
             k.lower() == b"accept" and accepts_proto(v) for k, v in scope["headers"]
         )
 
+    def _replay_era(self, scope: Scope) -> Era | None:
+        """The era a replay (resume, connect) is sent in: the one of `?protocolVersion=` when
+        the request names a pre-1.0 version (and compat is not "off"); else none. No 0.0.x
+        release knows these routes, so a request that names nothing gets the 1.0 stream."""
+        declared = _query(scope).get("protocolVersion")
+        return self.app._compat.era_for(declared) if declared else None
+
     async def _follow(
         self,
         tail: _Tail,
@@ -432,6 +443,7 @@ class Durable:
         events up to now); the live read goes on from the last of them."""
         outbox = tail.outbox
         offer, put = outbox.offer, outbox.put
+        downgrade = tail.downgrade  # a pre-1.0 peer's translation, or None
         tail.run_id = run_id
         fresh = after is None  # from the run's start: it must open with RUN_STARTED
         last = after
@@ -463,6 +475,11 @@ class Durable:
                     frame = _proto_of(data, run_id)
                     if frame is None:
                         continue
+                elif downgrade is not None:
+                    frame = downgrade.sse_data(data, last if ids else None)
+                    if not frame:  # nothing of it for this era
+                        tail.count += 1
+                        continue
                 elif ids:
                     frame = sse_data_frame(data, last)
                 else:
@@ -487,6 +504,7 @@ class Durable:
         send: Send,
         binary: bool,
         produce: Callable[[_Tail], Awaitable[None]],
+        era: Era | None = None,
     ) -> None:
         """Stream what `produce` queues; end when it is done, when the client leaves (the runs go
         on) or at the server's shutdown. While the run followed is silent, check its lease."""
@@ -496,6 +514,8 @@ class Durable:
             headers = [*headers, _VARY]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         tail = _Tail(app.queue_size)
+        if era is not None and not binary:
+            tail.downgrade = Downgrade(era)
 
         async def producing() -> None:
             try:
@@ -516,6 +536,13 @@ class Durable:
             await self._watch(tail, producer, sender, watcher)
         finally:
             app._runs.discard(tail)
+            downgrade = tail.downgrade
+            if downgrade is not None and downgrade.notes:
+                log.info(
+                    "a response for a client of the %s era (no protocolVersion): %s",
+                    downgrade.era.name,
+                    downgrade.notes.summary(),
+                )
             for task in tasks:
                 task.cancel()
             done, _ = await asyncio.wait(tasks, timeout=_STOP_WAIT)
@@ -622,7 +649,7 @@ class Durable:
 class _Tail:
     """One response following runs: its queue of frames, what it follows, its progress."""
 
-    __slots__ = ("clock", "count", "loop", "outbox", "run_id", "stop_at", "wake")
+    __slots__ = ("clock", "count", "downgrade", "loop", "outbox", "run_id", "stop_at", "wake")
 
     def __init__(self, queue_size: int) -> None:
         self.loop = asyncio.get_running_loop()
@@ -630,6 +657,7 @@ class _Tail:
         self.clock = _Clock()
         self.run_id: str | None = None  # the run followed live
         self.count = 0  # events queued so far
+        self.downgrade: Downgrade | None = None  # the translation for a pre-1.0 peer
         self.stop_at: float | None = None
         self.wake: asyncio.Future[None] = self.loop.create_future()
 

@@ -48,6 +48,7 @@ from agui.stream.lifecycle import (
     run_started,
 )
 from agui.wire.codec import decode
+from agui.wire.eras import Compat, Downgrade, Era, needs_upgrade, upgrade_input
 from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
     PROTO_MEDIA_TYPE,
@@ -149,6 +150,15 @@ class AgentApp:
     lease_seconds: how long a run stays owned by this worker without a renewal (renewed every
     third of it); a run whose lease ran out is closed with RUN_ERROR `RUN_LOST`.
 
+    compat: what a client that declares no protocolVersion (every 0.0.x release of the
+    official client) is sent. "auto" (the default): the stream every 0.0.x release from
+    0.0.35 on accepts, with what it cannot take translated or dropped (agui.wire.eras, the
+    compatibility page); a release such as "0.0.59": the stream of that release's era (for a
+    deployment that knows its front end); "off": the 1.0 stream. A client that declares a
+    version gets its version's stream: a 1.0 client's is never changed. Binary (protobuf)
+    responses are never translated. Retired input shapes (legacy binary content parts) are
+    upgraded whatever the setting.
+
     An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
     something not callable with the input) is refused here with TypeError.
     """
@@ -173,6 +183,7 @@ class AgentApp:
         exclusive_threads: bool = True,
         authorize: Authorize | None = None,
         lease_seconds: float = 10.0,
+        compat: str = "auto",
     ) -> None:
         check_agent(agent)
         if max_active_runs is not None and max_active_runs < 1:
@@ -191,6 +202,8 @@ class AgentApp:
         self.max_active_runs = max_active_runs
         self.body_timeout = body_timeout
         self._validator = agent if isinstance(agent, InputValidator) else None
+        self._compat = Compat.parse(compat)  # ValueError for a setting it does not know
+        self.compat = compat
         self._runs: set[_Stoppable] = set()
         self._served = 0  # runs served without a store, for max_active_runs
         self._durable: Durable | None = None
@@ -269,11 +282,16 @@ class AgentApp:
         )
         self._served += 1
         try:
-            await self._respond(run_input, receive, send, binary)
+            await self._respond(run_input, receive, send, binary, self.era_for(run_input))
         finally:
             self._served -= 1
 
     # ── the request ──────────────────────────────────────────────────────────
+    def era_for(self, run_input: RunAgentInput) -> Era | None:
+        """The pre-1.0 era a run's stream is translated for (`compat`), by the protocolVersion
+        its input declares; None: the 1.0 stream, unchanged."""
+        return self._compat.era_for(run_input.protocol_version)
+
     def check_capacity(self, active: int) -> None:
         """Refuse a new run with 503 (and Retry-After) when `active` runs already execute here."""
         if self.max_active_runs is not None and active >= self.max_active_runs:
@@ -311,7 +329,10 @@ class AgentApp:
         warnings: list[Problem] = []
         try:
             run_input = decode(
-                b"".join(chunks), RunAgentInput, strict=self.strict_input, warnings=warnings
+                _upgraded(b"".join(chunks)),
+                RunAgentInput,
+                strict=self.strict_input,
+                warnings=warnings,
             )
         except DecodeError as exc:
             body = b"".join(chunks)
@@ -350,13 +371,18 @@ class AgentApp:
 
     # ── the stream ───────────────────────────────────────────────────────────
     async def _respond(
-        self, run_input: RunAgentInput, receive: Receive, send: Send, binary: bool = False
+        self,
+        run_input: RunAgentInput,
+        receive: Receive,
+        send: Send,
+        binary: bool = False,
+        era: Era | None = None,
     ) -> None:
         headers = _PROTO_HEADERS if binary else _STREAM_HEADERS
         if self.protobuf:
             headers = [*headers, _VARY]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        run = _Run(run_input, self.queue_size, binary)
+        run = _Run(run_input, self.queue_size, binary, era)
         producer = asyncio.create_task(self._produce(run))
         sender = asyncio.create_task(_send_frames(run.outbox, send, run.clock))
         watcher = asyncio.create_task(_wait_for_disconnect(receive))
@@ -433,7 +459,9 @@ class AgentApp:
         """Drive the agent through the run lifecycle; queue its frames; None marks the end."""
         binary = run.binary
         put = run.outbox.put
-        frame_of = proto_frame if binary else sse_frame
+        # A pre-1.0 peer's stream is translated (decided once per request, not per event).
+        downgrade = run.downgrade
+        frame_of = proto_frame if binary else sse_frame if downgrade is None else downgrade.sse
         limit = _MAX_PROTO_FRAME if binary else _MAX_SSE_FRAME
         run_id = run.id
         stream = run_lifecycle(self.agent, run.input, finish_grace=self.finish_grace)
@@ -477,6 +505,28 @@ class AgentApp:
                     await put(None)
         finally:
             await stream.aclose()
+            if downgrade is not None and downgrade.notes:
+                log.info(
+                    "run %s: for a client of the %s era (no protocolVersion): %s",
+                    run_id,
+                    downgrade.era.name,
+                    downgrade.notes.summary(),
+                )
+
+
+def _upgraded(body: bytes) -> bytes:
+    """A request body with the retired shapes a pre-1.0 client sends (legacy binary content
+    parts) upgraded, each upgrade logged; the body as it is when it holds none."""
+    if not needs_upgrade(body):
+        return body
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body  # decoding says what is wrong with it
+    said = upgrade_input(value)
+    for warning in said:
+        log.warning("request body: %s", warning)
+    return orjson.dumps(value) if said else body
 
 
 def _earliest(now: float, *times: float | None) -> float | None:
@@ -491,6 +541,7 @@ class _Run:
     __slots__ = (
         "binary",
         "clock",
+        "downgrade",
         "ended",
         "id",
         "input",
@@ -501,10 +552,14 @@ class _Run:
         "wake",
     )
 
-    def __init__(self, run_input: RunAgentInput, queue_size: int, binary: bool) -> None:
+    def __init__(
+        self, run_input: RunAgentInput, queue_size: int, binary: bool, era: Era | None = None
+    ) -> None:
         self.input = run_input
         self.id = run_input.run_id
         self.binary = binary
+        # the translation for a pre-1.0 peer (SSE only: no 0.0.x client asks for protobuf)
+        self.downgrade = Downgrade(era) if era is not None and not binary else None
         self.loop = asyncio.get_running_loop()
         self.outbox = _Outbox(queue_size)
         self.clock = _Clock()

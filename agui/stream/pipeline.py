@@ -3,7 +3,10 @@
 Feed it whatever a source yields: JSON text or bytes of one event, an already parsed JSON object,
 or a decoded model. Text and objects are decoded tolerantly (unknown members and union members are
 stripped, each with a warning); an event of an unknown type is dropped with a warning, as the
-TypeScript client does. Every stage's warnings end up in one list, `warnings`, in stream order and
+TypeScript client does. Before that, on the JSON, the shapes of pre-1.0 producers are upgraded as
+the official 1.0 client upgrades them (agui.wire.eras.LegacyReader: THINKING_* events become
+REASONING_* events, legacy binary content parts become media parts), each with a warning of kind
+"legacy"; a strict pipeline takes the contract only, and upgrades nothing. Every stage's warnings end up in one list, `warnings`, in stream order and
 numbered by the event as received (the first item fed is event 1, as the first frame of a stream
 is frame 1; agui.errors has the numbering).
 
@@ -20,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
+import orjson
 from agui_generated import DecodeError, Problem, UnknownEvent
 
 from agui.errors import AguiError, ProtocolError, StreamError
@@ -28,6 +32,7 @@ from agui.stream.reducer import TRUNCATED, Reducer
 from agui.stream.verify import Verifier
 from agui.stream.warning import StreamWarning
 from agui.wire.codec import decode_frame
+from agui.wire.eras import LegacyReader, needs_upgrade
 
 __all__ = ["NO_EVENTS", "Pipeline", "StrictSource", "describe"]
 
@@ -100,6 +105,7 @@ class Pipeline:
         self.received = 0
         """How many items were fed."""
         self._drained = [0] * len(self.stages)
+        self._legacy = LegacyReader()
 
     @property
     def warnings(self) -> list[StreamWarning]:
@@ -146,6 +152,8 @@ class Pipeline:
 
     def _decode(self, item: Any, at: int) -> Any:
         problems: list[Problem] = []
+        if not self.strict:
+            item = self._upgrade(item, at)
         if isinstance(item, bytes | bytearray | memoryview | str | dict):
             event = decode_frame(item, at, strict=self.strict, warnings=problems)
         else:
@@ -163,6 +171,32 @@ class Pipeline:
         for problem in problems:
             self._warn(StreamWarning("stripped", problem.message, problem.pointer, at))
         return event
+
+    def _upgrade(self, item: Any, at: int) -> Any:
+        """A pre-1.0 producer's shapes upgraded (the JSON object that replaces `item`, with a
+        warning for each change), or `item` as it is. Text is parsed only when it may hold one."""
+        if isinstance(item, UnknownEvent):
+            value: Any = item.raw  # a decoded source: a retired event came through as unknown
+        elif isinstance(item, dict):
+            value = item
+        elif isinstance(item, bytes | bytearray | memoryview | str):
+            text = item if isinstance(item, str) else bytes(item)
+            if not needs_upgrade(text):
+                return item
+            try:
+                value = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                return item  # decoding reports it
+        else:
+            return item
+        if not isinstance(value, dict):
+            return item
+        upgraded, said = self._legacy.upgrade(value)
+        if not said:
+            return item
+        for message in said:
+            self._warn(StreamWarning("legacy", message, "", at))
+        return upgraded
 
     def _through(self, events: list[Any], at: int | None, *, finishing: bool) -> list[Any]:
         out: list[Any] = []
