@@ -8,12 +8,21 @@ applies, so the same agent gives the same messages both ways.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from agui_generated import Problem, RunAgentInput
+from agui_generated import AgentCapabilities, Problem, RunAgentInput
 
-__all__ = ["Agent", "FrameSource", "History", "InputValidator", "SyncThreadSource", "ThreadSource"]
+__all__ = [
+    "Agent",
+    "Capabilities",
+    "CapabilitySource",
+    "FrameSource",
+    "History",
+    "InputValidator",
+    "SyncThreadSource",
+    "ThreadSource",
+]
 
 History: TypeAlias = Literal["compact", "full"]
 """How a thread's history is handed over: "compact" (its messages and state as snapshots, in one
@@ -38,6 +47,27 @@ class InputValidator(Protocol):
     (agui.model.ModelAgent refuses clashing tool names this way)."""
 
     def validate(self, input: RunAgentInput, /) -> Sequence[Problem]: ...
+
+
+Capabilities: TypeAlias = (
+    AgentCapabilities | Callable[[], AgentCapabilities | Awaitable[AgentCapabilities]]
+)
+"""What a `CapabilitySource` declares: an AgentCapabilities, or a call (sync or async, a method
+say) that answers one each time it is asked."""
+
+
+@runtime_checkable
+class CapabilitySource(Protocol):
+    """An agent that declares what it can do: `capabilities` is an `agui.AgentCapabilities`, or a
+    method (sync or async) that returns one, asked again on every request so the answer can
+    change at run time. AgentApp serves it at `GET {path}/capabilities`, with the transport it
+    knows itself (streaming, binary, resumable) in place of the agent's; agui.model.ModelAgent
+    declares its tools, reasoning, approvals and max_steps, and agui.HttpAgent's `capabilities()`
+    reads a remote agent's (so an AgentApp proxying one passes them on). Declare only what is
+    known: a field left out means unknown, not unsupported."""
+
+    @property
+    def capabilities(self) -> Capabilities: ...
 
 
 @runtime_checkable

@@ -1,5 +1,6 @@
 """The `agui` command line (`main`), one module per command: `validate`, `serve`, `run`
-(run and replay), `connect` (connect and stop), `demo` (the demo agent and the demo command).
+(run and replay), `connect` (connect and stop), `capabilities`, `demo` (the demo agent and the
+demo command).
 The usage:
 
     agui validate [--as DEFINITION] [--strict] [FILE ...]
@@ -8,7 +9,7 @@ The usage:
         standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
     agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent] [--app-dir DIR]
                [--workers N] [--log-level LEVEL] [--root-path PATH]
-               [--timeout-graceful-shutdown SECONDS] [--model-url URL --model NAME]
+               [--timeout-graceful-shutdown SECONDS] [--store URL] [--model-url URL --model NAME]
         Serve an agent (wrapped in AgentApp at --path; default: the built-in demo agent) or an
         ASGI app (as it is) under uvicorn, MODULE found from the working directory or --app-dir;
         with --model, an OpenAI-compatible model with the demo tools (key from
@@ -26,6 +27,8 @@ The usage:
         stored event), then its live run until it ends.
     agui stop URL RUN_ID
         Ask a server with a store to stop a run; it ends with the outcome cancelled.
+    agui capabilities URL [--strict] [--compact]
+        Print what the agent declares it can do (GET URL/capabilities) as JSON.
     agui replay FILE [--summary]
         Process a recorded stream (JSON Lines, one event per line, or an SSE capture) without a server;
         print every delivered event as a JSON line, or with --summary one summary JSON object.

@@ -39,6 +39,12 @@ def _stop(args: argparse.Namespace) -> int:
     return stop(args)
 
 
+def _capabilities(args: argparse.Namespace) -> int:
+    from agui.cli.capabilities import capabilities
+
+    return capabilities(args)
+
+
 def _replay(args: argparse.Namespace) -> int:
     from agui.cli.run import replay
 
@@ -226,6 +232,21 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("run_id", metavar="RUN_ID", help="the run's id")
     t.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
     t.set_defaults(run=_stop)
+    k = commands.add_parser(
+        "capabilities",
+        help="print what an agent declares it can do (JSON)",
+        description="Read what an agent declares it can do (GET URL/capabilities, an "
+        "AgentCapabilities) and print it as JSON; a field left out is unknown. Exit 0 when it was "
+        "read, 1 when the server refused it (404: it serves none), cannot be reached or answered "
+        "something else, 2 for a usage error.",
+    )
+    k.add_argument("url", help="the agent's URL, as for agui run")
+    k.add_argument(
+        "--strict", action="store_true", help="refuse unknown members instead of dropping them"
+    )
+    k.add_argument("--compact", action="store_true", help="one line instead of indented JSON")
+    k.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
+    k.set_defaults(run=_capabilities)
     p = commands.add_parser(
         "replay", help="process a recorded stream (JSON Lines or SSE capture) without a server"
     )

@@ -23,6 +23,9 @@ is a TransportError, as without a store). `StreamPosition` shows where a stream 
 
 The same server answers `rejoin(run_id, after=)` (a run's stream, from its start or after a
 cursor), `connect(thread_id)` (a thread's history, then its live run) and `stop(run_id)`.
+
+`capabilities()` reads what the agent declares it can do (`GET {url}/capabilities`, the
+AgentCapabilities AgentApp serves, as does the official ADK middleware).
 """
 
 from __future__ import annotations
@@ -39,11 +42,18 @@ from urllib.parse import quote
 import attrs
 import httpx
 import orjson
-from agui_generated import DecodeError, Event, Problem, RunAgentInput, UnknownEvent
+from agui_generated import (
+    AgentCapabilities,
+    DecodeError,
+    Event,
+    Problem,
+    RunAgentInput,
+    UnknownEvent,
+)
 
 from agui.agent.protocol import History
 from agui.errors import HttpError, ProtoStreamError, SSEError, StreamError, TransportError
-from agui.wire.codec import decode_frame, encode
+from agui.wire.codec import decode, decode_frame, encode
 from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
     PROTO_MEDIA_TYPE,
@@ -480,6 +490,75 @@ class HttpAgent:
         finally:
             if own:
                 client.close()
+
+    # ── capabilities ─────────────────────────────────────────────────────────────────────────
+
+    async def capabilities(self) -> AgentCapabilities:
+        """What the agent declares it can do (GET {url}/capabilities): an AgentCapabilities whose
+        left-out fields are unknown, not unsupported. Decoded tolerantly (unknown members
+        removed, each logged on "agui.client"), or strictly with `strict`. HttpError for a non-2xx
+        answer (404 from a server that serves no capabilities); StreamError for an answer that is
+        not JSON or not an AgentCapabilities (with the problems); TransportError when the server
+        cannot be reached."""
+        url = endpoint(self.url, "capabilities")
+        own = self.client is None
+        client = self.client or httpx.AsyncClient(timeout=self.timeout)
+        try:
+            response = await client.get(
+                url,
+                headers={"accept": "application/json", **self.headers},
+                timeout=self._request_timeout(own),
+                follow_redirects=True,
+            )
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise self._failure(exc, url) from exc
+        finally:
+            if own:
+                await client.aclose()
+        return self._capabilities(response)
+
+    def capabilities_sync(self) -> AgentCapabilities:
+        """The same as `capabilities`, for code without an event loop."""
+        url = endpoint(self.url, "capabilities")
+        own = self.sync_client is None
+        client = self.sync_client or httpx.Client(timeout=self.timeout)
+        try:
+            response = client.get(
+                url,
+                headers={"accept": "application/json", **self.headers},
+                timeout=self._request_timeout(own),
+                follow_redirects=True,
+            )
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise self._failure(exc, url) from exc
+        finally:
+            if own:
+                client.close()
+        return self._capabilities(response)
+
+    def _capabilities(self, response: httpx.Response) -> AgentCapabilities:
+        body = response.content
+        if not response.is_success:
+            raise _http_error(response, body[:_MAX_ERROR_BODY])
+        media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        where = f"HTTP {response.status_code} from {response.url}"
+        if media != "application/json" and not media.endswith("+json"):
+            raise StreamError(
+                f"expected the capabilities as application/json, got {media or 'no content type'} "
+                f"({where})"
+            )
+        warnings: list[Problem] = []
+        try:
+            capabilities = decode(body, AgentCapabilities, strict=self.strict, warnings=warnings)
+        except DecodeError as exc:
+            raise StreamError(
+                f"the answer is not a valid AgentCapabilities ({where}): "
+                f"{exc.problems[0] if exc.problems else exc}",
+                problems=exc.problems,
+            ) from None
+        for warning in warnings:
+            log.warning("capabilities: %s", warning)
+        return capabilities
 
 
 @attrs.define

@@ -20,6 +20,7 @@ finish its work for up to `finish_grace` seconds.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import math
 import time
@@ -27,17 +28,20 @@ import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+import attrs
 import orjson
 from agui_generated import (
+    AgentCapabilities,
     DecodeError,
     Problem,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
+    TransportCapabilities,
     UnknownEvent,
 )
 
-from agui.agent.protocol import Agent, InputValidator
+from agui.agent.protocol import Agent, CapabilitySource, InputValidator
 from agui.errors import AguiError, EncodeError
 from agui.stream.lifecycle import (
     DEFAULT_FINISH_GRACE,
@@ -47,7 +51,7 @@ from agui.stream.lifecycle import (
     run_lifecycle,
     run_started,
 )
-from agui.wire.codec import decode
+from agui.wire.codec import decode, encode
 from agui.wire.eras import Compat, Downgrade, Era, needs_upgrade, upgrade_input
 from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
@@ -112,6 +116,9 @@ class _BadRequest(AguiError):
 
 
 _ALLOW_POST = ((b"allow", b"POST"),)
+_ALLOW_GET = ((b"allow", b"GET"),)
+_CAPABILITIES = "/capabilities"
+_CAPABILITIES_HEADERS = [(b"content-type", b"application/json"), (b"cache-control", b"no-cache")]
 _RETRY_AFTER = ((b"retry-after", b"1"),)
 _CLOSE = ((b"connection", b"close"),)
 
@@ -150,6 +157,9 @@ class AgentApp:
     lease_seconds: how long a run stays owned by this worker without a renewal (renewed every
     third of it); a run whose lease ran out is closed with RUN_ERROR `RUN_LOST`.
 
+    `GET {path}/capabilities` answers `capabilities()`: the agent's declaration (an agent that is
+    an agui.agent.protocol.CapabilitySource) with the transport this app serves.
+
     compat: what a client that declares no protocolVersion (every 0.0.x release of the
     official client) is sent. "auto" (the default): the stream every 0.0.x release from
     0.0.35 on accepts, with what it cannot take translated or dropped (agui.wire.eras, the
@@ -186,6 +196,9 @@ class AgentApp:
         compat: str = "auto",
     ) -> None:
         check_agent(agent)
+        source = agent if isinstance(agent, CapabilitySource) else None
+        if source is not None and not callable(source.capabilities):
+            _declared(source.capabilities)  # a declaration that cannot be served is refused now
         if max_active_runs is not None and max_active_runs < 1:
             raise ValueError("max_active_runs must be at least 1 (None: no limit)")
         if lease_seconds <= 0:
@@ -204,6 +217,7 @@ class AgentApp:
         self._validator = agent if isinstance(agent, InputValidator) else None
         self._compat = Compat.parse(compat)  # ValueError for a setting it does not know
         self.compat = compat
+        self._source = source
         self._runs: set[_Stoppable] = set()
         self._served = 0  # runs served without a store, for max_active_runs
         self._durable: Durable | None = None
@@ -255,6 +269,9 @@ class AgentApp:
             return
         if scope["type"] != "http":
             return
+        if self._at_capabilities(scope):
+            await self._serve_capabilities(scope, send)
+            return
         if self._durable is not None:
             await self._durable.handle(scope, receive, send)
             return
@@ -285,6 +302,53 @@ class AgentApp:
             await self._respond(run_input, receive, send, binary, self.era_for(run_input))
         finally:
             self._served -= 1
+
+    # ── capabilities ─────────────────────────────────────────────────────────
+    async def capabilities(self) -> AgentCapabilities:
+        """What `GET {path}/capabilities` answers: the agent's declaration (asked again each
+        time; an attribute, or a method, sync or async), nothing when it declares none, with the
+        transport this app serves in place of the agent's own streaming, httpBinary and
+        resumable: streaming always, httpBinary when `protobuf` is on, resumable with a store
+        (each left out otherwise). The agent's other transport fields are kept."""
+        declared = AgentCapabilities()
+        if self._source is not None:
+            value: Any = self._source.capabilities
+            if callable(value):
+                value = value()
+                if inspect.isawaitable(value):
+                    value = await value
+            declared = _declared(value)
+        transport = attrs.evolve(
+            declared.transport or TransportCapabilities(),
+            streaming=True,
+            http_binary=True if self.protobuf else None,
+            resumable=True if self._durable is not None else None,
+        )
+        return attrs.evolve(declared, transport=transport)
+
+    def _at_capabilities(self, scope: Scope) -> bool:
+        """The request is for `{path}/capabilities` (with path None: any path ending so)."""
+        relative = _relative(scope)
+        if self.path is None:
+            return relative.endswith(_CAPABILITIES)
+        return self.path.rstrip("/") + _CAPABILITIES in (scope["path"], relative)
+
+    async def _serve_capabilities(self, scope: Scope, send: Send) -> None:
+        try:
+            if self._stop_at is not None:
+                raise _BadRequest(503, "the server is shutting down")
+            if scope["method"] != "GET":
+                raise _BadRequest(405, "read the capabilities with GET", (), _ALLOW_GET)
+            try:
+                body = encode(await self.capabilities())
+            except Exception:
+                log.exception("the agent's capabilities could not be read")
+                raise _BadRequest(500, "the agent's capabilities could not be read") from None
+        except _BadRequest as bad:
+            await _json_response(send, bad.status, _error_body(bad), bad.headers)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": _CAPABILITIES_HEADERS})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
     # ── the request ──────────────────────────────────────────────────────────
     def era_for(self, run_input: RunAgentInput) -> Era | None:
@@ -512,6 +576,21 @@ class AgentApp:
                     downgrade.era.name,
                     downgrade.notes.summary(),
                 )
+
+
+def _declared(value: object) -> AgentCapabilities:
+    """An agent's declared capabilities, checked: TypeError unless an AgentCapabilities."""
+    if isinstance(value, AgentCapabilities):
+        return value
+    raise TypeError(
+        f"the agent's capabilities are {_a(value)}: declare an agui.AgentCapabilities, or a "
+        "method (sync or async) that returns one"
+    )
+
+
+def _a(value: object) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
 def _upgraded(body: bytes) -> bytes:

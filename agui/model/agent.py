@@ -22,6 +22,11 @@ A run goes like this:
    `max_steps` rounds ends in RUN_ERROR `MAX_STEPS` instead: the model never saw the last
    results and gave no answer.
 
+The agent declares what it can do (`capabilities()`, served by AgentApp at
+`GET {path}/capabilities`): its server tools (and that it takes the run's own tools and runs
+calls concurrently), streamed reasoning, approvals by interrupt when a tool may need one, and
+max_steps as its iteration limit.
+
 A provider failure (`ModelError`) ends the run with RUN_ERROR carrying the error's code. A run
 whose tools clash with a server tool's name or are malformed, or whose resume entries answer
 nothing this agent asked, is refused by `validate` — with 400 before the stream opens when served
@@ -41,9 +46,13 @@ import attrs
 import orjson
 from agui_generated import (
     PROTOCOL_VERSION,
+    AgentCapabilities,
     AssistantMessage,
+    ExecutionCapabilities,
+    HumanInTheLoopCapabilities,
     Interrupt,
     Problem,
+    ReasoningCapabilities,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
@@ -62,11 +71,13 @@ from agui_generated import (
     TextMessageEndEvent,
     TextMessageStartEvent,
     TokenUsage,
+    Tool,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
     ToolMessage,
+    ToolsCapabilities,
 )
 
 from agui.model.interface import (
@@ -165,6 +176,39 @@ class ModelAgent:
             if server.name in self.tools:
                 raise ValueError(f"two server tools are named {server.name!r}")
             self.tools[server.name] = server
+
+    # ── what it declares ─────────────────────────────────────────────────────────────────────
+
+    def capabilities(self) -> AgentCapabilities:
+        """What this agent can do, from its configuration as it is now (AgentApp asks on every
+        `GET {path}/capabilities`): its server tools (with their schemas) and that it takes the
+        run's own tools as well and runs a round's calls concurrently; reasoning, streamed as
+        the model produces it; approvals through the interrupt protocol (with edited arguments)
+        when a server tool may need one, and none otherwise; `max_steps` as the most rounds.
+        What depends on the model (the media it takes, whether it reasons at all) is left out,
+        that is, unknown. A subclass can add to it, an identity say:
+        `attrs.evolve(super().capabilities(), identity=agui.IdentityCapabilities(name=...))`."""
+        approvals = any(
+            callable(t.requires_approval) or t.requires_approval for t in self.tools.values()
+        )
+        return AgentCapabilities(
+            tools=ToolsCapabilities(
+                supported=True,
+                items=tuple(
+                    Tool(name=t.name, description=t.description, parameters=t.parameters)
+                    for t in self.tools.values()
+                ),
+                parallel_calls=True,
+                client_provided=True,
+            ),
+            reasoning=ReasoningCapabilities(supported=True, streaming=True),
+            human_in_the_loop=HumanInTheLoopCapabilities(
+                supported=True, approvals=True, interrupts=True, approve_with_edits=True
+            )
+            if approvals
+            else HumanInTheLoopCapabilities(approvals=False, interrupts=False),
+            execution=ExecutionCapabilities(max_iterations=self.max_steps),
+        )
 
     # ── before the stream opens ───────────────────────────────────────────────────────────────
 
