@@ -11,6 +11,10 @@ by editing its output:
 * `base_class` is `_base.WireModel`, which adds `serialize_by_alias=True` to every model so that
   `model_dump_json()` writes the wire form.
 
+Two readings of the schema are adjusted before dmcg sees it: `without_defaults` (a default is what a
+reader assumes, not a value to write back) and `unions_as_one_of` (the published schema checks a
+union by `if`/`then` on the tag, for validators' sake; dmcg builds a tagged union from a `oneOf`).
+
 Everything else comes from the schema: `unevaluatedProperties: false` -> `extra="forbid"`,
 `additionalProperties: true` (JSON Patch operations) -> `extra="allow"`, the `discriminator`
 annotation next to each `oneOf` -> `Field(discriminator=...)`, optional members -> `X | MISSING`
@@ -108,6 +112,23 @@ def without_defaults(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def unions_as_one_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with each union as the `oneOf` of its members, which is what dmcg reads as a
+    union (with the `discriminator` beside it, a tagged one). The published schema checks a union
+    by `if`/`then` on the tag, so that a validator reports the member's own errors; dmcg reads that
+    form as an object with one member. The members are the `discriminator` annotation's mapping,
+    in order; the validation keywords go, since `oneOf` says all of it."""
+    out = copy.deepcopy(schema)
+    for definition in out.get("$defs", {}).values():
+        discriminator = definition.get("discriminator")
+        if discriminator is None:
+            continue
+        for keyword in ("type", "required", "properties", "allOf"):
+            definition.pop(keyword, None)
+        definition["oneOf"] = [{"$ref": ref} for ref in discriminator["mapping"].values()]
+    return out
+
+
 def options(spec: Spec, header: str) -> dict[str, Any]:
     from datamodel_code_generator import InputFileType, PythonVersion
     from datamodel_code_generator.enums import DataModelType
@@ -158,7 +179,7 @@ def generate_models(schema_text: str, spec: Spec, header: str) -> str:
         )
     from datamodel_code_generator import generate
 
-    schema = without_defaults(json.loads(schema_text))
+    schema = unions_as_one_of(without_defaults(json.loads(schema_text)))
     text = generate(json.dumps(schema, ensure_ascii=False), **options(spec, header))
     if not isinstance(text, str):
         raise RuntimeError("datamodel-code-generator produced several modules; expected one")

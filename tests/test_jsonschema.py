@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 import referencing
+from jsonschema.exceptions import best_match
 from referencing.jsonschema import DRAFT202012
 
 import agui
@@ -135,6 +137,9 @@ def test_objects_are_closed_except_the_open_ones() -> None:
     for name, definition in SCHEMA["$defs"].items():
         if definition.get("type") != "object" or "properties" not in definition:
             continue
+        if name in TAGS:  # a union: its members say what is closed
+            assert "unevaluatedProperties" not in definition, name
+            continue
         if name in OPEN_OBJECTS:
             assert "unevaluatedProperties" not in definition, name
             assert definition["additionalProperties"] is True, name
@@ -148,14 +153,24 @@ def test_objects_are_closed_except_the_open_ones() -> None:
 
 
 def test_unions_are_discriminated() -> None:
+    """A union checks its tag, then, by `if` on each tag, its member's definition; the
+    OpenAPI-style `discriminator` annotation lists the members for generators."""
     for union, members in TAGS.items():
         definition = SCHEMA["$defs"][union]
-        assert definition["oneOf"] == [
-            {"$ref": f"#/$defs/{cls.__name__}"} for cls in members.values()
-        ]
+        key = definition["discriminator"]["propertyName"]
         mapping = definition["discriminator"]["mapping"]
         assert mapping == {tag: f"#/$defs/{cls.__name__}" for tag, cls in members.items()}
-        key = definition["discriminator"]["propertyName"]
+        assert "oneOf" not in definition and "anyOf" not in definition
+        assert definition["type"] == "object"
+        assert definition["required"] == [key]
+        assert definition["properties"] == {key: {"enum": list(members)}}
+        assert definition["allOf"] == [
+            {
+                "if": {"type": "object", "required": [key], "properties": {key: {"const": tag}}},
+                "then": {"$ref": f"#/$defs/{cls.__name__}"},
+            }
+            for tag, cls in members.items()
+        ]
         for tag, cls in members.items():
             member = SCHEMA["$defs"][cls.__name__]
             assert member["properties"][key]["const"] == tag
@@ -227,3 +242,107 @@ def test_python_jsonschema_alone_would_accept_a_newline_pointer() -> None:
     assert stock.is_valid(document)
     assert not validator("RemoveOperation").is_valid(document)
     assert not agui_accepts("RemoveOperation", json.dumps(document).encode())
+
+
+# ── errors: a union is checked by its discriminator ───────────────────────────────────────────
+
+
+def best_error(name: str, document: Any) -> jsonschema.ValidationError:
+    error = best_match(validator(name).iter_errors(document))
+    assert error is not None, document
+    return error
+
+
+def _wrong_members(member: str, document: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(member, the document with it broken) for each member of the definition, present or not,
+    but its tag, that a value of another JSON type breaks; and, for a closed definition, ("", the
+    document with an unknown member), which is reported on the object itself."""
+    for wire in SCHEMA["$defs"][member]["properties"]:
+        if wire == _tag_key(member):
+            continue
+        for wrong in (42, "x", [42], {"zz": 42}, None):
+            if wire in document and type(wrong) is type(document[wire]):
+                continue
+            broken = {**document, wire: wrong}
+            if not validator(member).is_valid(broken):
+                yield wire, broken
+                break
+    if member not in OPEN_OBJECTS:
+        yield "", {**document, "zzUnknown": 1}
+
+
+def _tag_key(member: str) -> str:
+    return next(SCHEMA["$defs"][u]["discriminator"]["propertyName"] for u in _unions_of(member))
+
+
+def _unions_of(member: str) -> list[str]:
+    return [u for u, members in TAGS.items() if member in {c.__name__ for c in members.values()}]
+
+
+def _members() -> list[Any]:
+    """(union, member, its first valid fixture) for every member of every union."""
+    return [
+        pytest.param(union, cls.__name__, _cases_of(cls.__name__)[0], id=f"{union}/{cls.__name__}")
+        for union, members in TAGS.items()
+        for cls in members.values()
+    ]
+
+
+def _cases_of(name: str) -> list[Path]:
+    return sorted(p for p in _cases("valid") if p.parent.parent.name == name)
+
+
+@pytest.mark.parametrize(("union", "member", "fixture"), _members())
+def test_a_wrong_member_is_reported_at_its_path(union: str, member: str, fixture: Path) -> None:
+    """Through its union, a document with a member of the wrong type gets the error that
+    validating against its own definition gives: best_match names the member's path, not "not
+    valid under any of the given schemas"."""
+    for wire, broken in _wrong_members(member, json.loads(fixture.read_bytes())):
+        through_union = best_error(union, broken)
+        alone = best_error(member, broken)
+        if wire:
+            assert list(through_union.path)[:1] == [wire], (wire, through_union.message)
+        else:
+            assert "'zzUnknown' was unexpected" in through_union.message
+        assert (through_union.json_path, through_union.message) == (alone.json_path, alone.message)
+
+
+def test_the_root_reports_the_real_error() -> None:
+    root = Validator(SCHEMA, registry=REGISTRY)
+    error = best_match(
+        root.iter_errors({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 42})
+    )
+    assert error is not None
+    assert (error.json_path, error.message) == ("$.delta", "42 is not of type 'string'")
+    # all the errors there are: that one alone, not one per event kind
+    assert (
+        len(list(root.iter_errors({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 42})))
+        == 1
+    )
+    nested = {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [{"id": "u", "role": "user", "content": [{"type": "text", "text": 7}]}],
+    }
+    error = best_match(root.iter_errors(nested))
+    assert error is not None
+    assert (error.json_path, error.message) == (
+        "$.messages[0].content[0].text",
+        "7 is not of type 'string'",
+    )
+    for document in ([], "RUN_STARTED", None):
+        assert [e.message for e in root.iter_errors(document)] == [
+            f"{document!r} is not of type 'object'"
+        ]
+
+
+@pytest.mark.parametrize("union", sorted(TAGS))
+def test_an_unknown_or_missing_tag_is_named(union: str) -> None:
+    key = SCHEMA["$defs"][union]["discriminator"]["propertyName"]
+    unknown = best_error(union, {key: "NO_SUCH_TAG"})
+    assert list(unknown.path) == [key]
+    assert unknown.message.startswith("'NO_SUCH_TAG' is not one of [")
+    assert [e.message for e in validator(union).iter_errors({key: "NO_SUCH_TAG"})] == [
+        unknown.message
+    ]
+    missing = best_error(union, {})
+    assert (missing.json_path, missing.message) == ("$", f"'{key}' is a required property")
