@@ -18,7 +18,8 @@ union by `if`/`then` on the tag, for validators' sake; dmcg builds a tagged unio
 Everything else comes from the schema: `unevaluatedProperties: false` -> `extra="forbid"`,
 `additionalProperties: true` (JSON Patch operations) -> `extra="allow"`, the `discriminator`
 annotation next to each `oneOf` -> `Field(discriminator=...)`, optional members -> `X | MISSING`
-(absent stays absent and null is rejected), `additionalProperties: {}` -> `dict[str, Any]`.
+(absent stays absent and null is rejected), `additionalProperties: {}` -> `dict[str, Any]`,
+`description` -> the class docstring, and `Field(description=...)` for members.
 """
 
 from __future__ import annotations
@@ -159,9 +160,9 @@ def options(spec: Spec, header: str) -> dict[str, Any]:
         "use_missing_sentinel": True,  # optional members: X | MISSING, never None
         "type_overrides": type_overrides(spec),
         "aliases": aliases(spec),
-        # documentation
+        # documentation: classes get their docstring, members Field(description=...), which
+        # model_json_schema() and so FastAPI's OpenAPI document show
         "use_schema_description": True,
-        "use_field_description": True,
         "use_double_quotes": True,
     }
 

@@ -22,6 +22,8 @@ from pydantic import MISSING, BaseModel, TypeAdapter, ValidationError
 
 import agui
 from agui.wire.codec import DEFINITIONS, TAGS
+from codegen.load import SPEC_PATH, read_spec
+from codegen.model import Spec, build
 
 from .conftest import FIXTURES, ROOT
 
@@ -220,3 +222,47 @@ def test_duplicate_keys_are_judged_after_the_parser_keeps_the_last() -> None:
         agui.decode(bad, strict=True)
     with pytest.raises(ValidationError):
         adapter("Event").validate_json(bad)
+
+
+# ── for users of the binding: documentation ──────────────────────────────────────────────────
+
+
+@cache
+def spec() -> Spec:
+    return build(read_spec(SPEC_PATH.read_text(encoding="utf-8")))
+
+
+def test_member_descriptions_are_in_the_models_json_schema() -> None:
+    """Every member's doc in the spec is its Field description, so model_json_schema() (and
+    FastAPI's OpenAPI page, below) shows it."""
+    for obj in spec().objects:
+        model = getattr(agui_pydantic, obj.name)
+        properties = model.model_json_schema(by_alias=True)["properties"]
+        assert list(properties) == [f.wire for f in obj.fields], obj.name
+        for f in obj.fields:
+            assert properties[f.wire]["description"] == " ".join(f.doc.split()), (obj.name, f.wire)
+    delta = agui_pydantic.TextMessageContentEvent.model_fields["delta"].description
+    assert delta is not None and delta.startswith("The text to append.")
+
+
+def test_fastapi_shows_the_descriptions_in_its_openapi_document(
+    serve: Callable[[Any], str],
+) -> None:
+    from fastapi import FastAPI
+
+    api = FastAPI()
+
+    @api.post("/agent")
+    async def run_agent(body: agui_pydantic.RunAgentInput) -> None:
+        return None
+
+    with httpx.Client(timeout=10) as client:
+        document = client.get(serve(api) + "/openapi.json").raise_for_status().json()
+    schemas = document["components"]["schemas"]
+    docs = {o.name: {f.wire: " ".join(f.doc.split()) for f in o.fields} for o in spec().objects}
+    for name in ("RunAgentInput", "UserMessage", "ToolCall", "TextPart", "Tool"):
+        properties = schemas[name]["properties"]
+        assert {wire: p.get("description") for wire, p in properties.items()} == docs[name], name
+    # the discriminator is required there too, as on the wire
+    assert "role" in schemas["UserMessage"]["required"]
+    assert "type" in schemas["ToolCall"]["required"]

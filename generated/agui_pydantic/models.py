@@ -101,11 +101,15 @@ Free-form information attached to an entity. Open by key: any JSON value may sit
 
 
 JsonPointer = TypeAliasType(
-    "JsonPointer", Annotated[StrictStr, Field(pattern="^(/([^/~]|~[01])*)*$")]
+    "JsonPointer",
+    Annotated[
+        StrictStr,
+        Field(
+            description='An RFC 6901 JSON Pointer. The empty string addresses the whole document; "~0" and "~1" escape "~" and "/" inside a segment.',
+            pattern="^(/([^/~]|~[01])*)*$",
+        ),
+    ],
 )
-"""
-An RFC 6901 JSON Pointer. The empty string addresses the whole document; "~0" and "~1" escape "~" and "/" inside a segment.
-"""
 
 
 class TextPart(WireModel):
@@ -117,22 +121,18 @@ class TextPart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["text"]
-    """
-    Always "text".
-    """
-    id: StrictStr | MISSING = MISSING
-    """
-    Names this part within its message; reserved, nothing reads it yet.
-    """
-    text: StrictStr
-    """
-    The text.
-    """
-    metadata: NonNullJson | MISSING = MISSING
-    """
-    Extra information about this part: any JSON value except null (not necessarily an object).
-    """
+    type: Annotated[Literal["text"], Field(description='Always "text".')]
+    id: Annotated[
+        StrictStr | MISSING,
+        Field(description="Names this part within its message; reserved, nothing reads it yet."),
+    ] = MISSING
+    text: Annotated[StrictStr, Field(description="The text.")]
+    metadata: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            description="Extra information about this part: any JSON value except null (not necessarily an object)."
+        ),
+    ] = MISSING
 
 
 class DataSource(WireModel):
@@ -144,18 +144,20 @@ class DataSource(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["data"]
-    """
-    Always "data".
-    """
-    value: StrictStr
-    """
-    The bytes in base64. Checking that the text really is base64 is left to whoever decodes it.
-    """
-    mime_type: Annotated[StrictStr, Field(alias="mimeType")]
-    """
-    The media type of the bytes; required because inline data has no other way to say what it is.
-    """
+    type: Annotated[Literal["data"], Field(description='Always "data".')]
+    value: Annotated[
+        StrictStr,
+        Field(
+            description="The bytes in base64. Checking that the text really is base64 is left to whoever decodes it."
+        ),
+    ]
+    mime_type: Annotated[
+        StrictStr,
+        Field(
+            alias="mimeType",
+            description="The media type of the bytes; required because inline data has no other way to say what it is.",
+        ),
+    ]
 
 
 class UrlSource(WireModel):
@@ -167,18 +169,20 @@ class UrlSource(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["url"]
-    """
-    Always "url".
-    """
-    value: StrictStr
-    """
-    The address. Any scheme is accepted, so existing producers are not turned away.
-    """
-    mime_type: Annotated[StrictStr | MISSING, Field(alias="mimeType")] = MISSING
-    """
-    The media type, when the producer knows it; otherwise the fetch response tells.
-    """
+    type: Annotated[Literal["url"], Field(description='Always "url".')]
+    value: Annotated[
+        StrictStr,
+        Field(
+            description="The address. Any scheme is accepted, so existing producers are not turned away."
+        ),
+    ]
+    mime_type: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="mimeType",
+            description="The media type, when the producer knows it; otherwise the fetch response tells.",
+        ),
+    ] = MISSING
 
 
 class FileSource(WireModel):
@@ -190,30 +194,35 @@ class FileSource(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["file"]
-    """
-    Always "file".
-    """
-    value: StrictStr
-    """
-    The provider's handle, passed through untouched; consumers must not parse or fetch it.
-    """
-    provider: StrictStr | MISSING = MISSING
-    """
-    The provider that issued the handle, ideally as the same lowercase vendor id TokenUsage uses, so a peer can tell whether the handle is usable before sending it.
-    """
-    mime_type: Annotated[StrictStr | MISSING, Field(alias="mimeType")] = MISSING
-    """
-    The media type, when the producer knows it.
-    """
+    type: Annotated[Literal["file"], Field(description='Always "file".')]
+    value: Annotated[
+        StrictStr,
+        Field(
+            description="The provider's handle, passed through untouched; consumers must not parse or fetch it."
+        ),
+    ]
+    provider: Annotated[
+        StrictStr | MISSING,
+        Field(
+            description="The provider that issued the handle, ideally as the same lowercase vendor id TokenUsage uses, so a peer can tell whether the handle is usable before sending it."
+        ),
+    ] = MISSING
+    mime_type: Annotated[
+        StrictStr | MISSING,
+        Field(alias="mimeType", description="The media type, when the producer knows it."),
+    ] = MISSING
 
 
 PartSource = TypeAliasType(
-    "PartSource", Annotated[DataSource | UrlSource | FileSource, Field(discriminator="type")]
+    "PartSource",
+    Annotated[
+        DataSource | UrlSource | FileSource,
+        Field(
+            description="Where a media part's bytes are: inline, at a URL, or held by a provider; chosen by type.",
+            discriminator="type",
+        ),
+    ],
 )
-"""
-Where a media part's bytes are: inline, at a URL, or held by a provider; chosen by type.
-"""
 
 
 class ImagePart(WireModel):
@@ -225,22 +234,18 @@ class ImagePart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["image"]
-    """
-    Always "image".
-    """
-    id: StrictStr | MISSING = MISSING
-    """
-    Names this part within its message; reserved, nothing reads it yet.
-    """
-    source: PartSource
-    """
-    Where to find the image's bytes.
-    """
-    metadata: NonNullJson | MISSING = MISSING
-    """
-    Extra information about this part: any JSON value except null (not necessarily an object).
-    """
+    type: Annotated[Literal["image"], Field(description='Always "image".')]
+    id: Annotated[
+        StrictStr | MISSING,
+        Field(description="Names this part within its message; reserved, nothing reads it yet."),
+    ] = MISSING
+    source: Annotated[PartSource, Field(description="Where to find the image's bytes.")]
+    metadata: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            description="Extra information about this part: any JSON value except null (not necessarily an object)."
+        ),
+    ] = MISSING
 
 
 class AudioPart(WireModel):
@@ -252,22 +257,18 @@ class AudioPart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["audio"]
-    """
-    Always "audio".
-    """
-    id: StrictStr | MISSING = MISSING
-    """
-    Names this part within its message; reserved, nothing reads it yet.
-    """
-    source: PartSource
-    """
-    Where to find the recording's bytes.
-    """
-    metadata: NonNullJson | MISSING = MISSING
-    """
-    Extra information about this part: any JSON value except null (not necessarily an object).
-    """
+    type: Annotated[Literal["audio"], Field(description='Always "audio".')]
+    id: Annotated[
+        StrictStr | MISSING,
+        Field(description="Names this part within its message; reserved, nothing reads it yet."),
+    ] = MISSING
+    source: Annotated[PartSource, Field(description="Where to find the recording's bytes.")]
+    metadata: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            description="Extra information about this part: any JSON value except null (not necessarily an object)."
+        ),
+    ] = MISSING
 
 
 class VideoPart(WireModel):
@@ -279,22 +280,18 @@ class VideoPart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["video"]
-    """
-    Always "video".
-    """
-    id: StrictStr | MISSING = MISSING
-    """
-    Names this part within its message; reserved, nothing reads it yet.
-    """
-    source: PartSource
-    """
-    Where to find the clip's bytes.
-    """
-    metadata: NonNullJson | MISSING = MISSING
-    """
-    Extra information about this part: any JSON value except null (not necessarily an object).
-    """
+    type: Annotated[Literal["video"], Field(description='Always "video".')]
+    id: Annotated[
+        StrictStr | MISSING,
+        Field(description="Names this part within its message; reserved, nothing reads it yet."),
+    ] = MISSING
+    source: Annotated[PartSource, Field(description="Where to find the clip's bytes.")]
+    metadata: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            description="Extra information about this part: any JSON value except null (not necessarily an object)."
+        ),
+    ] = MISSING
 
 
 class DocumentPart(WireModel):
@@ -306,33 +303,30 @@ class DocumentPart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["document"]
-    """
-    Always "document".
-    """
-    id: StrictStr | MISSING = MISSING
-    """
-    Names this part within its message; reserved, nothing reads it yet.
-    """
-    source: PartSource
-    """
-    Where to find the document's bytes.
-    """
-    metadata: NonNullJson | MISSING = MISSING
-    """
-    Extra information about this part: any JSON value except null (not necessarily an object).
-    """
+    type: Annotated[Literal["document"], Field(description='Always "document".')]
+    id: Annotated[
+        StrictStr | MISSING,
+        Field(description="Names this part within its message; reserved, nothing reads it yet."),
+    ] = MISSING
+    source: Annotated[PartSource, Field(description="Where to find the document's bytes.")]
+    metadata: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            description="Extra information about this part: any JSON value except null (not necessarily an object)."
+        ),
+    ] = MISSING
 
 
 ContentPart = TypeAliasType(
     "ContentPart",
     Annotated[
-        TextPart | ImagePart | AudioPart | VideoPart | DocumentPart, Field(discriminator="type")
+        TextPart | ImagePart | AudioPart | VideoPart | DocumentPart,
+        Field(
+            description="One element of multimodal content, chosen by type. The same parts make up a user's message and a tool's result.",
+            discriminator="type",
+        ),
     ],
 )
-"""
-One element of multimodal content, chosen by type. The same parts make up a user's message and a tool's result.
-"""
 
 
 class FunctionCall(WireModel):
@@ -344,14 +338,13 @@ class FunctionCall(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    name: StrictStr
-    """
-    The name of the tool to run.
-    """
-    arguments: StrictStr
-    """
-    The arguments as the model wrote them, normally JSON text. Kept as a string so malformed output reaches the consumer instead of being lost at the protocol boundary.
-    """
+    name: Annotated[StrictStr, Field(description="The name of the tool to run.")]
+    arguments: Annotated[
+        StrictStr,
+        Field(
+            description="The arguments as the model wrote them, normally JSON text. Kept as a string so malformed output reaches the consumer instead of being lost at the protocol boundary."
+        ),
+    ]
 
 
 class ToolCall(WireModel):
@@ -363,26 +356,30 @@ class ToolCall(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    id: StrictStr
-    """
-    Names the call; the tool message that answers it repeats this as toolCallId.
-    """
-    type: Literal["function"]
-    """
-    Always "function", the only kind of call the protocol knows.
-    """
-    function: FunctionCall
-    """
-    The tool and its arguments.
-    """
-    encrypted_value: Annotated[StrictStr | MISSING, Field(alias="encryptedValue")] = MISSING
-    """
-    An opaque provider artefact tied to this call, returned on a later turn unread.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information about this call, kept per call because one message can hold several.
-    """
+    id: Annotated[
+        StrictStr,
+        Field(
+            description="Names the call; the tool message that answers it repeats this as toolCallId."
+        ),
+    ]
+    type: Annotated[
+        Literal["function"],
+        Field(description='Always "function", the only kind of call the protocol knows.'),
+    ]
+    function: Annotated[FunctionCall, Field(description="The tool and its arguments.")]
+    encrypted_value: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="encryptedValue",
+            description="An opaque provider artefact tied to this call, returned on a later turn unread.",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING,
+        Field(
+            description="Extra information about this call, kept per call because one message can hold several."
+        ),
+    ] = MISSING
 
 
 class DeveloperMessage(WireModel):
@@ -394,34 +391,37 @@ class DeveloperMessage(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation that produced this message; absent means the parent agent.
-    """
-    id: StrictStr
-    """
-    Names the message uniquely within its conversation.
-    """
-    role: Literal["developer"]
-    """
-    Who wrote the message; each message kind pins one value.
-    """
-    name: StrictStr | MISSING = MISSING
-    """
-    A display name for the author, for conversations with several participants in one role.
-    """
-    encrypted_value: Annotated[StrictStr | MISSING, Field(alias="encryptedValue")] = MISSING
-    """
-    An opaque provider artefact tied to this message. A consumer keeps it and sends it back on a later turn without reading it.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Free-form extra data about this message.
-    """
-    content: StrictStr
-    """
-    The guidance text.
-    """
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation that produced this message; absent means the parent agent.",
+        ),
+    ] = MISSING
+    id: Annotated[
+        StrictStr, Field(description="Names the message uniquely within its conversation.")
+    ]
+    role: Annotated[
+        Literal["developer"],
+        Field(description="Who wrote the message; each message kind pins one value."),
+    ]
+    name: Annotated[
+        StrictStr | MISSING,
+        Field(
+            description="A display name for the author, for conversations with several participants in one role."
+        ),
+    ] = MISSING
+    encrypted_value: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="encryptedValue",
+            description="An opaque provider artefact tied to this message. A consumer keeps it and sends it back on a later turn without reading it.",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Free-form extra data about this message.")
+    ] = MISSING
+    content: Annotated[StrictStr, Field(description="The guidance text.")]
 
 
 class SystemMessage(WireModel):
@@ -433,34 +433,37 @@ class SystemMessage(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation that produced this message; absent means the parent agent.
-    """
-    id: StrictStr
-    """
-    Names the message uniquely within its conversation.
-    """
-    role: Literal["system"]
-    """
-    Who wrote the message; each message kind pins one value.
-    """
-    name: StrictStr | MISSING = MISSING
-    """
-    A display name for the author, for conversations with several participants in one role.
-    """
-    encrypted_value: Annotated[StrictStr | MISSING, Field(alias="encryptedValue")] = MISSING
-    """
-    An opaque provider artefact tied to this message. A consumer keeps it and sends it back on a later turn without reading it.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Free-form extra data about this message.
-    """
-    content: StrictStr
-    """
-    The prompt text.
-    """
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation that produced this message; absent means the parent agent.",
+        ),
+    ] = MISSING
+    id: Annotated[
+        StrictStr, Field(description="Names the message uniquely within its conversation.")
+    ]
+    role: Annotated[
+        Literal["system"],
+        Field(description="Who wrote the message; each message kind pins one value."),
+    ]
+    name: Annotated[
+        StrictStr | MISSING,
+        Field(
+            description="A display name for the author, for conversations with several participants in one role."
+        ),
+    ] = MISSING
+    encrypted_value: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="encryptedValue",
+            description="An opaque provider artefact tied to this message. A consumer keeps it and sends it back on a later turn without reading it.",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Free-form extra data about this message.")
+    ] = MISSING
+    content: Annotated[StrictStr, Field(description="The prompt text.")]
 
 
 class AssistantMessage(WireModel):
@@ -472,38 +475,46 @@ class AssistantMessage(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation that produced this message; absent means the parent agent.
-    """
-    id: StrictStr
-    """
-    Names the message uniquely within its conversation.
-    """
-    role: Literal["assistant"]
-    """
-    Who wrote the message; each message kind pins one value.
-    """
-    name: StrictStr | MISSING = MISSING
-    """
-    A display name for the author, for conversations with several participants in one role.
-    """
-    encrypted_value: Annotated[StrictStr | MISSING, Field(alias="encryptedValue")] = MISSING
-    """
-    An opaque provider artefact tied to this message. A consumer keeps it and sends it back on a later turn without reading it.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Free-form extra data about this message.
-    """
-    content: StrictStr | MISSING = MISSING
-    """
-    The agent's text; absent when the turn only called tools.
-    """
-    tool_calls: Annotated[list[ToolCall] | MISSING, Field(alias="toolCalls")] = MISSING
-    """
-    The tools the agent called during this turn, in order.
-    """
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation that produced this message; absent means the parent agent.",
+        ),
+    ] = MISSING
+    id: Annotated[
+        StrictStr, Field(description="Names the message uniquely within its conversation.")
+    ]
+    role: Annotated[
+        Literal["assistant"],
+        Field(description="Who wrote the message; each message kind pins one value."),
+    ]
+    name: Annotated[
+        StrictStr | MISSING,
+        Field(
+            description="A display name for the author, for conversations with several participants in one role."
+        ),
+    ] = MISSING
+    encrypted_value: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="encryptedValue",
+            description="An opaque provider artefact tied to this message. A consumer keeps it and sends it back on a later turn without reading it.",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Free-form extra data about this message.")
+    ] = MISSING
+    content: Annotated[
+        StrictStr | MISSING,
+        Field(description="The agent's text; absent when the turn only called tools."),
+    ] = MISSING
+    tool_calls: Annotated[
+        list[ToolCall] | MISSING,
+        Field(
+            alias="toolCalls", description="The tools the agent called during this turn, in order."
+        ),
+    ] = MISSING
 
 
 class UserMessage(WireModel):
@@ -515,34 +526,40 @@ class UserMessage(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation that produced this message; absent means the parent agent.
-    """
-    id: StrictStr
-    """
-    Names the message uniquely within its conversation.
-    """
-    role: Literal["user"]
-    """
-    Who wrote the message; each message kind pins one value.
-    """
-    name: StrictStr | MISSING = MISSING
-    """
-    A display name for the author, for conversations with several participants in one role.
-    """
-    encrypted_value: Annotated[StrictStr | MISSING, Field(alias="encryptedValue")] = MISSING
-    """
-    An opaque provider artefact tied to this message. A consumer keeps it and sends it back on a later turn without reading it.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Free-form extra data about this message.
-    """
-    content: StrictStr | list[ContentPart]
-    """
-    Plain text, or an ordered list of text and media parts.
-    """
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation that produced this message; absent means the parent agent.",
+        ),
+    ] = MISSING
+    id: Annotated[
+        StrictStr, Field(description="Names the message uniquely within its conversation.")
+    ]
+    role: Annotated[
+        Literal["user"],
+        Field(description="Who wrote the message; each message kind pins one value."),
+    ]
+    name: Annotated[
+        StrictStr | MISSING,
+        Field(
+            description="A display name for the author, for conversations with several participants in one role."
+        ),
+    ] = MISSING
+    encrypted_value: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="encryptedValue",
+            description="An opaque provider artefact tied to this message. A consumer keeps it and sends it back on a later turn without reading it.",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Free-form extra data about this message.")
+    ] = MISSING
+    content: Annotated[
+        StrictStr | list[ContentPart],
+        Field(description="Plain text, or an ordered list of text and media parts."),
+    ]
 
 
 class ToolMessage(WireModel):
@@ -554,38 +571,42 @@ class ToolMessage(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    id: StrictStr
-    """
-    Names the message uniquely within its conversation.
-    """
-    role: Literal["tool"]
-    """
-    Always "tool".
-    """
-    content: StrictStr | list[ContentPart]
-    """
-    What the tool produced: plain text, or an ordered list of parts for media.
-    """
-    tool_call_id: Annotated[StrictStr, Field(alias="toolCallId")]
-    """
-    The tool call this message answers.
-    """
-    error: StrictStr | MISSING = MISSING
-    """
-    Why the tool failed, if it did; sent alongside content so a partial result is not lost.
-    """
-    encrypted_value: Annotated[StrictStr | MISSING, Field(alias="encryptedValue")] = MISSING
-    """
-    An opaque provider artefact tied to this message, returned on a later turn unread.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Free-form extra data about this message.
-    """
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    id: Annotated[
+        StrictStr, Field(description="Names the message uniquely within its conversation.")
+    ]
+    role: Annotated[Literal["tool"], Field(description='Always "tool".')]
+    content: Annotated[
+        StrictStr | list[ContentPart],
+        Field(
+            description="What the tool produced: plain text, or an ordered list of parts for media."
+        ),
+    ]
+    tool_call_id: Annotated[
+        StrictStr, Field(alias="toolCallId", description="The tool call this message answers.")
+    ]
+    error: Annotated[
+        StrictStr | MISSING,
+        Field(
+            description="Why the tool failed, if it did; sent alongside content so a partial result is not lost."
+        ),
+    ] = MISSING
+    encrypted_value: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="encryptedValue",
+            description="An opaque provider artefact tied to this message, returned on a later turn unread.",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Free-form extra data about this message.")
+    ] = MISSING
 
 
 class ActivityMessage(WireModel):
@@ -597,30 +618,31 @@ class ActivityMessage(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    id: StrictStr
-    """
-    Names the message uniquely within its conversation.
-    """
-    role: Literal["activity"]
-    """
-    Always "activity".
-    """
-    activity_type: Annotated[StrictStr, Field(alias="activityType")]
-    """
-    What sort of activity this is; the producer chooses the vocabulary.
-    """
-    content: dict[str, Any]
-    """
-    The activity's data, an object whose keys the producer defines.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Free-form extra data about this message.
-    """
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    id: Annotated[
+        StrictStr, Field(description="Names the message uniquely within its conversation.")
+    ]
+    role: Annotated[Literal["activity"], Field(description='Always "activity".')]
+    activity_type: Annotated[
+        StrictStr,
+        Field(
+            alias="activityType",
+            description="What sort of activity this is; the producer chooses the vocabulary.",
+        ),
+    ]
+    content: Annotated[
+        dict[str, Any],
+        Field(description="The activity's data, an object whose keys the producer defines."),
+    ]
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Free-form extra data about this message.")
+    ] = MISSING
 
 
 class ReasoningMessage(WireModel):
@@ -632,30 +654,28 @@ class ReasoningMessage(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    id: StrictStr
-    """
-    Names the message uniquely within its conversation.
-    """
-    role: Literal["reasoning"]
-    """
-    Always "reasoning".
-    """
-    content: StrictStr
-    """
-    The reasoning text.
-    """
-    encrypted_value: Annotated[StrictStr | MISSING, Field(alias="encryptedValue")] = MISSING
-    """
-    The provider's opaque reasoning artefact for this message, returned on a later turn unread.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Free-form extra data about this message.
-    """
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    id: Annotated[
+        StrictStr, Field(description="Names the message uniquely within its conversation.")
+    ]
+    role: Annotated[Literal["reasoning"], Field(description='Always "reasoning".')]
+    content: Annotated[StrictStr, Field(description="The reasoning text.")]
+    encrypted_value: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="encryptedValue",
+            description="The provider's opaque reasoning artefact for this message, returned on a later turn unread.",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Free-form extra data about this message.")
+    ] = MISSING
 
 
 Message = TypeAliasType(
@@ -668,12 +688,12 @@ Message = TypeAliasType(
         | ToolMessage
         | ActivityMessage
         | ReasoningMessage,
-        Field(discriminator="role"),
+        Field(
+            description="Any message of the conversation history, chosen by role.",
+            discriminator="role",
+        ),
     ],
 )
-"""
-Any message of the conversation history, chosen by role.
-"""
 
 
 class AddOperation(WireModel):
@@ -685,18 +705,9 @@ class AddOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Literal["add"]
-    """
-    Always "add".
-    """
-    path: JsonPointer
-    """
-    Where the value goes.
-    """
-    value: Any
-    """
-    The value to add; null is a value here.
-    """
+    op: Annotated[Literal["add"], Field(description='Always "add".')]
+    path: Annotated[JsonPointer, Field(description="Where the value goes.")]
+    value: Annotated[Any, Field(description="The value to add; null is a value here.")]
 
 
 class RemoveOperation(WireModel):
@@ -708,14 +719,8 @@ class RemoveOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Literal["remove"]
-    """
-    Always "remove".
-    """
-    path: JsonPointer
-    """
-    The location to delete.
-    """
+    op: Annotated[Literal["remove"], Field(description='Always "remove".')]
+    path: Annotated[JsonPointer, Field(description="The location to delete.")]
 
 
 class ReplaceOperation(WireModel):
@@ -727,18 +732,9 @@ class ReplaceOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Literal["replace"]
-    """
-    Always "replace".
-    """
-    path: JsonPointer
-    """
-    The location whose value changes.
-    """
-    value: Any
-    """
-    The new value; null is a value here.
-    """
+    op: Annotated[Literal["replace"], Field(description='Always "replace".')]
+    path: Annotated[JsonPointer, Field(description="The location whose value changes.")]
+    value: Annotated[Any, Field(description="The new value; null is a value here.")]
 
 
 class MoveOperation(WireModel):
@@ -750,18 +746,9 @@ class MoveOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Literal["move"]
-    """
-    Always "move".
-    """
-    from_: Annotated[JsonPointer, Field(alias="from")]
-    """
-    The location the value leaves.
-    """
-    path: JsonPointer
-    """
-    The location the value arrives at.
-    """
+    op: Annotated[Literal["move"], Field(description='Always "move".')]
+    from_: Annotated[JsonPointer, Field(alias="from", description="The location the value leaves.")]
+    path: Annotated[JsonPointer, Field(description="The location the value arrives at.")]
 
 
 class CopyOperation(WireModel):
@@ -773,18 +760,9 @@ class CopyOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Literal["copy"]
-    """
-    Always "copy".
-    """
-    from_: Annotated[JsonPointer, Field(alias="from")]
-    """
-    The location to copy from.
-    """
-    path: JsonPointer
-    """
-    The location the copy goes to.
-    """
+    op: Annotated[Literal["copy"], Field(description='Always "copy".')]
+    from_: Annotated[JsonPointer, Field(alias="from", description="The location to copy from.")]
+    path: Annotated[JsonPointer, Field(description="The location the copy goes to.")]
 
 
 class TestOperation(WireModel):
@@ -796,18 +774,9 @@ class TestOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Literal["test"]
-    """
-    Always "test".
-    """
-    path: JsonPointer
-    """
-    The location to check.
-    """
-    value: Any
-    """
-    The value expected there; null is a value here.
-    """
+    op: Annotated[Literal["test"], Field(description='Always "test".')]
+    path: Annotated[JsonPointer, Field(description="The location to check.")]
+    value: Annotated[Any, Field(description="The value expected there; null is a value here.")]
 
 
 JsonPatchOperation = TypeAliasType(
@@ -819,12 +788,9 @@ JsonPatchOperation = TypeAliasType(
         | MoveOperation
         | CopyOperation
         | TestOperation,
-        Field(discriminator="op"),
+        Field(description="One RFC 6902 operation, chosen by op.", discriminator="op"),
     ],
 )
-"""
-One RFC 6902 operation, chosen by op.
-"""
 
 
 class Tool(WireModel):
@@ -836,22 +802,23 @@ class Tool(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    name: StrictStr
-    """
-    The name the agent uses when calling it.
-    """
-    description: StrictStr
-    """
-    What the tool is for, so the agent can judge when to call it.
-    """
-    parameters: NonNullJson | MISSING = MISSING
-    """
-    A JSON Schema for the tool's arguments, carried without being checked. Absent means the same as an empty schema: the tool takes no declared arguments.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information about the tool, for example hints a consumer uses to render or route it.
-    """
+    name: Annotated[StrictStr, Field(description="The name the agent uses when calling it.")]
+    description: Annotated[
+        StrictStr,
+        Field(description="What the tool is for, so the agent can judge when to call it."),
+    ]
+    parameters: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            description="A JSON Schema for the tool's arguments, carried without being checked. Absent means the same as an empty schema: the tool takes no declared arguments."
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING,
+        Field(
+            description="Extra information about the tool, for example hints a consumer uses to render or route it."
+        ),
+    ] = MISSING
 
 
 class Context(WireModel):
@@ -863,14 +830,10 @@ class Context(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    description: StrictStr
-    """
-    What the value is, so the agent knows how to use it.
-    """
-    value: StrictStr
-    """
-    The information itself.
-    """
+    description: Annotated[
+        StrictStr, Field(description="What the value is, so the agent knows how to use it.")
+    ]
+    value: Annotated[StrictStr, Field(description="The information itself.")]
 
 
 class ResumeEntry(WireModel):
@@ -882,22 +845,23 @@ class ResumeEntry(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    interrupt_id: Annotated[StrictStr, Field(alias="interruptId")]
-    """
-    The id of the interrupt this responds to.
-    """
-    status: ResumeStatus
-    """
-    Whether the interrupt was answered or given up on.
-    """
-    payload: NonNullJson | MISSING = MISSING
-    """
-    The answer itself, which the agent acts on; any JSON except null.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Information about the response rather than the answer, such as a signature or a routing key.
-    """
+    interrupt_id: Annotated[
+        StrictStr,
+        Field(alias="interruptId", description="The id of the interrupt this responds to."),
+    ]
+    status: Annotated[
+        ResumeStatus, Field(description="Whether the interrupt was answered or given up on.")
+    ]
+    payload: Annotated[
+        NonNullJson | MISSING,
+        Field(description="The answer itself, which the agent acts on; any JSON except null."),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING,
+        Field(
+            description="Information about the response rather than the answer, such as a signature or a routing key."
+        ),
+    ] = MISSING
 
 
 class RunAgentInput(WireModel):
@@ -909,46 +873,54 @@ class RunAgentInput(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    thread_id: Annotated[StrictStr, Field(alias="threadId")]
-    """
-    The conversation the run belongs to.
-    """
-    run_id: Annotated[StrictStr, Field(alias="runId")]
-    """
-    The id of the run being requested.
-    """
-    protocol_version: Annotated[StrictStr | MISSING, Field(alias="protocolVersion")] = MISSING
-    """
-    The protocol version the consumer speaks, such as "1.0". Absent means the consumer predates protocol versioning.
-    """
-    parent_run_id: Annotated[StrictStr | MISSING, Field(alias="parentRunId")] = MISSING
-    """
-    The run that started this one, when one run spawns another.
-    """
-    state: NonNullJson | MISSING = MISSING
-    """
-    The agent state to start from; any JSON except null.
-    """
-    messages: list[Message]
-    """
-    The conversation up to now, oldest first.
-    """
-    tools: list[Tool] | MISSING = MISSING
-    """
-    Tools the agent is allowed to use; absent means none.
-    """
-    context: list[Context] | MISSING = MISSING
-    """
-    Background information for the run; absent means none.
-    """
-    forwarded_props: Annotated[NonNullJson | MISSING, Field(alias="forwardedProps")] = MISSING
-    """
-    Application values handed to the agent as they are; any JSON except null.
-    """
-    resume: list[ResumeEntry] | MISSING = MISSING
-    """
-    Responses to the interrupts of an earlier run, when this run continues it.
-    """
+    thread_id: Annotated[
+        StrictStr, Field(alias="threadId", description="The conversation the run belongs to.")
+    ]
+    run_id: Annotated[
+        StrictStr, Field(alias="runId", description="The id of the run being requested.")
+    ]
+    protocol_version: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="protocolVersion",
+            description='The protocol version the consumer speaks, such as "1.0". Absent means the consumer predates protocol versioning.',
+        ),
+    ] = MISSING
+    parent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="parentRunId",
+            description="The run that started this one, when one run spawns another.",
+        ),
+    ] = MISSING
+    state: Annotated[
+        NonNullJson | MISSING,
+        Field(description="The agent state to start from; any JSON except null."),
+    ] = MISSING
+    messages: Annotated[
+        list[Message], Field(description="The conversation up to now, oldest first.")
+    ]
+    tools: Annotated[
+        list[Tool] | MISSING,
+        Field(description="Tools the agent is allowed to use; absent means none."),
+    ] = MISSING
+    context: Annotated[
+        list[Context] | MISSING,
+        Field(description="Background information for the run; absent means none."),
+    ] = MISSING
+    forwarded_props: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="forwardedProps",
+            description="Application values handed to the agent as they are; any JSON except null.",
+        ),
+    ] = MISSING
+    resume: Annotated[
+        list[ResumeEntry] | MISSING,
+        Field(
+            description="Responses to the interrupts of an earlier run, when this run continues it."
+        ),
+    ] = MISSING
 
 
 class Interrupt(WireModel):
@@ -960,38 +932,49 @@ class Interrupt(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    id: StrictStr
-    """
-    Names the interrupt; a ResumeEntry answers it by this id.
-    """
-    reason: StrictStr
-    """
-    Why the run paused. An open string, not an enum: agents may need input for reasons the protocol does not list, and an unknown reason is not an error.
-    """
-    message: StrictStr | MISSING = MISSING
-    """
-    A prompt for the person who will respond.
-    """
-    tool_call_id: Annotated[StrictStr | MISSING, Field(alias="toolCallId")] = MISSING
-    """
-    The tool call awaiting approval, when the interrupt is about one.
-    """
-    response_schema: Annotated[dict[str, Any] | MISSING, Field(alias="responseSchema")] = MISSING
-    """
-    A JSON Schema for the expected answer, so a consumer can render a form. Passed through unchecked, and it must be an object (a bare boolean schema is not accepted).
-    """
-    expires_at: Annotated[StrictStr | MISSING, Field(alias="expiresAt")] = MISSING
-    """
-    When the interrupt can no longer be answered. Conventionally an ISO 8601 timestamp, but any string is accepted because producers already write it differently.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Free-form extra data about this interrupt.
-    """
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    id: Annotated[
+        StrictStr, Field(description="Names the interrupt; a ResumeEntry answers it by this id.")
+    ]
+    reason: Annotated[
+        StrictStr,
+        Field(
+            description="Why the run paused. An open string, not an enum: agents may need input for reasons the protocol does not list, and an unknown reason is not an error."
+        ),
+    ]
+    message: Annotated[
+        StrictStr | MISSING, Field(description="A prompt for the person who will respond.")
+    ] = MISSING
+    tool_call_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="toolCallId",
+            description="The tool call awaiting approval, when the interrupt is about one.",
+        ),
+    ] = MISSING
+    response_schema: Annotated[
+        dict[str, Any] | MISSING,
+        Field(
+            alias="responseSchema",
+            description="A JSON Schema for the expected answer, so a consumer can render a form. Passed through unchecked, and it must be an object (a bare boolean schema is not accepted).",
+        ),
+    ] = MISSING
+    expires_at: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="expiresAt",
+            description="When the interrupt can no longer be answered. Conventionally an ISO 8601 timestamp, but any string is accepted because producers already write it differently.",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Free-form extra data about this interrupt.")
+    ] = MISSING
 
 
 class RunFinishedSuccessOutcome(WireModel):
@@ -1003,16 +986,14 @@ class RunFinishedSuccessOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["success"]
-    """
-    Always "success".
-    """
+    type: Annotated[Literal["success"], Field(description='Always "success".')]
     pending_tool_call_ids: Annotated[
-        list[StrictStr] | MISSING, Field(alias="pendingToolCallIds")
+        list[StrictStr] | MISSING,
+        Field(
+            alias="pendingToolCallIds",
+            description="The tool calls started in this run that got no result, in the order they were made, for the application to answer in its next input. Absent or empty means the consumer works them out from the stream.",
+        ),
     ] = MISSING
-    """
-    The tool calls started in this run that got no result, in the order they were made, for the application to answer in its next input. Absent or empty means the consumer works them out from the stream.
-    """
 
 
 class RunFinishedInterruptOutcome(WireModel):
@@ -1024,14 +1005,14 @@ class RunFinishedInterruptOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["interrupt"]
-    """
-    Always "interrupt".
-    """
-    interrupts: Annotated[list[Interrupt], Field(min_length=1)]
-    """
-    What the run waits for; at least one, since an interrupt with nothing to answer is meaningless.
-    """
+    type: Annotated[Literal["interrupt"], Field(description='Always "interrupt".')]
+    interrupts: Annotated[
+        list[Interrupt],
+        Field(
+            description="What the run waits for; at least one, since an interrupt with nothing to answer is meaningless.",
+            min_length=1,
+        ),
+    ]
 
 
 class RunFinishedCancelledOutcome(WireModel):
@@ -1043,22 +1024,19 @@ class RunFinishedCancelledOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["cancelled"]
-    """
-    Always "cancelled".
-    """
+    type: Annotated[Literal["cancelled"], Field(description='Always "cancelled".')]
 
 
 RunFinishedOutcome = TypeAliasType(
     "RunFinishedOutcome",
     Annotated[
         RunFinishedSuccessOutcome | RunFinishedInterruptOutcome | RunFinishedCancelledOutcome,
-        Field(discriminator="type"),
+        Field(
+            description="How a run ended, chosen by type; an absent outcome means success.",
+            discriminator="type",
+        ),
     ],
 )
-"""
-How a run ended, chosen by type; an absent outcome means success.
-"""
 
 
 class SubagentFinishedSuccessOutcome(WireModel):
@@ -1070,10 +1048,7 @@ class SubagentFinishedSuccessOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["success"]
-    """
-    Always "success".
-    """
+    type: Annotated[Literal["success"], Field(description='Always "success".')]
 
 
 class SubagentFinishedSuspendedOutcome(WireModel):
@@ -1085,26 +1060,26 @@ class SubagentFinishedSuspendedOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["suspended"]
-    """
-    Always "suspended".
-    """
-    interrupt_ids: Annotated[list[StrictStr] | MISSING, Field(alias="interruptIds")] = MISSING
-    """
-    The ids of the run-level interrupts this subagent raised itself. May be empty or absent when it is only waiting on an interrupt raised by one of its own subagents.
-    """
+    type: Annotated[Literal["suspended"], Field(description='Always "suspended".')]
+    interrupt_ids: Annotated[
+        list[StrictStr] | MISSING,
+        Field(
+            alias="interruptIds",
+            description="The ids of the run-level interrupts this subagent raised itself. May be empty or absent when it is only waiting on an interrupt raised by one of its own subagents.",
+        ),
+    ] = MISSING
 
 
 SubagentFinishedOutcome = TypeAliasType(
     "SubagentFinishedOutcome",
     Annotated[
         SubagentFinishedSuccessOutcome | SubagentFinishedSuspendedOutcome,
-        Field(discriminator="type"),
+        Field(
+            description="How a subagent's part of a run ended, chosen by type; an absent outcome means success.",
+            discriminator="type",
+        ),
     ],
 )
-"""
-How a subagent's part of a run ended, chosen by type; an absent outcome means success.
-"""
 
 
 class TokenUsage(WireModel):
@@ -1116,50 +1091,69 @@ class TokenUsage(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    provider: StrictStr | MISSING = MISSING
-    """
-    The provider that handled the calls, as a lowercase vendor id such as openai.
-    """
-    model: StrictStr | MISSING = MISSING
-    """
-    The model that handled the calls.
-    """
+    provider: Annotated[
+        StrictStr | MISSING,
+        Field(
+            description="The provider that handled the calls, as a lowercase vendor id such as openai."
+        ),
+    ] = MISSING
+    model: Annotated[
+        StrictStr | MISSING, Field(description="The model that handled the calls.")
+    ] = MISSING
     input_tokens: Annotated[
-        StrictInt | MISSING, Field(alias="inputTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING,
+        Field(
+            alias="inputTokens",
+            description="All prompt tokens billed, including ones read from or written to a cache and non-text input. The two cache counts below are subsets of this number.",
+            ge=0,
+            le=9007199254740991,
+        ),
     ] = MISSING
-    """
-    All prompt tokens billed, including ones read from or written to a cache and non-text input. The two cache counts below are subsets of this number.
-    """
     output_tokens: Annotated[
-        StrictInt | MISSING, Field(alias="outputTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING,
+        Field(
+            alias="outputTokens",
+            description="All generated tokens, reasoning tokens included.",
+            ge=0,
+            le=9007199254740991,
+        ),
     ] = MISSING
-    """
-    All generated tokens, reasoning tokens included.
-    """
     total_tokens: Annotated[
-        StrictInt | MISSING, Field(alias="totalTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING,
+        Field(
+            alias="totalTokens",
+            description="inputTokens plus outputTokens, counted the way described above.",
+            ge=0,
+            le=9007199254740991,
+        ),
     ] = MISSING
-    """
-    inputTokens plus outputTokens, counted the way described above.
-    """
     reasoning_tokens: Annotated[
-        StrictInt | MISSING, Field(alias="reasoningTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING,
+        Field(
+            alias="reasoningTokens",
+            description="The share of outputTokens spent on reasoning, where the provider reports it.",
+            ge=0,
+            le=9007199254740991,
+        ),
     ] = MISSING
-    """
-    The share of outputTokens spent on reasoning, where the provider reports it.
-    """
     cached_input_tokens: Annotated[
-        StrictInt | MISSING, Field(alias="cachedInputTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING,
+        Field(
+            alias="cachedInputTokens",
+            description="The share of inputTokens served from a provider cache.",
+            ge=0,
+            le=9007199254740991,
+        ),
     ] = MISSING
-    """
-    The share of inputTokens served from a provider cache.
-    """
     cache_write_input_tokens: Annotated[
-        StrictInt | MISSING, Field(alias="cacheWriteInputTokens", ge=0, le=9007199254740991)
+        StrictInt | MISSING,
+        Field(
+            alias="cacheWriteInputTokens",
+            description="The share of inputTokens written into a provider cache, where the provider reports it. Kept apart from cache reads because the two are priced differently.",
+            ge=0,
+            le=9007199254740991,
+        ),
     ] = MISSING
-    """
-    The share of inputTokens written into a provider cache, where the provider reports it. Kept apart from cache reads because the two are priced differently.
-    """
 
 
 class TextMessageStartEvent(WireModel):
@@ -1171,40 +1165,44 @@ class TextMessageStartEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["TEXT_MESSAGE_START"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+    type: Annotated[
+        Literal["TEXT_MESSAGE_START"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr, Field(alias="messageId", description="The message this stream builds.")
+    ]
+    role: Annotated[
+        TextMessageRole | MISSING, Field(description="Who is speaking; absent means assistant.")
+    ] = MISSING
+    name: Annotated[StrictStr | MISSING, Field(description="A display name for the author.")] = (
         MISSING
     )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The message this stream builds.
-    """
-    role: TextMessageRole | MISSING = MISSING
-    """
-    Who is speaking; absent means assistant.
-    """
-    name: StrictStr | MISSING = MISSING
-    """
-    A display name for the author.
-    """
 
 
 class TextMessageContentEvent(WireModel):
@@ -1216,36 +1214,44 @@ class TextMessageContentEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["TEXT_MESSAGE_CONTENT"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The message the text belongs to.
-    """
-    delta: StrictStr
-    """
-    The text to append. The empty string is allowed, because providers send empty deltas as keep-alives.
-    """
+    type: Annotated[
+        Literal["TEXT_MESSAGE_CONTENT"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr, Field(alias="messageId", description="The message the text belongs to.")
+    ]
+    delta: Annotated[
+        StrictStr,
+        Field(
+            description="The text to append. The empty string is allowed, because providers send empty deltas as keep-alives."
+        ),
+    ]
 
 
 class TextMessageEndEvent(WireModel):
@@ -1257,32 +1263,38 @@ class TextMessageEndEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["TEXT_MESSAGE_END"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The message that is complete.
-    """
+    type: Annotated[
+        Literal["TEXT_MESSAGE_END"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr, Field(alias="messageId", description="The message that is complete.")
+    ]
 
 
 class TextMessageChunkEvent(WireModel):
@@ -1294,44 +1306,52 @@ class TextMessageChunkEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["TEXT_MESSAGE_CHUNK"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+    type: Annotated[
+        Literal["TEXT_MESSAGE_CHUNK"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="messageId",
+            description="The message this chunk adds to; absent means the message that is already open.",
+        ),
+    ] = MISSING
+    role: Annotated[
+        TextMessageRole | MISSING,
+        Field(description="Who is speaking, given on the chunk that opens a message."),
+    ] = MISSING
+    delta: Annotated[StrictStr | MISSING, Field(description="Text to append; may be empty.")] = (
         MISSING
     )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr | MISSING, Field(alias="messageId")] = MISSING
-    """
-    The message this chunk adds to; absent means the message that is already open.
-    """
-    role: TextMessageRole | MISSING = MISSING
-    """
-    Who is speaking, given on the chunk that opens a message.
-    """
-    delta: StrictStr | MISSING = MISSING
-    """
-    Text to append; may be empty.
-    """
-    name: StrictStr | MISSING = MISSING
-    """
-    A display name for the author.
-    """
+    name: Annotated[StrictStr | MISSING, Field(description="A display name for the author.")] = (
+        MISSING
+    )
 
 
 class ToolCallStartEvent(WireModel):
@@ -1343,40 +1363,52 @@ class ToolCallStartEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["TOOL_CALL_START"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    tool_call_id: Annotated[StrictStr, Field(alias="toolCallId")]
-    """
-    Names the call; the args, end and result events refer to it by this id.
-    """
-    tool_call_name: Annotated[StrictStr, Field(alias="toolCallName")]
-    """
-    The tool being called.
-    """
-    parent_message_id: Annotated[StrictStr | MISSING, Field(alias="parentMessageId")] = MISSING
-    """
-    The assistant message the call belongs to; absent when the producer does not say.
-    """
+    type: Annotated[
+        Literal["TOOL_CALL_START"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    tool_call_id: Annotated[
+        StrictStr,
+        Field(
+            alias="toolCallId",
+            description="Names the call; the args, end and result events refer to it by this id.",
+        ),
+    ]
+    tool_call_name: Annotated[
+        StrictStr, Field(alias="toolCallName", description="The tool being called.")
+    ]
+    parent_message_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="parentMessageId",
+            description="The assistant message the call belongs to; absent when the producer does not say.",
+        ),
+    ] = MISSING
 
 
 class ToolCallArgsEvent(WireModel):
@@ -1388,36 +1420,44 @@ class ToolCallArgsEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["TOOL_CALL_ARGS"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    tool_call_id: Annotated[StrictStr, Field(alias="toolCallId")]
-    """
-    The call the text belongs to.
-    """
-    delta: StrictStr
-    """
-    A slice of the argument text, usually part of a JSON document. A string, not parsed JSON, because a slice is rarely valid JSON by itself; may be empty.
-    """
+    type: Annotated[
+        Literal["TOOL_CALL_ARGS"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    tool_call_id: Annotated[
+        StrictStr, Field(alias="toolCallId", description="The call the text belongs to.")
+    ]
+    delta: Annotated[
+        StrictStr,
+        Field(
+            description="A slice of the argument text, usually part of a JSON document. A string, not parsed JSON, because a slice is rarely valid JSON by itself; may be empty."
+        ),
+    ]
 
 
 class ToolCallEndEvent(WireModel):
@@ -1429,32 +1469,38 @@ class ToolCallEndEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["TOOL_CALL_END"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    tool_call_id: Annotated[StrictStr, Field(alias="toolCallId")]
-    """
-    The call that is complete.
-    """
+    type: Annotated[
+        Literal["TOOL_CALL_END"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    tool_call_id: Annotated[
+        StrictStr, Field(alias="toolCallId", description="The call that is complete.")
+    ]
 
 
 class ToolCallChunkEvent(WireModel):
@@ -1466,44 +1512,56 @@ class ToolCallChunkEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["TOOL_CALL_CHUNK"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    tool_call_id: Annotated[StrictStr | MISSING, Field(alias="toolCallId")] = MISSING
-    """
-    The call this chunk adds to; absent means the call that is already open.
-    """
-    tool_call_name: Annotated[StrictStr | MISSING, Field(alias="toolCallName")] = MISSING
-    """
-    The tool being called, given on the chunk that opens a call.
-    """
-    parent_message_id: Annotated[StrictStr | MISSING, Field(alias="parentMessageId")] = MISSING
-    """
-    The assistant message the call belongs to.
-    """
-    delta: StrictStr | MISSING = MISSING
-    """
-    A slice of the argument text; may be empty.
-    """
+    type: Annotated[
+        Literal["TOOL_CALL_CHUNK"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    tool_call_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="toolCallId",
+            description="The call this chunk adds to; absent means the call that is already open.",
+        ),
+    ] = MISSING
+    tool_call_name: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="toolCallName",
+            description="The tool being called, given on the chunk that opens a call.",
+        ),
+    ] = MISSING
+    parent_message_id: Annotated[
+        StrictStr | MISSING,
+        Field(alias="parentMessageId", description="The assistant message the call belongs to."),
+    ] = MISSING
+    delta: Annotated[
+        StrictStr | MISSING, Field(description="A slice of the argument text; may be empty.")
+    ] = MISSING
 
 
 class ToolCallResultEvent(WireModel):
@@ -1515,44 +1573,54 @@ class ToolCallResultEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["TOOL_CALL_RESULT"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The id of the tool message this result creates.
-    """
-    tool_call_id: Annotated[StrictStr, Field(alias="toolCallId")]
-    """
-    The call this result answers.
-    """
-    content: StrictStr | list[ContentPart]
-    """
-    The tool's output, as text or as an ordered list of parts, just as on the tool message.
-    """
-    role: Literal["tool"] | MISSING = MISSING
-    """
-    Always "tool" when present; it mirrors the message being created and may be left out.
-    """
+    type: Annotated[
+        Literal["TOOL_CALL_RESULT"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr,
+        Field(alias="messageId", description="The id of the tool message this result creates."),
+    ]
+    tool_call_id: Annotated[
+        StrictStr, Field(alias="toolCallId", description="The call this result answers.")
+    ]
+    content: Annotated[
+        StrictStr | list[ContentPart],
+        Field(
+            description="The tool's output, as text or as an ordered list of parts, just as on the tool message."
+        ),
+    ]
+    role: Annotated[
+        Literal["tool"] | MISSING,
+        Field(
+            description='Always "tool" when present; it mirrors the message being created and may be left out.'
+        ),
+    ] = MISSING
 
 
 class StateSnapshotEvent(WireModel):
@@ -1564,32 +1632,41 @@ class StateSnapshotEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["STATE_SNAPSHOT"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    snapshot: Any
-    """
-    The whole new state. Any JSON value, null included; the protocol does not look inside.
-    """
+    type: Annotated[
+        Literal["STATE_SNAPSHOT"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    snapshot: Annotated[
+        Any,
+        Field(
+            description="The whole new state. Any JSON value, null included; the protocol does not look inside."
+        ),
+    ]
 
 
 class MessagesSnapshotEvent(WireModel):
@@ -1601,28 +1678,29 @@ class MessagesSnapshotEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["MESSAGES_SNAPSHOT"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    messages: list[Message]
-    """
-    The producer's messages, oldest first.
-    """
+    type: Annotated[
+        Literal["MESSAGES_SNAPSHOT"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    messages: Annotated[list[Message], Field(description="The producer's messages, oldest first.")]
 
 
 class ActivitySnapshotEvent(WireModel):
@@ -1634,44 +1712,55 @@ class ActivitySnapshotEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["ACTIVITY_SNAPSHOT"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The activity message being set.
-    """
-    activity_type: Annotated[StrictStr, Field(alias="activityType")]
-    """
-    What sort of activity this is; the producer chooses the vocabulary.
-    """
-    content: dict[str, Any]
-    """
-    The activity's data, an object whose keys the producer defines.
-    """
-    replace: StrictBool | MISSING = MISSING
-    """
-    Whether this content overwrites what the message already holds. Absent means true; only an explicit false asks the consumer to keep the existing content.
-    """
+    type: Annotated[
+        Literal["ACTIVITY_SNAPSHOT"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr, Field(alias="messageId", description="The activity message being set.")
+    ]
+    activity_type: Annotated[
+        StrictStr,
+        Field(
+            alias="activityType",
+            description="What sort of activity this is; the producer chooses the vocabulary.",
+        ),
+    ]
+    content: Annotated[
+        dict[str, Any],
+        Field(description="The activity's data, an object whose keys the producer defines."),
+    ]
+    replace: Annotated[
+        StrictBool | MISSING,
+        Field(
+            description="Whether this content overwrites what the message already holds. Absent means true; only an explicit false asks the consumer to keep the existing content."
+        ),
+    ] = MISSING
 
 
 class RawEvent(WireModel):
@@ -1683,36 +1772,43 @@ class RawEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["RAW"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    event: Any
-    """
-    The provider's event as it was. Required, but may be any JSON value, null included.
-    """
-    source: StrictStr | MISSING = MISSING
-    """
-    The provider or framework the event came from.
-    """
+    type: Annotated[
+        Literal["RAW"], Field(description="Which event this is; each event pins one value.")
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    event: Annotated[
+        Any,
+        Field(
+            description="The provider's event as it was. Required, but may be any JSON value, null included."
+        ),
+    ]
+    source: Annotated[
+        StrictStr | MISSING, Field(description="The provider or framework the event came from.")
+    ] = MISSING
 
 
 class CustomEvent(WireModel):
@@ -1724,36 +1820,41 @@ class CustomEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["CUSTOM"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    name: StrictStr
-    """
-    What kind of custom event this is, so consumers can route it.
-    """
-    value: Any
-    """
-    The payload. Required, but may be any JSON value, null included.
-    """
+    type: Annotated[
+        Literal["CUSTOM"], Field(description="Which event this is; each event pins one value.")
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    name: Annotated[
+        StrictStr,
+        Field(description="What kind of custom event this is, so consumers can route it."),
+    ]
+    value: Annotated[
+        Any, Field(description="The payload. Required, but may be any JSON value, null included.")
+    ]
 
 
 class RunStartedEvent(WireModel):
@@ -1765,44 +1866,51 @@ class RunStartedEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["RUN_STARTED"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    thread_id: Annotated[StrictStr, Field(alias="threadId")]
-    """
-    The conversation the run belongs to.
-    """
-    run_id: Annotated[StrictStr, Field(alias="runId")]
-    """
-    The id of the run.
-    """
-    protocol_version: Annotated[StrictStr | MISSING, Field(alias="protocolVersion")] = MISSING
-    """
-    The protocol version the producer itself speaks, such as "1.0" (not a copy of the input's), so the consumer learns of a mismatch at once. Absent means the producer predates versioning.
-    """
-    parent_run_id: Annotated[StrictStr | MISSING, Field(alias="parentRunId")] = MISSING
-    """
-    The run that started this one, when an agent runs another agent as a separate run.
-    """
-    input: RunAgentInput | MISSING = MISSING
-    """
-    The request that started the run, repeated so consumers that did not send it can see it.
-    """
+    type: Annotated[
+        Literal["RUN_STARTED"], Field(description="Which event this is; each event pins one value.")
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    thread_id: Annotated[
+        StrictStr, Field(alias="threadId", description="The conversation the run belongs to.")
+    ]
+    run_id: Annotated[StrictStr, Field(alias="runId", description="The id of the run.")]
+    protocol_version: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="protocolVersion",
+            description='The protocol version the producer itself speaks, such as "1.0" (not a copy of the input\'s), so the consumer learns of a mismatch at once. Absent means the producer predates versioning.',
+        ),
+    ] = MISSING
+    parent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="parentRunId",
+            description="The run that started this one, when an agent runs another agent as a separate run.",
+        ),
+    ] = MISSING
+    input: Annotated[
+        RunAgentInput | MISSING,
+        Field(
+            description="The request that started the run, repeated so consumers that did not send it can see it."
+        ),
+    ] = MISSING
 
 
 class RunFinishedEvent(WireModel):
@@ -1814,44 +1922,48 @@ class RunFinishedEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["RUN_FINISHED"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    thread_id: Annotated[StrictStr, Field(alias="threadId")]
-    """
-    The conversation the run belongs to.
-    """
-    run_id: Annotated[StrictStr, Field(alias="runId")]
-    """
-    The run that ended.
-    """
-    result: NonNullJson | MISSING = MISSING
-    """
-    What the run returned, if anything; any JSON except null.
-    """
-    outcome: RunFinishedOutcome | MISSING = MISSING
-    """
-    How the run ended; absent means success, which keeps older producers valid.
-    """
-    usage: list[TokenUsage] | MISSING = MISSING
-    """
-    Token usage of every model call in the run, subagents included, with one entry per provider and model. A run that resumes an earlier one counts only the calls it made itself.
-    """
+    type: Annotated[
+        Literal["RUN_FINISHED"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    thread_id: Annotated[
+        StrictStr, Field(alias="threadId", description="The conversation the run belongs to.")
+    ]
+    run_id: Annotated[StrictStr, Field(alias="runId", description="The run that ended.")]
+    result: Annotated[
+        NonNullJson | MISSING,
+        Field(description="What the run returned, if anything; any JSON except null."),
+    ] = MISSING
+    outcome: Annotated[
+        RunFinishedOutcome | MISSING,
+        Field(
+            description="How the run ended; absent means success, which keeps older producers valid."
+        ),
+    ] = MISSING
+    usage: Annotated[
+        list[TokenUsage] | MISSING,
+        Field(
+            description="Token usage of every model call in the run, subagents included, with one entry per provider and model. A run that resumes an earlier one counts only the calls it made itself."
+        ),
+    ] = MISSING
 
 
 class RunErrorEvent(WireModel):
@@ -1863,36 +1975,40 @@ class RunErrorEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["RUN_ERROR"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    message: StrictStr
-    """
-    A human-readable account of the failure.
-    """
-    code: StrictStr | MISSING = MISSING
-    """
-    An error code for programs to match on; the protocol defines no list of codes.
-    """
-    usage: list[TokenUsage] | MISSING = MISSING
-    """
-    Token usage of the model calls made before the failure, counted as on RUN_FINISHED.
-    """
+    type: Annotated[
+        Literal["RUN_ERROR"], Field(description="Which event this is; each event pins one value.")
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    message: Annotated[StrictStr, Field(description="A human-readable account of the failure.")]
+    code: Annotated[
+        StrictStr | MISSING,
+        Field(
+            description="An error code for programs to match on; the protocol defines no list of codes."
+        ),
+    ] = MISSING
+    usage: Annotated[
+        list[TokenUsage] | MISSING,
+        Field(
+            description="Token usage of the model calls made before the failure, counted as on RUN_FINISHED."
+        ),
+    ] = MISSING
 
 
 class StepStartedEvent(WireModel):
@@ -1904,32 +2020,42 @@ class StepStartedEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["STEP_STARTED"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    step_name: Annotated[StrictStr, Field(alias="stepName")]
-    """
-    The step's name; the STEP_FINISHED that closes it repeats it.
-    """
+    type: Annotated[
+        Literal["STEP_STARTED"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    step_name: Annotated[
+        StrictStr,
+        Field(
+            alias="stepName",
+            description="The step's name; the STEP_FINISHED that closes it repeats it.",
+        ),
+    ]
 
 
 class StepFinishedEvent(WireModel):
@@ -1941,32 +2067,38 @@ class StepFinishedEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["STEP_FINISHED"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    step_name: Annotated[StrictStr, Field(alias="stepName")]
-    """
-    The name of the step that ended.
-    """
+    type: Annotated[
+        Literal["STEP_FINISHED"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    step_name: Annotated[
+        StrictStr, Field(alias="stepName", description="The name of the step that ended.")
+    ]
 
 
 class ReasoningStartEvent(WireModel):
@@ -1978,32 +2110,36 @@ class ReasoningStartEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["REASONING_START"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The id of the span.
-    """
+    type: Annotated[
+        Literal["REASONING_START"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[StrictStr, Field(alias="messageId", description="The id of the span.")]
 
 
 class ReasoningMessageStartEvent(WireModel):
@@ -2015,36 +2151,41 @@ class ReasoningMessageStartEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["REASONING_MESSAGE_START"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The reasoning message this stream builds.
-    """
-    role: Literal["reasoning"]
-    """
-    Always "reasoning"; required on the wire.
-    """
+    type: Annotated[
+        Literal["REASONING_MESSAGE_START"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr, Field(alias="messageId", description="The reasoning message this stream builds.")
+    ]
+    role: Annotated[
+        Literal["reasoning"], Field(description='Always "reasoning"; required on the wire.')
+    ]
 
 
 class ReasoningMessageContentEvent(WireModel):
@@ -2056,36 +2197,40 @@ class ReasoningMessageContentEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["REASONING_MESSAGE_CONTENT"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The reasoning message the text belongs to.
-    """
-    delta: StrictStr
-    """
-    The text to append; may be empty.
-    """
+    type: Annotated[
+        Literal["REASONING_MESSAGE_CONTENT"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr,
+        Field(alias="messageId", description="The reasoning message the text belongs to."),
+    ]
+    delta: Annotated[StrictStr, Field(description="The text to append; may be empty.")]
 
 
 class ReasoningMessageEndEvent(WireModel):
@@ -2097,32 +2242,38 @@ class ReasoningMessageEndEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["REASONING_MESSAGE_END"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The reasoning message that is complete.
-    """
+    type: Annotated[
+        Literal["REASONING_MESSAGE_END"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr, Field(alias="messageId", description="The reasoning message that is complete.")
+    ]
 
 
 class ReasoningMessageChunkEvent(WireModel):
@@ -2134,36 +2285,45 @@ class ReasoningMessageChunkEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["REASONING_MESSAGE_CHUNK"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
+    type: Annotated[
+        Literal["REASONING_MESSAGE_CHUNK"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="messageId",
+            description="The reasoning message this chunk adds to; absent means the one already open.",
+        ),
+    ] = MISSING
+    delta: Annotated[StrictStr | MISSING, Field(description="Text to append; may be empty.")] = (
         MISSING
     )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr | MISSING, Field(alias="messageId")] = MISSING
-    """
-    The reasoning message this chunk adds to; absent means the one already open.
-    """
-    delta: StrictStr | MISSING = MISSING
-    """
-    Text to append; may be empty.
-    """
 
 
 class ReasoningEndEvent(WireModel):
@@ -2175,32 +2335,38 @@ class ReasoningEndEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["REASONING_END"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The id of the span that ended.
-    """
+    type: Annotated[
+        Literal["REASONING_END"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr, Field(alias="messageId", description="The id of the span that ended.")
+    ]
 
 
 class ReasoningEncryptedValueEvent(WireModel):
@@ -2212,40 +2378,50 @@ class ReasoningEncryptedValueEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["REASONING_ENCRYPTED_VALUE"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    subtype: ReasoningEncryptedValueSubtype
-    """
-    Whether entityId names a message or a tool call, which decides where the value is kept.
-    """
-    entity_id: Annotated[StrictStr, Field(alias="entityId")]
-    """
-    The id of the message or tool call the value belongs to.
-    """
-    encrypted_value: Annotated[StrictStr, Field(alias="encryptedValue")]
-    """
-    The opaque artefact.
-    """
+    type: Annotated[
+        Literal["REASONING_ENCRYPTED_VALUE"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    subtype: Annotated[
+        ReasoningEncryptedValueSubtype,
+        Field(
+            description="Whether entityId names a message or a tool call, which decides where the value is kept."
+        ),
+    ]
+    entity_id: Annotated[
+        StrictStr,
+        Field(
+            alias="entityId", description="The id of the message or tool call the value belongs to."
+        ),
+    ]
+    encrypted_value: Annotated[
+        StrictStr, Field(alias="encryptedValue", description="The opaque artefact.")
+    ]
 
 
 class SubagentStartedEvent(WireModel):
@@ -2257,50 +2433,60 @@ class SubagentStartedEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["SUBAGENT_STARTED"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr, Field(alias="subagentRunId")]
-    """
-    The id of the invocation that is starting; unique per invocation, not per subagent.
-    """
-    name: StrictStr
-    """
-    The subagent's name, which stays the same across its invocations.
-    """
-    description: StrictStr | MISSING = MISSING
-    """
-    What the subagent does, for display.
-    """
-    parent_subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="parentSubagentRunId")] = (
-        MISSING
-    )
-    """
-    The subagent invocation that started this one; absent means the parent agent did.
-    """
-    parent_tool_call_id: Annotated[StrictStr | MISSING, Field(alias="parentToolCallId")] = MISSING
-    """
-    The tool call that started this subagent, when subagents are offered to the model as tools.
-    """
-    parent_message_id: Annotated[StrictStr | MISSING, Field(alias="parentMessageId")] = MISSING
-    """
-    The message holding that tool call.
-    """
+    type: Annotated[
+        Literal["SUBAGENT_STARTED"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr,
+        Field(
+            alias="subagentRunId",
+            description="The id of the invocation that is starting; unique per invocation, not per subagent.",
+        ),
+    ]
+    name: Annotated[
+        StrictStr,
+        Field(description="The subagent's name, which stays the same across its invocations."),
+    ]
+    description: Annotated[
+        StrictStr | MISSING, Field(description="What the subagent does, for display.")
+    ] = MISSING
+    parent_subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="parentSubagentRunId",
+            description="The subagent invocation that started this one; absent means the parent agent did.",
+        ),
+    ] = MISSING
+    parent_tool_call_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="parentToolCallId",
+            description="The tool call that started this subagent, when subagents are offered to the model as tools.",
+        ),
+    ] = MISSING
+    parent_message_id: Annotated[
+        StrictStr | MISSING,
+        Field(alias="parentMessageId", description="The message holding that tool call."),
+    ] = MISSING
 
 
 class SubagentFinishedEvent(WireModel):
@@ -2312,36 +2498,38 @@ class SubagentFinishedEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["SUBAGENT_FINISHED"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr, Field(alias="subagentRunId")]
-    """
-    The invocation that ended.
-    """
-    result: NonNullJson | MISSING = MISSING
-    """
-    What the subagent returned, if anything; any JSON except null.
-    """
-    outcome: SubagentFinishedOutcome | MISSING = MISSING
-    """
-    Why it ended; absent means success.
-    """
+    type: Annotated[
+        Literal["SUBAGENT_FINISHED"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr, Field(alias="subagentRunId", description="The invocation that ended.")
+    ]
+    result: Annotated[
+        NonNullJson | MISSING,
+        Field(description="What the subagent returned, if anything; any JSON except null."),
+    ] = MISSING
+    outcome: Annotated[
+        SubagentFinishedOutcome | MISSING, Field(description="Why it ended; absent means success.")
+    ] = MISSING
 
 
 class SubagentErrorEvent(WireModel):
@@ -2353,36 +2541,38 @@ class SubagentErrorEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["SUBAGENT_ERROR"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr, Field(alias="subagentRunId")]
-    """
-    The invocation that went wrong.
-    """
-    message: StrictStr
-    """
-    A human-readable account of the failure.
-    """
-    code: StrictStr | MISSING = MISSING
-    """
-    An error code for programs to match on; the protocol defines no list of codes.
-    """
+    type: Annotated[
+        Literal["SUBAGENT_ERROR"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr, Field(alias="subagentRunId", description="The invocation that went wrong.")
+    ]
+    message: Annotated[StrictStr, Field(description="A human-readable account of the failure.")]
+    code: Annotated[
+        StrictStr | MISSING,
+        Field(
+            description="An error code for programs to match on; the protocol defines no list of codes."
+        ),
+    ] = MISSING
 
 
 class SubagentInfo(WireModel):
@@ -2394,14 +2584,13 @@ class SubagentInfo(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    name: StrictStr
-    """
-    The subagent's name, unique among the agent's subagents.
-    """
-    description: StrictStr | MISSING = MISSING
-    """
-    What the subagent is good at, so an interface can offer a choice.
-    """
+    name: Annotated[
+        StrictStr, Field(description="The subagent's name, unique among the agent's subagents.")
+    ]
+    description: Annotated[
+        StrictStr | MISSING,
+        Field(description="What the subagent is good at, so an interface can offer a choice."),
+    ] = MISSING
 
 
 class IdentityCapabilities(WireModel):
@@ -2413,34 +2602,32 @@ class IdentityCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    name: StrictStr | MISSING = MISSING
-    """
-    The agent's name as people should see it.
-    """
-    type: StrictStr | MISSING = MISSING
-    """
-    The framework or platform the agent runs on, such as langgraph.
-    """
-    description: StrictStr | MISSING = MISSING
-    """
-    What the agent does, to help people and routers choose it.
-    """
-    version: StrictStr | MISSING = MISSING
-    """
-    The agent's own version, such as 1.2.0.
-    """
-    provider: StrictStr | MISSING = MISSING
-    """
-    The organisation or team behind the agent.
-    """
-    documentation_url: Annotated[StrictStr | MISSING, Field(alias="documentationUrl")] = MISSING
-    """
-    Where the agent's documentation or home page is.
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Identity details specific to an integration.
-    """
+    name: Annotated[
+        StrictStr | MISSING, Field(description="The agent's name as people should see it.")
+    ] = MISSING
+    type: Annotated[
+        StrictStr | MISSING,
+        Field(description="The framework or platform the agent runs on, such as langgraph."),
+    ] = MISSING
+    description: Annotated[
+        StrictStr | MISSING,
+        Field(description="What the agent does, to help people and routers choose it."),
+    ] = MISSING
+    version: Annotated[
+        StrictStr | MISSING, Field(description="The agent's own version, such as 1.2.0.")
+    ] = MISSING
+    provider: Annotated[
+        StrictStr | MISSING, Field(description="The organisation or team behind the agent.")
+    ] = MISSING
+    documentation_url: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="documentationUrl", description="Where the agent's documentation or home page is."
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Identity details specific to an integration.")
+    ] = MISSING
 
 
 class TransportCapabilities(WireModel):
@@ -2452,26 +2639,31 @@ class TransportCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    streaming: StrictBool | MISSING = MISSING
-    """
-    The agent streams events over server-sent events.
-    """
-    websocket: StrictBool | MISSING = MISSING
-    """
-    The agent accepts long-lived WebSocket connections.
-    """
-    http_binary: Annotated[StrictBool | MISSING, Field(alias="httpBinary")] = MISSING
-    """
-    The agent speaks the protobuf binary encoding over HTTP.
-    """
-    push_notifications: Annotated[StrictBool | MISSING, Field(alias="pushNotifications")] = MISSING
-    """
-    The agent can push updates through webhooks after a run has ended.
-    """
-    resumable: StrictBool | MISSING = MISSING
-    """
-    A dropped stream can be resumed from a sequence number.
-    """
+    streaming: Annotated[
+        StrictBool | MISSING, Field(description="The agent streams events over server-sent events.")
+    ] = MISSING
+    websocket: Annotated[
+        StrictBool | MISSING,
+        Field(description="The agent accepts long-lived WebSocket connections."),
+    ] = MISSING
+    http_binary: Annotated[
+        StrictBool | MISSING,
+        Field(
+            alias="httpBinary",
+            description="The agent speaks the protobuf binary encoding over HTTP.",
+        ),
+    ] = MISSING
+    push_notifications: Annotated[
+        StrictBool | MISSING,
+        Field(
+            alias="pushNotifications",
+            description="The agent can push updates through webhooks after a run has ended.",
+        ),
+    ] = MISSING
+    resumable: Annotated[
+        StrictBool | MISSING,
+        Field(description="A dropped stream can be resumed from a sequence number."),
+    ] = MISSING
 
 
 class ToolsCapabilities(WireModel):
@@ -2483,22 +2675,30 @@ class ToolsCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    supported: StrictBool | MISSING = MISSING
-    """
-    The agent can call tools at all; false disables tool calls even when items are listed.
-    """
-    items: list[Tool] | MISSING = MISSING
-    """
-    The tools the agent brings itself, apart from any the client supplies.
-    """
-    parallel_calls: Annotated[StrictBool | MISSING, Field(alias="parallelCalls")] = MISSING
-    """
-    The agent may run several tool calls at the same time within one step.
-    """
-    client_provided: Annotated[StrictBool | MISSING, Field(alias="clientProvided")] = MISSING
-    """
-    The agent accepts and uses tools supplied by the client for a run.
-    """
+    supported: Annotated[
+        StrictBool | MISSING,
+        Field(
+            description="The agent can call tools at all; false disables tool calls even when items are listed."
+        ),
+    ] = MISSING
+    items: Annotated[
+        list[Tool] | MISSING,
+        Field(description="The tools the agent brings itself, apart from any the client supplies."),
+    ] = MISSING
+    parallel_calls: Annotated[
+        StrictBool | MISSING,
+        Field(
+            alias="parallelCalls",
+            description="The agent may run several tool calls at the same time within one step.",
+        ),
+    ] = MISSING
+    client_provided: Annotated[
+        StrictBool | MISSING,
+        Field(
+            alias="clientProvided",
+            description="The agent accepts and uses tools supplied by the client for a run.",
+        ),
+    ] = MISSING
 
 
 class OutputCapabilities(WireModel):
@@ -2510,16 +2710,20 @@ class OutputCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    structured_output: Annotated[StrictBool | MISSING, Field(alias="structuredOutput")] = MISSING
-    """
-    The agent can return JSON that follows a schema it is given.
-    """
-    supported_mime_types: Annotated[
-        list[StrictStr] | MISSING, Field(alias="supportedMimeTypes")
+    structured_output: Annotated[
+        StrictBool | MISSING,
+        Field(
+            alias="structuredOutput",
+            description="The agent can return JSON that follows a schema it is given.",
+        ),
     ] = MISSING
-    """
-    The media types the agent can produce; leave out when it only writes plain text.
-    """
+    supported_mime_types: Annotated[
+        list[StrictStr] | MISSING,
+        Field(
+            alias="supportedMimeTypes",
+            description="The media types the agent can produce; leave out when it only writes plain text.",
+        ),
+    ] = MISSING
 
 
 class StateCapabilities(WireModel):
@@ -2531,22 +2735,25 @@ class StateCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    snapshots: StrictBool | MISSING = MISSING
-    """
-    The agent sends STATE_SNAPSHOT events.
-    """
-    deltas: StrictBool | MISSING = MISSING
-    """
-    The agent sends STATE_DELTA events.
-    """
-    memory: StrictBool | MISSING = MISSING
-    """
-    The agent remembers things beyond the current thread, for instance in a knowledge store.
-    """
-    persistent_state: Annotated[StrictBool | MISSING, Field(alias="persistentState")] = MISSING
-    """
-    State carries over between runs on the same thread instead of starting fresh each time.
-    """
+    snapshots: Annotated[
+        StrictBool | MISSING, Field(description="The agent sends STATE_SNAPSHOT events.")
+    ] = MISSING
+    deltas: Annotated[
+        StrictBool | MISSING, Field(description="The agent sends STATE_DELTA events.")
+    ] = MISSING
+    memory: Annotated[
+        StrictBool | MISSING,
+        Field(
+            description="The agent remembers things beyond the current thread, for instance in a knowledge store."
+        ),
+    ] = MISSING
+    persistent_state: Annotated[
+        StrictBool | MISSING,
+        Field(
+            alias="persistentState",
+            description="State carries over between runs on the same thread instead of starting fresh each time.",
+        ),
+    ] = MISSING
 
 
 class MultiAgentCapabilities(WireModel):
@@ -2558,22 +2765,21 @@ class MultiAgentCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    supported: StrictBool | MISSING = MISSING
-    """
-    The agent takes part in some form of multi-agent work.
-    """
-    delegation: StrictBool | MISSING = MISSING
-    """
-    The agent can hand subtasks to other agents and stay in charge.
-    """
-    handoffs: StrictBool | MISSING = MISSING
-    """
-    The agent can pass the whole conversation over to another agent.
-    """
-    subagents: list[SubagentInfo] | MISSING = MISSING
-    """
-    The subagents the agent can call on.
-    """
+    supported: Annotated[
+        StrictBool | MISSING,
+        Field(description="The agent takes part in some form of multi-agent work."),
+    ] = MISSING
+    delegation: Annotated[
+        StrictBool | MISSING,
+        Field(description="The agent can hand subtasks to other agents and stay in charge."),
+    ] = MISSING
+    handoffs: Annotated[
+        StrictBool | MISSING,
+        Field(description="The agent can pass the whole conversation over to another agent."),
+    ] = MISSING
+    subagents: Annotated[
+        list[SubagentInfo] | MISSING, Field(description="The subagents the agent can call on.")
+    ] = MISSING
 
 
 class ReasoningCapabilities(WireModel):
@@ -2585,18 +2791,19 @@ class ReasoningCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    supported: StrictBool | MISSING = MISSING
-    """
-    The agent exposes reasoning to the client.
-    """
-    streaming: StrictBool | MISSING = MISSING
-    """
-    Reasoning arrives piece by piece rather than all at once.
-    """
-    encrypted: StrictBool | MISSING = MISSING
-    """
-    Reasoning arrives encrypted, so clients should expect encryptedValue fields instead of readable text.
-    """
+    supported: Annotated[
+        StrictBool | MISSING, Field(description="The agent exposes reasoning to the client.")
+    ] = MISSING
+    streaming: Annotated[
+        StrictBool | MISSING,
+        Field(description="Reasoning arrives piece by piece rather than all at once."),
+    ] = MISSING
+    encrypted: Annotated[
+        StrictBool | MISSING,
+        Field(
+            description="Reasoning arrives encrypted, so clients should expect encryptedValue fields instead of readable text."
+        ),
+    ] = MISSING
 
 
 class MultimodalInputCapabilities(WireModel):
@@ -2608,26 +2815,18 @@ class MultimodalInputCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    image: StrictBool | MISSING = MISSING
-    """
-    The agent accepts images.
-    """
-    audio: StrictBool | MISSING = MISSING
-    """
-    The agent accepts audio.
-    """
-    video: StrictBool | MISSING = MISSING
-    """
-    The agent accepts video.
-    """
-    pdf: StrictBool | MISSING = MISSING
-    """
-    The agent accepts PDF documents.
-    """
-    file: StrictBool | MISSING = MISSING
-    """
-    The agent accepts files of kinds the other media parts do not cover. This says nothing about how a file is delivered; that is the part's source.
-    """
+    image: Annotated[StrictBool | MISSING, Field(description="The agent accepts images.")] = MISSING
+    audio: Annotated[StrictBool | MISSING, Field(description="The agent accepts audio.")] = MISSING
+    video: Annotated[StrictBool | MISSING, Field(description="The agent accepts video.")] = MISSING
+    pdf: Annotated[StrictBool | MISSING, Field(description="The agent accepts PDF documents.")] = (
+        MISSING
+    )
+    file: Annotated[
+        StrictBool | MISSING,
+        Field(
+            description="The agent accepts files of kinds the other media parts do not cover. This says nothing about how a file is delivered; that is the part's source."
+        ),
+    ] = MISSING
 
 
 class MultimodalOutputCapabilities(WireModel):
@@ -2639,14 +2838,13 @@ class MultimodalOutputCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    image: StrictBool | MISSING = MISSING
-    """
-    The agent can produce images.
-    """
-    audio: StrictBool | MISSING = MISSING
-    """
-    The agent can produce audio, such as synthesised speech.
-    """
+    image: Annotated[StrictBool | MISSING, Field(description="The agent can produce images.")] = (
+        MISSING
+    )
+    audio: Annotated[
+        StrictBool | MISSING,
+        Field(description="The agent can produce audio, such as synthesised speech."),
+    ] = MISSING
 
 
 class MultimodalCapabilities(WireModel):
@@ -2658,14 +2856,12 @@ class MultimodalCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    input: MultimodalInputCapabilities | MISSING = MISSING
-    """
-    The media the agent accepts.
-    """
-    output: MultimodalOutputCapabilities | MISSING = MISSING
-    """
-    The media the agent produces.
-    """
+    input: Annotated[
+        MultimodalInputCapabilities | MISSING, Field(description="The media the agent accepts.")
+    ] = MISSING
+    output: Annotated[
+        MultimodalOutputCapabilities | MISSING, Field(description="The media the agent produces.")
+    ] = MISSING
 
 
 class ExecutionCapabilities(WireModel):
@@ -2677,26 +2873,34 @@ class ExecutionCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    code_execution: Annotated[StrictBool | MISSING, Field(alias="codeExecution")] = MISSING
-    """
-    The agent can run code during a run.
-    """
-    sandboxed: StrictBool | MISSING = MISSING
-    """
-    Code runs in an isolated environment; only relevant when codeExecution is true.
-    """
+    code_execution: Annotated[
+        StrictBool | MISSING,
+        Field(alias="codeExecution", description="The agent can run code during a run."),
+    ] = MISSING
+    sandboxed: Annotated[
+        StrictBool | MISSING,
+        Field(
+            description="Code runs in an isolated environment; only relevant when codeExecution is true."
+        ),
+    ] = MISSING
     max_iterations: Annotated[
-        StrictInt | MISSING, Field(alias="maxIterations", ge=0, le=9007199254740991)
+        StrictInt | MISSING,
+        Field(
+            alias="maxIterations",
+            description="The most tool-call or reasoning rounds the agent performs in one run.",
+            ge=0,
+            le=9007199254740991,
+        ),
     ] = MISSING
-    """
-    The most tool-call or reasoning rounds the agent performs in one run.
-    """
     max_execution_time: Annotated[
-        StrictInt | MISSING, Field(alias="maxExecutionTime", ge=0, le=9007199254740991)
+        StrictInt | MISSING,
+        Field(
+            alias="maxExecutionTime",
+            description="The longest a run may take, in milliseconds, before the agent gives up.",
+            ge=0,
+            le=9007199254740991,
+        ),
     ] = MISSING
-    """
-    The longest a run may take, in milliseconds, before the agent gives up.
-    """
 
 
 class HumanInTheLoopCapabilities(WireModel):
@@ -2708,30 +2912,37 @@ class HumanInTheLoopCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    supported: StrictBool | MISSING = MISSING
-    """
-    The agent supports some form of human involvement.
-    """
-    approvals: StrictBool | MISSING = MISSING
-    """
-    The agent can ask a person to approve an action before taking it.
-    """
-    interventions: StrictBool | MISSING = MISSING
-    """
-    A person can step in and change the agent's plan while it runs.
-    """
-    feedback: StrictBool | MISSING = MISSING
-    """
-    The agent takes feedback, such as ratings or corrections, into account during the session.
-    """
-    interrupts: StrictBool | MISSING = MISSING
-    """
-    The agent uses the interrupt protocol: it can finish a run with an interrupt outcome and accepts the answers in RunAgentInput.resume.
-    """
-    approve_with_edits: Annotated[StrictBool | MISSING, Field(alias="approveWithEdits")] = MISSING
-    """
-    A tool-call approval may replace the arguments via editedArgs; only relevant when interrupts is true.
-    """
+    supported: Annotated[
+        StrictBool | MISSING,
+        Field(description="The agent supports some form of human involvement."),
+    ] = MISSING
+    approvals: Annotated[
+        StrictBool | MISSING,
+        Field(description="The agent can ask a person to approve an action before taking it."),
+    ] = MISSING
+    interventions: Annotated[
+        StrictBool | MISSING,
+        Field(description="A person can step in and change the agent's plan while it runs."),
+    ] = MISSING
+    feedback: Annotated[
+        StrictBool | MISSING,
+        Field(
+            description="The agent takes feedback, such as ratings or corrections, into account during the session."
+        ),
+    ] = MISSING
+    interrupts: Annotated[
+        StrictBool | MISSING,
+        Field(
+            description="The agent uses the interrupt protocol: it can finish a run with an interrupt outcome and accepts the answers in RunAgentInput.resume."
+        ),
+    ] = MISSING
+    approve_with_edits: Annotated[
+        StrictBool | MISSING,
+        Field(
+            alias="approveWithEdits",
+            description="A tool-call approval may replace the arguments via editedArgs; only relevant when interrupts is true.",
+        ),
+    ] = MISSING
 
 
 class AgentCapabilities(WireModel):
@@ -2743,55 +2954,56 @@ class AgentCapabilities(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    identity: IdentityCapabilities | MISSING = MISSING
-    """
-    Who the agent is.
-    """
-    transport: TransportCapabilities | MISSING = MISSING
-    """
-    How the agent can be connected to.
-    """
-    tools: ToolsCapabilities | MISSING = MISSING
-    """
-    How the agent uses tools.
-    """
-    output: OutputCapabilities | MISSING = MISSING
-    """
-    The output formats the agent produces.
-    """
-    state: StateCapabilities | MISSING = MISSING
-    """
-    How the agent handles state and memory.
-    """
-    multi_agent: Annotated[MultiAgentCapabilities | MISSING, Field(alias="multiAgent")] = MISSING
-    """
-    How the agent works with other agents.
-    """
-    reasoning: ReasoningCapabilities | MISSING = MISSING
-    """
-    How the agent exposes its reasoning.
-    """
-    multimodal: MultimodalCapabilities | MISSING = MISSING
-    """
-    The media the agent accepts and produces.
-    """
-    execution: ExecutionCapabilities | MISSING = MISSING
-    """
-    Execution features and limits.
-    """
-    human_in_the_loop: Annotated[
-        HumanInTheLoopCapabilities | MISSING, Field(alias="humanInTheLoop")
+    identity: Annotated[IdentityCapabilities | MISSING, Field(description="Who the agent is.")] = (
+        MISSING
+    )
+    transport: Annotated[
+        TransportCapabilities | MISSING, Field(description="How the agent can be connected to.")
     ] = MISSING
-    """
-    How the agent involves people.
-    """
-    custom: dict[str, Any] | MISSING = MISSING
-    """
-    Capabilities particular to an integration, under keys it chooses; any JSON value per key.
-    """
+    tools: Annotated[
+        ToolsCapabilities | MISSING, Field(description="How the agent uses tools.")
+    ] = MISSING
+    output: Annotated[
+        OutputCapabilities | MISSING, Field(description="The output formats the agent produces.")
+    ] = MISSING
+    state: Annotated[
+        StateCapabilities | MISSING, Field(description="How the agent handles state and memory.")
+    ] = MISSING
+    multi_agent: Annotated[
+        MultiAgentCapabilities | MISSING,
+        Field(alias="multiAgent", description="How the agent works with other agents."),
+    ] = MISSING
+    reasoning: Annotated[
+        ReasoningCapabilities | MISSING, Field(description="How the agent exposes its reasoning.")
+    ] = MISSING
+    multimodal: Annotated[
+        MultimodalCapabilities | MISSING,
+        Field(description="The media the agent accepts and produces."),
+    ] = MISSING
+    execution: Annotated[
+        ExecutionCapabilities | MISSING, Field(description="Execution features and limits.")
+    ] = MISSING
+    human_in_the_loop: Annotated[
+        HumanInTheLoopCapabilities | MISSING,
+        Field(alias="humanInTheLoop", description="How the agent involves people."),
+    ] = MISSING
+    custom: Annotated[
+        dict[str, Any] | MISSING,
+        Field(
+            description="Capabilities particular to an integration, under keys it chooses; any JSON value per key."
+        ),
+    ] = MISSING
 
 
-JsonPatch = TypeAliasType("JsonPatch", list[JsonPatchOperation])
+JsonPatch = TypeAliasType(
+    "JsonPatch",
+    Annotated[
+        list[JsonPatchOperation],
+        Field(
+            description="An RFC 6902 patch: operations applied in order, all or nothing. An empty patch changes nothing."
+        ),
+    ],
+)
 """
 An RFC 6902 patch: operations applied in order, all or nothing. An empty patch changes nothing.
 """
@@ -2806,32 +3018,40 @@ class StateDeltaEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["STATE_DELTA"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    delta: JsonPatch
-    """
-    The change, as a JSON Patch against the current state. Whether it applies is checked at runtime.
-    """
+    type: Annotated[
+        Literal["STATE_DELTA"], Field(description="Which event this is; each event pins one value.")
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    delta: Annotated[
+        JsonPatch,
+        Field(
+            description="The change, as a JSON Patch against the current state. Whether it applies is checked at runtime."
+        ),
+    ]
 
 
 class ActivityDeltaEvent(WireModel):
@@ -2843,40 +3063,45 @@ class ActivityDeltaEvent(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Literal["ACTIVITY_DELTA"]
-    """
-    Which event this is; each event pins one value.
-    """
-    timestamp: Annotated[StrictInt | MISSING, Field(ge=-9007199254740991, le=9007199254740991)] = (
-        MISSING
-    )
-    """
-    When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.
-    """
-    raw_event: Annotated[NonNullJson | MISSING, Field(alias="rawEvent")] = MISSING
-    """
-    The provider-native event this one was translated from, kept verbatim (any JSON but null).
-    """
-    metadata: Metadata | MISSING = MISSING
-    """
-    Extra information attached to this event.
-    """
-    subagent_run_id: Annotated[StrictStr | MISSING, Field(alias="subagentRunId")] = MISSING
-    """
-    The subagent invocation this belongs to; absent means the parent agent produced it.
-    """
-    message_id: Annotated[StrictStr, Field(alias="messageId")]
-    """
-    The activity message to patch.
-    """
-    activity_type: Annotated[StrictStr, Field(alias="activityType")]
-    """
-    What sort of activity this is.
-    """
-    patch: JsonPatch
-    """
-    The change, as a JSON Patch against the activity's current content.
-    """
+    type: Annotated[
+        Literal["ACTIVITY_DELTA"],
+        Field(description="Which event this is; each event pins one value."),
+    ]
+    timestamp: Annotated[
+        StrictInt | MISSING,
+        Field(
+            description="When the event was made. An integer within the range JSON numbers survive exactly; every SDK writes milliseconds since the Unix epoch, though the unit has never been fixed normatively.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+        ),
+    ] = MISSING
+    raw_event: Annotated[
+        NonNullJson | MISSING,
+        Field(
+            alias="rawEvent",
+            description="The provider-native event this one was translated from, kept verbatim (any JSON but null).",
+        ),
+    ] = MISSING
+    metadata: Annotated[
+        Metadata | MISSING, Field(description="Extra information attached to this event.")
+    ] = MISSING
+    subagent_run_id: Annotated[
+        StrictStr | MISSING,
+        Field(
+            alias="subagentRunId",
+            description="The subagent invocation this belongs to; absent means the parent agent produced it.",
+        ),
+    ] = MISSING
+    message_id: Annotated[
+        StrictStr, Field(alias="messageId", description="The activity message to patch.")
+    ]
+    activity_type: Annotated[
+        StrictStr, Field(alias="activityType", description="What sort of activity this is.")
+    ]
+    patch: Annotated[
+        JsonPatch,
+        Field(description="The change, as a JSON Patch against the activity's current content."),
+    ]
 
 
 Event = TypeAliasType(
@@ -2913,9 +3138,9 @@ Event = TypeAliasType(
         | SubagentStartedEvent
         | SubagentFinishedEvent
         | SubagentErrorEvent,
-        Field(discriminator="type"),
+        Field(
+            description="Any AG-UI event, chosen by type. Every event kind is mandatory for consumers to understand.",
+            discriminator="type",
+        ),
     ],
 )
-"""
-Any AG-UI event, chosen by type. Every event kind is mandatory for consumers to understand.
-"""
