@@ -10,6 +10,9 @@ by editing its output:
   `NonNullJson` (any JSON value except null). Both live in the generated `_base.py`.
 * `base_class` is `_base.WireModel`, which adds `serialize_by_alias=True` to every model so that
   `model_dump_json()` writes the wire form.
+* `use_one_literal_as_default` gives a discriminator (or a required constant) its value as its
+  default in the source, for type checkers; `_base.WireModel` keeps the member required when
+  validating and fills it in when constructing.
 
 Two readings of the schema are adjusted before dmcg sees it: `without_defaults` (a default is what a
 reader assumes, not a value to write back) and `unions_as_one_of` (the published schema checks a
@@ -160,6 +163,10 @@ def options(spec: Spec, header: str) -> dict[str, Any]:
         "use_missing_sentinel": True,  # optional members: X | MISSING, never None
         "type_overrides": type_overrides(spec),
         "aliases": aliases(spec),
+        # a discriminator, or a required constant, has its value as its default, so that
+        # `TextMessageStartEvent(message_id="m")` type-checks; _base.WireModel keeps it required
+        # when validating a document and fills it in when constructing
+        "use_one_literal_as_default": True,
         # documentation: classes get their docstring, members Field(description=...), which
         # model_json_schema() and so FastAPI's OpenAPI document show
         "use_schema_description": True,

@@ -8,6 +8,7 @@ exclude_unset=True`: absent members stay absent, required nulls stay null.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -224,12 +225,18 @@ def test_duplicate_keys_are_judged_after_the_parser_keeps_the_last() -> None:
         adapter("Event").validate_json(bad)
 
 
-# ── for users of the binding: documentation ──────────────────────────────────────────────────
+# ── for users of the binding: documentation, and constructing without the tag ────────────────
 
 
 @cache
 def spec() -> Spec:
     return build(read_spec(SPEC_PATH.read_text(encoding="utf-8")))
+
+
+def pinned() -> list[tuple[str, str, str]]:
+    """(class, wire name, value) of each member a class pins: discriminators and required
+    constants."""
+    return [(o.name, f.wire, f.wire_value) for o in spec().objects for f in o.constants]
 
 
 def test_member_descriptions_are_in_the_models_json_schema() -> None:
@@ -266,3 +273,108 @@ def test_fastapi_shows_the_descriptions_in_its_openapi_document(
     # the discriminator is required there too, as on the wire
     assert "role" in schemas["UserMessage"]["required"]
     assert "type" in schemas["ToolCall"]["required"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _cases("valid") if p.parent.parent.name in {c for c, _, _ in pinned()}],
+    ids=_id,
+)
+def test_constructing_may_leave_out_what_the_class_pins(path: Path) -> None:
+    """A model built from a valid document's members, less its discriminator (and required
+    constants), is that document: the class fills them in, counts them as set, and writes them."""
+    name = path.parent.parent.name
+    leave_out = {wire for cls, wire, _ in pinned() if cls == name}
+    model = getattr(agui_pydantic, name)
+    document = adapter(name).validate_json(path.read_bytes(), by_name=False)
+    aliases = {field: info.alias or field for field, info in model.model_fields.items()}
+    order = [*model.model_fields, *(document.model_extra or {})]  # extras: patch operations'
+    members = {
+        field: getattr(document, field)
+        for field in order
+        if field in document.model_fields_set and aliases.get(field, field) not in leave_out
+    }
+    built = model(**members)
+    assert built == document
+    assert built.model_fields_set == document.model_fields_set
+    assert wire(name, built) == golden(path)
+    assert built.model_dump_json().encode() == wire(name, document)
+
+
+def test_constructing_without_the_discriminator() -> None:
+    event = agui_pydantic.TextMessageStartEvent(message_id="m")
+    assert event.type == "TEXT_MESSAGE_START"
+    assert event.model_dump_json(exclude_unset=True) == (
+        '{"type":"TEXT_MESSAGE_START","messageId":"m"}'
+    )
+    assert agui.from_pydantic(event) == agui.TextMessageStartEvent(message_id="m")
+    message = agui_pydantic.UserMessage(id="u", content="hi")
+    patch = agui_pydantic.AddOperation(path="/a", value=1)
+    call = agui_pydantic.ToolCall(
+        id="c", function=agui_pydantic.FunctionCall(name="f", arguments="")
+    )
+    assert (message.role, patch.op, call.type) == ("user", "add", "function")
+    built = agui_pydantic.TextMessageEndEvent.model_construct(message_id="m")
+    assert (
+        built.model_dump_json(exclude_unset=True) == '{"type":"TEXT_MESSAGE_END","messageId":"m"}'
+    )
+    # the tag, when given, is checked as ever
+    with pytest.raises(ValidationError):
+        agui_pydantic.TextMessageStartEvent(type="TEXT_MESSAGE_END", message_id="m")
+
+
+@pytest.mark.parametrize(("name", "key"), [(n, k) for n, k, _ in pinned()], ids=str)
+def test_validating_a_document_still_requires_what_the_class_pins(name: str, key: str) -> None:
+    """On the wire path (model_validate, model_validate_json, a TypeAdapter) a pinned member is
+    required, as the contract says: the constructor's default never stands in for it, and
+    validation does not go through the constructor. model_json_schema() says it is required."""
+    model = getattr(agui_pydantic, name)
+    assert model.__pydantic_custom_init__ is False
+    assert key in model.model_json_schema(by_alias=True)["required"]
+    for validate in (
+        lambda: model.model_validate({}, by_alias=True, by_name=False),
+        lambda: model.model_validate({}),
+        lambda: model.model_validate_json(b"{}", by_name=False),
+        lambda: adapter(name).validate_json(b"{}"),
+    ):
+        with pytest.raises(ValidationError) as info:
+            validate()
+        assert {"type": "missing", "loc": (key,)} in [
+            {"type": e["type"], "loc": e["loc"]} for e in info.value.errors()
+        ]
+
+
+def test_a_member_inside_a_document_needs_its_tag_too() -> None:
+    call = {"id": "c", "function": {"name": "f", "arguments": ""}}
+    document = {"id": "a", "role": "assistant", "toolCalls": [call]}
+    with pytest.raises(ValidationError) as info:
+        adapter("Message").validate_python(document, by_name=False)
+    assert [(e["type"], e["loc"]) for e in info.value.errors()] == [
+        ("missing", ("assistant", "toolCalls", 0, "type"))
+    ]
+    with pytest.raises(ValidationError) as info:
+        agui_pydantic.RunAgentInput.model_validate(
+            {"threadId": "t", "runId": "r", "messages": [{"id": "u", "content": "hi"}]}
+        )
+    assert [e["type"] for e in info.value.errors()] == ["union_tag_not_found"]
+
+
+def test_type_checkers_take_a_constructor_without_the_discriminator(tmp_path: Path) -> None:
+    """The pinned member's default is in the source, which is what type checkers read."""
+    use = tmp_path / "use.py"
+    use.write_text(
+        "import agui_pydantic\n\n"
+        'event = agui_pydantic.TextMessageStartEvent(message_id="m")\n'
+        'message = agui_pydantic.UserMessage(id="u", content="hi")\n'
+        'patch = agui_pydantic.RemoveOperation(path="/a")\n'
+        'call = agui_pydantic.ToolCall(id="c", function=agui_pydantic.FunctionCall(name="f", arguments=""))\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "c"), str(use)],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(ROOT / "generated")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

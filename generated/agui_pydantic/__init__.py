@@ -7,7 +7,9 @@ generated from spec/agui.yaml: the same contract as the attrs models in `agui`. 
 snake_case with camelCase aliases; closed objects forbid unknown members, JSON Patch operations keep
 them; absent optional members are `MISSING` (never None), and null on them is rejected; a member's
 default is what a reader assumes when it is absent, never filled in, so `model_dump_json()` gives
-the wire form back. Validate wire documents with `by_name=False`. `agui.to_pydantic` and
+the wire form back. Validate wire documents with `by_name=False`. A discriminator (`type`, `role`,
+`op`) may be left out when constructing (`TextMessageStartEvent(message_id="m")`), never in a
+document. Members carry the spec's descriptions (`model_json_schema()`). `agui.to_pydantic` and
 `agui.from_pydantic` convert between the two bindings.
 """
 

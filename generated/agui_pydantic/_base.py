@@ -10,7 +10,7 @@ pydantic's. `NonNullJson` replaces dmcg's reading of `{"not": {"type": "null"}}`
 `Json...List` types that of lists of them (codegen passes both as type overrides).
 """
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
     AfterValidator,
@@ -22,10 +22,85 @@ from pydantic import (
     StrictInt as _PydanticStrictInt,
 )
 
+_MODELS = f"{__package__}.models"
+
+_CONSTANTS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "TextPart": (("type", "type", "text"),),
+    "DataSource": (("type", "type", "data"),),
+    "UrlSource": (("type", "type", "url"),),
+    "FileSource": (("type", "type", "file"),),
+    "ImagePart": (("type", "type", "image"),),
+    "AudioPart": (("type", "type", "audio"),),
+    "VideoPart": (("type", "type", "video"),),
+    "DocumentPart": (("type", "type", "document"),),
+    "ToolCall": (("type", "type", "function"),),
+    "DeveloperMessage": (("role", "role", "developer"),),
+    "SystemMessage": (("role", "role", "system"),),
+    "AssistantMessage": (("role", "role", "assistant"),),
+    "UserMessage": (("role", "role", "user"),),
+    "ToolMessage": (("role", "role", "tool"),),
+    "ActivityMessage": (("role", "role", "activity"),),
+    "ReasoningMessage": (("role", "role", "reasoning"),),
+    "AddOperation": (("op", "op", "add"),),
+    "RemoveOperation": (("op", "op", "remove"),),
+    "ReplaceOperation": (("op", "op", "replace"),),
+    "MoveOperation": (("op", "op", "move"),),
+    "CopyOperation": (("op", "op", "copy"),),
+    "TestOperation": (("op", "op", "test"),),
+    "RunFinishedSuccessOutcome": (("type", "type", "success"),),
+    "RunFinishedInterruptOutcome": (("type", "type", "interrupt"),),
+    "RunFinishedCancelledOutcome": (("type", "type", "cancelled"),),
+    "SubagentFinishedSuccessOutcome": (("type", "type", "success"),),
+    "SubagentFinishedSuspendedOutcome": (("type", "type", "suspended"),),
+    "TextMessageStartEvent": (("type", "type", "TEXT_MESSAGE_START"),),
+    "TextMessageContentEvent": (("type", "type", "TEXT_MESSAGE_CONTENT"),),
+    "TextMessageEndEvent": (("type", "type", "TEXT_MESSAGE_END"),),
+    "TextMessageChunkEvent": (("type", "type", "TEXT_MESSAGE_CHUNK"),),
+    "ToolCallStartEvent": (("type", "type", "TOOL_CALL_START"),),
+    "ToolCallArgsEvent": (("type", "type", "TOOL_CALL_ARGS"),),
+    "ToolCallEndEvent": (("type", "type", "TOOL_CALL_END"),),
+    "ToolCallChunkEvent": (("type", "type", "TOOL_CALL_CHUNK"),),
+    "ToolCallResultEvent": (("type", "type", "TOOL_CALL_RESULT"),),
+    "StateSnapshotEvent": (("type", "type", "STATE_SNAPSHOT"),),
+    "StateDeltaEvent": (("type", "type", "STATE_DELTA"),),
+    "MessagesSnapshotEvent": (("type", "type", "MESSAGES_SNAPSHOT"),),
+    "ActivitySnapshotEvent": (("type", "type", "ACTIVITY_SNAPSHOT"),),
+    "ActivityDeltaEvent": (("type", "type", "ACTIVITY_DELTA"),),
+    "RawEvent": (("type", "type", "RAW"),),
+    "CustomEvent": (("type", "type", "CUSTOM"),),
+    "RunStartedEvent": (("type", "type", "RUN_STARTED"),),
+    "RunFinishedEvent": (("type", "type", "RUN_FINISHED"),),
+    "RunErrorEvent": (("type", "type", "RUN_ERROR"),),
+    "StepStartedEvent": (("type", "type", "STEP_STARTED"),),
+    "StepFinishedEvent": (("type", "type", "STEP_FINISHED"),),
+    "ReasoningStartEvent": (("type", "type", "REASONING_START"),),
+    "ReasoningMessageStartEvent": (
+        ("type", "type", "REASONING_MESSAGE_START"),
+        ("role", "role", "reasoning"),
+    ),
+    "ReasoningMessageContentEvent": (("type", "type", "REASONING_MESSAGE_CONTENT"),),
+    "ReasoningMessageEndEvent": (("type", "type", "REASONING_MESSAGE_END"),),
+    "ReasoningMessageChunkEvent": (("type", "type", "REASONING_MESSAGE_CHUNK"),),
+    "ReasoningEndEvent": (("type", "type", "REASONING_END"),),
+    "ReasoningEncryptedValueEvent": (("type", "type", "REASONING_ENCRYPTED_VALUE"),),
+    "SubagentStartedEvent": (("type", "type", "SUBAGENT_STARTED"),),
+    "SubagentFinishedEvent": (("type", "type", "SUBAGENT_FINISHED"),),
+    "SubagentErrorEvent": (("type", "type", "SUBAGENT_ERROR"),),
+}
+"""Each model of `models` that pins members -> (attribute, wire name, value) of each: its
+discriminator, a required constant (`ToolCall.type`)."""
+
 
 class WireModel(BaseModel):
     """The base of every model of the binding: wire (camelCase) names on output by default, and
     either name accepted when constructing (`RunStartedEvent(thread_id=...)`).
+
+    A member the class pins (the discriminator, such as `type`, `role` or `op`, and a required
+    constant) may be left out when constructing: `TextMessageStartEvent(message_id="m")` and
+    `model_construct` fill it in, it counts as set, and the wire form always has it. It stays
+    required when validating a document (`model_validate`, `model_validate_json`, a TypeAdapter, a
+    member of another model), as on the wire; `model_json_schema()` says so too. Its default in
+    the source is for type checkers, which read the constructor from it.
 
     Validate wire documents with `by_name=False` (as `agui.to_pydantic` does) to reject
     snake_case keys, which are not part of the contract."""
@@ -33,6 +108,40 @@ class WireModel(BaseModel):
     model_config = ConfigDict(
         serialize_by_alias=True, validate_by_alias=True, validate_by_name=True
     )
+
+    __wire_constants__: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    """(attribute, wire name, value) of each member this class pins."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Runs as the class is made, before pydantic collects its fields: without the class
+        # attribute that dmcg writes as the default, a pinned member is a required field.
+        super().__init_subclass__(**kwargs)
+        if cls.__module__ != _MODELS:
+            return
+        constants = _CONSTANTS.get(cls.__name__, ())
+        for attribute, _wire, value in constants:
+            if cls.__dict__.get(attribute) == value:
+                delattr(cls, attribute)
+        cls.__wire_constants__ = constants
+
+    def __init__(self, /, **data: Any) -> None:
+        for attribute, wire, value in type(self).__wire_constants__:
+            if attribute not in data and wire not in data:
+                data[wire] = value
+        super().__init__(**data)
+
+    # pydantic's mark of its own __init__: validation does not go through this one (a "custom
+    # init" would run it on every document, filling in what the document left out, and slowly).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @classmethod
+    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> Self:
+        for attribute, wire, value in cls.__wire_constants__:
+            if attribute not in values and wire not in values:
+                values[attribute] = value
+                if _fields_set is not None:
+                    _fields_set = {*_fields_set, attribute}
+        return super().model_construct(_fields_set, **values)
 
 
 def _integral(value: Any) -> Any:

@@ -121,7 +121,7 @@ class TextPart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["text"], Field(description='Always "text".')]
+    type: Annotated[Literal["text"], Field(description='Always "text".')] = "text"
     id: Annotated[
         StrictStr | MISSING,
         Field(description="Names this part within its message; reserved, nothing reads it yet."),
@@ -144,7 +144,7 @@ class DataSource(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["data"], Field(description='Always "data".')]
+    type: Annotated[Literal["data"], Field(description='Always "data".')] = "data"
     value: Annotated[
         StrictStr,
         Field(
@@ -169,7 +169,7 @@ class UrlSource(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["url"], Field(description='Always "url".')]
+    type: Annotated[Literal["url"], Field(description='Always "url".')] = "url"
     value: Annotated[
         StrictStr,
         Field(
@@ -194,7 +194,7 @@ class FileSource(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["file"], Field(description='Always "file".')]
+    type: Annotated[Literal["file"], Field(description='Always "file".')] = "file"
     value: Annotated[
         StrictStr,
         Field(
@@ -234,7 +234,7 @@ class ImagePart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["image"], Field(description='Always "image".')]
+    type: Annotated[Literal["image"], Field(description='Always "image".')] = "image"
     id: Annotated[
         StrictStr | MISSING,
         Field(description="Names this part within its message; reserved, nothing reads it yet."),
@@ -257,7 +257,7 @@ class AudioPart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["audio"], Field(description='Always "audio".')]
+    type: Annotated[Literal["audio"], Field(description='Always "audio".')] = "audio"
     id: Annotated[
         StrictStr | MISSING,
         Field(description="Names this part within its message; reserved, nothing reads it yet."),
@@ -280,7 +280,7 @@ class VideoPart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["video"], Field(description='Always "video".')]
+    type: Annotated[Literal["video"], Field(description='Always "video".')] = "video"
     id: Annotated[
         StrictStr | MISSING,
         Field(description="Names this part within its message; reserved, nothing reads it yet."),
@@ -303,7 +303,7 @@ class DocumentPart(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["document"], Field(description='Always "document".')]
+    type: Annotated[Literal["document"], Field(description='Always "document".')] = "document"
     id: Annotated[
         StrictStr | MISSING,
         Field(description="Names this part within its message; reserved, nothing reads it yet."),
@@ -365,7 +365,7 @@ class ToolCall(WireModel):
     type: Annotated[
         Literal["function"],
         Field(description='Always "function", the only kind of call the protocol knows.'),
-    ]
+    ] = "function"
     function: Annotated[FunctionCall, Field(description="The tool and its arguments.")]
     encrypted_value: Annotated[
         StrictStr | MISSING,
@@ -404,7 +404,7 @@ class DeveloperMessage(WireModel):
     role: Annotated[
         Literal["developer"],
         Field(description="Who wrote the message; each message kind pins one value."),
-    ]
+    ] = "developer"
     name: Annotated[
         StrictStr | MISSING,
         Field(
@@ -446,7 +446,7 @@ class SystemMessage(WireModel):
     role: Annotated[
         Literal["system"],
         Field(description="Who wrote the message; each message kind pins one value."),
-    ]
+    ] = "system"
     name: Annotated[
         StrictStr | MISSING,
         Field(
@@ -488,7 +488,7 @@ class AssistantMessage(WireModel):
     role: Annotated[
         Literal["assistant"],
         Field(description="Who wrote the message; each message kind pins one value."),
-    ]
+    ] = "assistant"
     name: Annotated[
         StrictStr | MISSING,
         Field(
@@ -539,7 +539,7 @@ class UserMessage(WireModel):
     role: Annotated[
         Literal["user"],
         Field(description="Who wrote the message; each message kind pins one value."),
-    ]
+    ] = "user"
     name: Annotated[
         StrictStr | MISSING,
         Field(
@@ -581,7 +581,7 @@ class ToolMessage(WireModel):
     id: Annotated[
         StrictStr, Field(description="Names the message uniquely within its conversation.")
     ]
-    role: Annotated[Literal["tool"], Field(description='Always "tool".')]
+    role: Annotated[Literal["tool"], Field(description='Always "tool".')] = "tool"
     content: Annotated[
         StrictStr | list[ContentPart],
         Field(
@@ -628,7 +628,7 @@ class ActivityMessage(WireModel):
     id: Annotated[
         StrictStr, Field(description="Names the message uniquely within its conversation.")
     ]
-    role: Annotated[Literal["activity"], Field(description='Always "activity".')]
+    role: Annotated[Literal["activity"], Field(description='Always "activity".')] = "activity"
     activity_type: Annotated[
         StrictStr,
         Field(
@@ -664,7 +664,7 @@ class ReasoningMessage(WireModel):
     id: Annotated[
         StrictStr, Field(description="Names the message uniquely within its conversation.")
     ]
-    role: Annotated[Literal["reasoning"], Field(description='Always "reasoning".')]
+    role: Annotated[Literal["reasoning"], Field(description='Always "reasoning".')] = "reasoning"
     content: Annotated[StrictStr, Field(description="The reasoning text.")]
     encrypted_value: Annotated[
         StrictStr | MISSING,
@@ -705,7 +705,7 @@ class AddOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Annotated[Literal["add"], Field(description='Always "add".')]
+    op: Annotated[Literal["add"], Field(description='Always "add".')] = "add"
     path: Annotated[JsonPointer, Field(description="Where the value goes.")]
     value: Annotated[Any, Field(description="The value to add; null is a value here.")]
 
@@ -719,7 +719,7 @@ class RemoveOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Annotated[Literal["remove"], Field(description='Always "remove".')]
+    op: Annotated[Literal["remove"], Field(description='Always "remove".')] = "remove"
     path: Annotated[JsonPointer, Field(description="The location to delete.")]
 
 
@@ -732,7 +732,7 @@ class ReplaceOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Annotated[Literal["replace"], Field(description='Always "replace".')]
+    op: Annotated[Literal["replace"], Field(description='Always "replace".')] = "replace"
     path: Annotated[JsonPointer, Field(description="The location whose value changes.")]
     value: Annotated[Any, Field(description="The new value; null is a value here.")]
 
@@ -746,7 +746,7 @@ class MoveOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Annotated[Literal["move"], Field(description='Always "move".')]
+    op: Annotated[Literal["move"], Field(description='Always "move".')] = "move"
     from_: Annotated[JsonPointer, Field(alias="from", description="The location the value leaves.")]
     path: Annotated[JsonPointer, Field(description="The location the value arrives at.")]
 
@@ -760,7 +760,7 @@ class CopyOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Annotated[Literal["copy"], Field(description='Always "copy".')]
+    op: Annotated[Literal["copy"], Field(description='Always "copy".')] = "copy"
     from_: Annotated[JsonPointer, Field(alias="from", description="The location to copy from.")]
     path: Annotated[JsonPointer, Field(description="The location the copy goes to.")]
 
@@ -774,7 +774,7 @@ class TestOperation(WireModel):
         extra="allow",
         validate_by_name=True,
     )
-    op: Annotated[Literal["test"], Field(description='Always "test".')]
+    op: Annotated[Literal["test"], Field(description='Always "test".')] = "test"
     path: Annotated[JsonPointer, Field(description="The location to check.")]
     value: Annotated[Any, Field(description="The value expected there; null is a value here.")]
 
@@ -986,7 +986,7 @@ class RunFinishedSuccessOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["success"], Field(description='Always "success".')]
+    type: Annotated[Literal["success"], Field(description='Always "success".')] = "success"
     pending_tool_call_ids: Annotated[
         list[StrictStr] | MISSING,
         Field(
@@ -1005,7 +1005,7 @@ class RunFinishedInterruptOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["interrupt"], Field(description='Always "interrupt".')]
+    type: Annotated[Literal["interrupt"], Field(description='Always "interrupt".')] = "interrupt"
     interrupts: Annotated[
         list[Interrupt],
         Field(
@@ -1024,7 +1024,7 @@ class RunFinishedCancelledOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["cancelled"], Field(description='Always "cancelled".')]
+    type: Annotated[Literal["cancelled"], Field(description='Always "cancelled".')] = "cancelled"
 
 
 RunFinishedOutcome = TypeAliasType(
@@ -1048,7 +1048,7 @@ class SubagentFinishedSuccessOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["success"], Field(description='Always "success".')]
+    type: Annotated[Literal["success"], Field(description='Always "success".')] = "success"
 
 
 class SubagentFinishedSuspendedOutcome(WireModel):
@@ -1060,7 +1060,7 @@ class SubagentFinishedSuspendedOutcome(WireModel):
         extra="forbid",
         validate_by_name=True,
     )
-    type: Annotated[Literal["suspended"], Field(description='Always "suspended".')]
+    type: Annotated[Literal["suspended"], Field(description='Always "suspended".')] = "suspended"
     interrupt_ids: Annotated[
         list[StrictStr] | MISSING,
         Field(
@@ -1168,7 +1168,7 @@ class TextMessageStartEvent(WireModel):
     type: Annotated[
         Literal["TEXT_MESSAGE_START"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "TEXT_MESSAGE_START"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1217,7 +1217,7 @@ class TextMessageContentEvent(WireModel):
     type: Annotated[
         Literal["TEXT_MESSAGE_CONTENT"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "TEXT_MESSAGE_CONTENT"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1266,7 +1266,7 @@ class TextMessageEndEvent(WireModel):
     type: Annotated[
         Literal["TEXT_MESSAGE_END"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "TEXT_MESSAGE_END"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1309,7 +1309,7 @@ class TextMessageChunkEvent(WireModel):
     type: Annotated[
         Literal["TEXT_MESSAGE_CHUNK"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "TEXT_MESSAGE_CHUNK"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1366,7 +1366,7 @@ class ToolCallStartEvent(WireModel):
     type: Annotated[
         Literal["TOOL_CALL_START"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "TOOL_CALL_START"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1423,7 +1423,7 @@ class ToolCallArgsEvent(WireModel):
     type: Annotated[
         Literal["TOOL_CALL_ARGS"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "TOOL_CALL_ARGS"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1472,7 +1472,7 @@ class ToolCallEndEvent(WireModel):
     type: Annotated[
         Literal["TOOL_CALL_END"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "TOOL_CALL_END"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1515,7 +1515,7 @@ class ToolCallChunkEvent(WireModel):
     type: Annotated[
         Literal["TOOL_CALL_CHUNK"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "TOOL_CALL_CHUNK"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1576,7 +1576,7 @@ class ToolCallResultEvent(WireModel):
     type: Annotated[
         Literal["TOOL_CALL_RESULT"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "TOOL_CALL_RESULT"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1635,7 +1635,7 @@ class StateSnapshotEvent(WireModel):
     type: Annotated[
         Literal["STATE_SNAPSHOT"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "STATE_SNAPSHOT"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1681,7 +1681,7 @@ class MessagesSnapshotEvent(WireModel):
     type: Annotated[
         Literal["MESSAGES_SNAPSHOT"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "MESSAGES_SNAPSHOT"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1715,7 +1715,7 @@ class ActivitySnapshotEvent(WireModel):
     type: Annotated[
         Literal["ACTIVITY_SNAPSHOT"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "ACTIVITY_SNAPSHOT"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1774,7 +1774,7 @@ class RawEvent(WireModel):
     )
     type: Annotated[
         Literal["RAW"], Field(description="Which event this is; each event pins one value.")
-    ]
+    ] = "RAW"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1822,7 +1822,7 @@ class CustomEvent(WireModel):
     )
     type: Annotated[
         Literal["CUSTOM"], Field(description="Which event this is; each event pins one value.")
-    ]
+    ] = "CUSTOM"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1868,7 +1868,7 @@ class RunStartedEvent(WireModel):
     )
     type: Annotated[
         Literal["RUN_STARTED"], Field(description="Which event this is; each event pins one value.")
-    ]
+    ] = "RUN_STARTED"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1925,7 +1925,7 @@ class RunFinishedEvent(WireModel):
     type: Annotated[
         Literal["RUN_FINISHED"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "RUN_FINISHED"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -1977,7 +1977,7 @@ class RunErrorEvent(WireModel):
     )
     type: Annotated[
         Literal["RUN_ERROR"], Field(description="Which event this is; each event pins one value.")
-    ]
+    ] = "RUN_ERROR"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2023,7 +2023,7 @@ class StepStartedEvent(WireModel):
     type: Annotated[
         Literal["STEP_STARTED"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "STEP_STARTED"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2070,7 +2070,7 @@ class StepFinishedEvent(WireModel):
     type: Annotated[
         Literal["STEP_FINISHED"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "STEP_FINISHED"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2113,7 +2113,7 @@ class ReasoningStartEvent(WireModel):
     type: Annotated[
         Literal["REASONING_START"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "REASONING_START"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2154,7 +2154,7 @@ class ReasoningMessageStartEvent(WireModel):
     type: Annotated[
         Literal["REASONING_MESSAGE_START"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "REASONING_MESSAGE_START"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2185,7 +2185,7 @@ class ReasoningMessageStartEvent(WireModel):
     ]
     role: Annotated[
         Literal["reasoning"], Field(description='Always "reasoning"; required on the wire.')
-    ]
+    ] = "reasoning"
 
 
 class ReasoningMessageContentEvent(WireModel):
@@ -2200,7 +2200,7 @@ class ReasoningMessageContentEvent(WireModel):
     type: Annotated[
         Literal["REASONING_MESSAGE_CONTENT"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "REASONING_MESSAGE_CONTENT"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2245,7 +2245,7 @@ class ReasoningMessageEndEvent(WireModel):
     type: Annotated[
         Literal["REASONING_MESSAGE_END"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "REASONING_MESSAGE_END"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2288,7 +2288,7 @@ class ReasoningMessageChunkEvent(WireModel):
     type: Annotated[
         Literal["REASONING_MESSAGE_CHUNK"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "REASONING_MESSAGE_CHUNK"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2338,7 +2338,7 @@ class ReasoningEndEvent(WireModel):
     type: Annotated[
         Literal["REASONING_END"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "REASONING_END"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2381,7 +2381,7 @@ class ReasoningEncryptedValueEvent(WireModel):
     type: Annotated[
         Literal["REASONING_ENCRYPTED_VALUE"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "REASONING_ENCRYPTED_VALUE"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2436,7 +2436,7 @@ class SubagentStartedEvent(WireModel):
     type: Annotated[
         Literal["SUBAGENT_STARTED"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "SUBAGENT_STARTED"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2501,7 +2501,7 @@ class SubagentFinishedEvent(WireModel):
     type: Annotated[
         Literal["SUBAGENT_FINISHED"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "SUBAGENT_FINISHED"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -2544,7 +2544,7 @@ class SubagentErrorEvent(WireModel):
     type: Annotated[
         Literal["SUBAGENT_ERROR"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "SUBAGENT_ERROR"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -3020,7 +3020,7 @@ class StateDeltaEvent(WireModel):
     )
     type: Annotated[
         Literal["STATE_DELTA"], Field(description="Which event this is; each event pins one value.")
-    ]
+    ] = "STATE_DELTA"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
@@ -3066,7 +3066,7 @@ class ActivityDeltaEvent(WireModel):
     type: Annotated[
         Literal["ACTIVITY_DELTA"],
         Field(description="Which event this is; each event pins one value."),
-    ]
+    ] = "ACTIVITY_DELTA"
     timestamp: Annotated[
         StrictInt | MISSING,
         Field(
