@@ -9,12 +9,14 @@ The usage:
         standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
     agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent] [--app-dir DIR]
                [--workers N] [--log-level LEVEL] [--root-path PATH]
-               [--timeout-graceful-shutdown SECONDS] [--store URL] [--model-url URL --model NAME]
+               [--timeout-graceful-shutdown SECONDS] [--store URL] [--cors-origin ORIGIN ...]
+               [--model-url URL --model NAME]
         Serve an agent (wrapped in AgentApp at --path; default: the built-in demo agent) or an
         ASGI app (as it is) under uvicorn, MODULE found from the working directory or --app-dir;
         with --model, an OpenAI-compatible model with the demo tools (key from
         AGUI_MODEL_API_KEY / OPENAI_API_KEY). On SIGTERM or Ctrl-C, runs still going near the end
-        of the graceful window end in RUN_ERROR SERVER_SHUTDOWN.
+        of the graceful window end in RUN_ERROR SERVER_SHUTDOWN. --cors-origin lets web pages of
+        that origin call the agent from a browser ('*': any, for development).
     agui run URL [--message TEXT] [--input FILE] [--resume FILE] [--json] [--summary]
         Post a run and print the assistant's text as it streams, or every event as a JSON line; with
         --summary, process the stream like a client and print one summary JSON object at the end.

@@ -156,6 +156,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--model", metavar="NAME", help="serve this model with the demo tools (a model agent)"
     )
+    s.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let web pages of this origin call the agent from a browser, e.g. "
+        "http://localhost:3000 (repeatable; '*' allows any origin, for development only); not "
+        "for an ASGI app, which sets up its own CORS",
+    )
     s.set_defaults(run=_serve)
     r = commands.add_parser(
         "run",

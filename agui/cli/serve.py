@@ -13,6 +13,11 @@ worker's uvicorn server is hooked the same way (see `worker_app`).
 
 `--store URL` gives the agent's AgentApp an event log (durable runs, agui.http.durable); a URL no
 backend takes, `memory://` with several workers and `--store` with an ASGI app are refused.
+
+`--cors-origin ORIGIN` (repeatable) gives the agent's AgentApp `cors_origins`, so a web page of
+that origin can call it from a browser (the preflight answered, the CORS headers on every route);
+`*` allows any origin and is warned about; an ORIGIN that is not one (a path, a trailing slash)
+and `--cors-origin` with an ASGI app are refused.
 """
 
 from __future__ import annotations
@@ -64,10 +69,12 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    origins = list(getattr(args, "cors_origin", None) or ())
     settings = {
         "agent": args.agent,
         "path": args.path,
         "store": store,
+        "cors_origins": origins,
         "model": args.model,
         "model_url": args.model_url,
         "app_dir": os.path.abspath(args.app_dir),
@@ -89,6 +96,14 @@ def serve(args: argparse.Namespace) -> int:
     line = f"serving {what} at http://{host}:{port}{path}"
     if args.root_path:
         line += f" (root path {args.root_path})"
+    if origins:
+        line += f" (CORS: {', '.join(origins)})"
+    if "*" in origins:
+        print(
+            "agui serve: --cors-origin '*' lets web pages of any origin call this agent; for "
+            "development only (name the front end's origin otherwise)",
+            file=sys.stderr,
+        )
     options: dict[str, Any] = {
         "log_level": args.log_level,
         "log_config": _log_config(args.log_level),
@@ -188,14 +203,22 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
                     f"{spec} is an ASGI app: --store is for an agent (give an AgentApp its "
                     "store=URL)"
                 )
+            if settings.get("cors_origins"):
+                raise _Refused(
+                    f"{spec} is an ASGI app: --cors-origin is for an agent (give an AgentApp its "
+                    "cors_origins=[...], or wrap the app in Starlette's CORSMiddleware)"
+                )
             return target, f"{spec} (an ASGI app)", ""
         agent, what = target, spec
     path = path or _DEFAULT_PATH
     store = settings.get("store")
+    origins = settings.get("cors_origins") or ()
     try:
-        app = AgentApp(agent, path=path, store=store or None)
+        app = AgentApp(agent, path=path, store=store or None, cors_origins=origins)
     except TypeError as exc:
         raise _Refused(f"{what} cannot be served: {exc}") from None
+    except (ValueError, ImportError) as exc:  # an origin that is not one; no Starlette
+        raise _Refused(f"--cors-origin: {exc}") from None
     except AguiError as exc:  # the store URL (agui.store.StoreError)
         raise _Refused(f"--store {store}: {exc}") from None
     if store:

@@ -23,9 +23,10 @@ import asyncio
 import inspect
 import logging
 import math
+import re
 import time
 import weakref
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
@@ -65,7 +66,13 @@ if TYPE_CHECKING:
     from agui.http.durable import Authorize, Durable
     from agui.store.base import EventLog
 
-__all__ = ["SERVER_SHUTDOWN", "TIMEOUT", "AgentApp"]
+__all__ = [
+    "CORS_EXPOSED_HEADERS",
+    "CORS_REQUEST_HEADERS",
+    "SERVER_SHUTDOWN",
+    "TIMEOUT",
+    "AgentApp",
+]
 
 log = logging.getLogger("agui.server")
 
@@ -119,6 +126,14 @@ _ALLOW_POST = ((b"allow", b"POST"),)
 _ALLOW_GET = ((b"allow", b"GET"),)
 _CAPABILITIES = "/capabilities"
 _CAPABILITIES_HEADERS = [(b"content-type", b"application/json"), (b"cache-control", b"no-cache")]
+_ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#\s]+")
+
+CORS_REQUEST_HEADERS = ("Content-Type", "Accept", "Authorization", "Last-Event-ID")
+"""The request headers a page on another origin may send (`cors_origins`): the run's JSON body,
+the transport it asks for, a bearer token, and the cursor a durable stream resumes after."""
+CORS_EXPOSED_HEADERS = ("Retry-After",)
+"""The response headers such a page may read beyond the safelisted ones (Content-Type among
+them): when to retry a refused run."""
 _RETRY_AFTER = ((b"retry-after", b"1"),)
 _CLOSE = ((b"connection", b"close"),)
 
@@ -159,6 +174,12 @@ class AgentApp:
 
     `GET {path}/capabilities` answers `capabilities()`: the agent's declaration (an agent that is
     an agui.agent.protocol.CapabilitySource) with the transport this app serves.
+    cors_origins: the origins of web pages allowed to call the agent from another origin, such as
+    "http://localhost:3000" ("*": any, for development only; it is logged as a warning). Every
+    route then answers CORS preflights and carries the CORS headers (Starlette's CORSMiddleware,
+    `pip install 'agui[server]'`): GET and POST, the request headers CORS_REQUEST_HEADERS, the
+    response headers CORS_EXPOSED_HEADERS. Empty (the default): no CORS, so a browser refuses a
+    page on another origin.
 
     compat: what a client that declares no protocolVersion (every 0.0.x release of the
     official client) is sent. "auto" (the default): the stream every 0.0.x release from
@@ -194,11 +215,13 @@ class AgentApp:
         authorize: Authorize | None = None,
         lease_seconds: float = 10.0,
         compat: str = "auto",
+        cors_origins: Iterable[str] = (),
     ) -> None:
         check_agent(agent)
         source = agent if isinstance(agent, CapabilitySource) else None
         if source is not None and not callable(source.capabilities):
             _declared(source.capabilities)  # a declaration that cannot be served is refused now
+        origins = _cors_origins(cors_origins)
         if max_active_runs is not None and max_active_runs < 1:
             raise ValueError("max_active_runs must be at least 1 (None: no limit)")
         if lease_seconds <= 0:
@@ -218,6 +241,10 @@ class AgentApp:
         self._compat = Compat.parse(compat)  # ValueError for a setting it does not know
         self.compat = compat
         self._source = source
+        self.cors_origins = origins
+        self._app: Callable[[Scope, Receive, Send], Awaitable[None]] = self._serve
+        if origins:
+            self._app = _with_cors(self._serve, origins)
         self._runs: set[_Stoppable] = set()
         self._served = 0  # runs served without a store, for max_active_runs
         self._durable: Durable | None = None
@@ -260,6 +287,9 @@ class AgentApp:
         return None if self._durable is None else self._durable.log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             durable = self._durable
             if durable is None:
@@ -591,6 +621,46 @@ def _declared(value: object) -> AgentCapabilities:
 def _a(value: object) -> str:
     name = type(value).__name__
     return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
+def _cors_origins(origins: Iterable[str]) -> tuple[str, ...]:
+    """The origins CORS allows, checked: "*" or scheme://host[:port] (what a browser sends in
+    Origin: no path, no trailing slash); ValueError otherwise."""
+    if isinstance(origins, str):
+        origins = (origins,)
+    checked = tuple(dict.fromkeys(origins))
+    for origin in checked:
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise ValueError(
+                f"{origin!r} is not an origin: give scheme://host[:port] as a browser sends it in "
+                'Origin, such as "http://localhost:3000" (no path, no trailing slash), or "*" '
+                "for any"
+            )
+    return checked
+
+
+def _with_cors(
+    app: Callable[[Scope, Receive, Send], Awaitable[None]], origins: tuple[str, ...]
+) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """`app` behind Starlette's CORSMiddleware, allowing `origins`."""
+    try:
+        from starlette.middleware.cors import CORSMiddleware
+    except ImportError:
+        raise ImportError(
+            "cors_origins needs Starlette's CORSMiddleware: pip install 'agui[server]'"
+        ) from None
+    if "*" in origins:
+        log.warning(
+            "CORS: web pages of any origin may call this agent (cors_origins '*'); outside "
+            "development, name the front end's origin"
+        )
+    return CORSMiddleware(
+        app,
+        allow_origins=origins,
+        allow_methods=("GET", "POST"),
+        allow_headers=CORS_REQUEST_HEADERS,
+        expose_headers=CORS_EXPOSED_HEADERS,
+    )
 
 
 def _upgraded(body: bytes) -> bytes:
