@@ -100,8 +100,14 @@ def docs(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def interop(session: nox.Session) -> None:
     """Over real HTTP: the official TypeScript client against this server, this client against an
-    @ag-ui/encoder server, and ag-ui-validate against this server."""
-    session.install("-e", ".[dev]", "ag-ui-validate[transport]==0.4.0")
+    @ag-ui/encoder server, and ag-ui-validate against this server. With them, the pre-1.0 matrix
+    (tests/interop/test_compat_matrix.py): releases 0.0.35 - 0.0.59 of the official client (npm
+    aliases in tests/interop/package.json) against this server, and this client against servers
+    of the earlier eras (@ag-ui/encoder 0.0.35 and 0.0.45; ag-ui-protocol 1.0.0 under FastAPI,
+    pinned here)."""
+    session.install(
+        "-e", ".[dev]", "ag-ui-validate[transport]==0.4.0", "ag-ui-protocol==1.0.0", "fastapi"
+    )
     _npm_ci(session, Path("tests/interop"), Path(".interop"))
     session.run(
         "pytest", "tests/interop", "tests/usage", "-q", *session.posargs, env={"AGUI_INTEROP": "1"}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -160,6 +161,24 @@ def py_run(url: str, input_json: dict[str, Any]) -> dict[str, Any]:
 ENDED_AS_MEANT = ("completed", "interrupt")
 
 
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def minted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with the ids a client mints (random UUIDs: a retired THINKING_* event names
+    no message, and both clients mint one for it) numbered in order of appearance."""
+    names: dict[str, str] = {}
+    out = []
+    for message in messages:
+        if isinstance(message, dict) and _UUID.match(str(message.get("id"))):
+            message = {
+                **message,
+                "id": names.setdefault(message["id"], f"<minted {len(names) + 1}>"),
+            }
+        out.append(message)
+    return out
+
+
 def compare(py: dict[str, Any], ts: dict[str, Any]) -> list[str]:
     """What the two clients disagree on (outcome; messages and state when both runs ended as
     the agent meant them to: completed or interrupt)."""
@@ -171,7 +190,7 @@ def compare(py: dict[str, Any], ts: dict[str, Any]) -> list[str]:
     if py["outcome"] not in ENDED_AS_MEANT:
         return []
     differences = []
-    if py["messages"] != ts["messages"]:
+    if minted(py["messages"]) != minted(ts["messages"]):
         differences.append(
             "messages:\n  Python     "
             + json.dumps(py["messages"], sort_keys=True, ensure_ascii=False)
