@@ -499,3 +499,12 @@ def test_a_current_event_is_passed_on_as_it_is() -> None:
     }
     upgraded, said = LegacyReader().upgrade(event)
     assert upgraded is event and said == []
+
+
+def test_a_binary_part_with_data_and_url_keeps_the_data() -> None:
+    part = {"type": "binary", "mimeType": "audio/wav", "data": "AA==", "url": "https://x/a.wav"}
+    body = {"messages": [{"id": "u", "role": "user", "content": [part]}]}
+    upgrade_input(body)
+    assert body["messages"][0]["content"] == [
+        {"type": "audio", "source": {"type": "data", "value": "AA==", "mimeType": "audio/wav"}}
+    ]
