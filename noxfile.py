@@ -1,6 +1,6 @@
-"""Sessions: generate, demo, tests, docs, interop, integrations, crosscheck, bench. Each one builds
-its own environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...` picks
-another)."""
+"""Sessions: generate, demo, tests, docs, interop, integrations, crosscheck, fork, bench. Each one
+builds its own environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...`
+picks another)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def tests(session: nox.Session) -> None:
     `integrations`.
 
     Those two need node: without it, they are left out with a warning, or, when
-    AGUI_REQUIRE_INTEROP=1 (as .ci/run sets), this session fails.
+    AGUI_REQUIRE_INTEROP=1 (as .ci/run sets), this session fails. Last `docs` and `fork` (the
+    fork proof: the suite again on a fork of the spec).
     """
     if shutil.which("node"):
         session.notify("interop")
@@ -83,6 +84,7 @@ def tests(session: nox.Session) -> None:
     session.run("mypy")
     session.run("pytest", *session.posargs)
     session.notify("docs")
+    session.notify("fork")
 
 
 @nox.session(python=PYTHON)
@@ -158,6 +160,30 @@ def crosscheck(session: nox.Session) -> None:
     _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
     session.run("python", "tests/crosscheck/run.py")
     session.run("python", "tests/crosscheck/proto_parity.py")
+
+
+@nox.session(python=PYTHON)
+def fork(session: nox.Session) -> None:
+    """The fork proof (tests/fork/run.py): a copy of the repository plus tests/fork/overlay.yaml
+    (TEXT_MESSAGE_START.language, a LocationPart content part, a LOCATION_SHARED event, all
+    `extension: true`) and its fixtures goes through `python -m codegen`, mypy, the test suite and
+    the cross-SDK checks, with nothing else changed. `nox -s tests` runs it after the rest.
+    Without node the cross-SDK step is left out with a warning (AGUI_REQUIRE_INTEROP=1, as in CI,
+    makes that a failure). Posargs go to tests/fork/run.py (`--keep`, `--only`, `-- PYTEST ARGS`).
+    """
+    session.install("-e", ".[dev]", "ag-ui-protocol==1.0.0")
+    args = list(session.posargs)
+    if shutil.which("node"):
+        _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
+    elif os.environ.get("AGUI_REQUIRE_INTEROP") == "1":
+        session.error(
+            "node is not on PATH, and AGUI_REQUIRE_INTEROP=1 requires the fork's crosscheck"
+        )
+    else:
+        session.warn("node is not on PATH: the fork's cross-SDK step is left out")
+        if not any(a.startswith("--only") for a in args):
+            args = ["--only", "generate,mypy,pytest", *args]
+    session.run("python", "tests/fork/run.py", *args)
 
 
 @nox.session(python=PYTHON)

@@ -7,6 +7,7 @@ hand, so a definition added to spec/agui.yaml is covered without touching this f
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import orjson
@@ -63,6 +64,16 @@ def for_type(t: TypeRef, c: Constraints = NO_CONSTRAINTS, nullable: bool = False
         hi = SAFE if c.max is None else c.max
         # the bounds themselves are valid and where range checks go wrong: draw them often
         return st.sampled_from([lo, hi]) | st.integers(lo, hi)
+    if t.kind == "number":
+        # a JSON number, integers included (an int stays an int), within the bounds, which are
+        # drawn often; an integral float (1.0) keeps its form too
+        ints = st.integers(
+            -SAFE if c.min is None else math.ceil(c.min),
+            SAFE if c.max is None else math.floor(c.max),
+        )
+        floats = st.floats(c.min, c.max, allow_nan=False, allow_infinity=False)
+        bounds = [b for b in (c.min, c.max) if b is not None]
+        return (st.sampled_from(bounds) if bounds else st.nothing()) | ints | floats
     if t.kind == "bool":
         return st.booleans()
     if t.kind == "json":

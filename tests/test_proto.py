@@ -198,8 +198,12 @@ def test_decoded_objects_are_checked_like_json() -> None:
 
 
 def test_an_unknown_content_part_is_dropped_with_a_warning() -> None:
-    # TOOL_CALL_RESULT whose one content part is an InputContent arm (6) this version lacks
-    payload = b"\x0a\x02\x08\x15" + b"\x1a\x01m" + b"\x22\x01c" + b"\x3a\x02\x32\x00"
+    # TOOL_CALL_RESULT whose one content part is an InputContent arm this version lacks (the
+    # next number the ledger would give one)
+    arm = max(n for s, n in parse_ledger(LEDGER).items() if s.startswith("InputContent.part.")) + 1
+    assert arm < 16  # its key is then one byte
+    part = bytes([(arm << 3) | 2, 0])
+    payload = b"\x0a\x02\x08\x15" + b"\x1a\x01m" + b"\x22\x01c" + b"\x3a\x02" + part
     warnings: list[agui.Problem] = []
     event = agui.decode_proto(envelope(22, payload), warnings=warnings)
     assert event == agui.ToolCallResultEvent(message_id="m", tool_call_id="c", content=())

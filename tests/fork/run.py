@@ -1,8 +1,9 @@
 """The fork proof: a fork of the protocol goes through generation, the test suite and the
 cross-SDK checks with no edit outside spec/ and its fixtures.
 
-`nox -s fork` runs this. It copies the repository's files (`git ls-files`, uncommitted ones too)
-into a temporary folder, applies tests/fork/overlay.yaml to the copy's spec/agui.yaml and drops
+`nox -s fork` runs this. It copies the repository's files (`git ls-files`, as they are in the
+working tree) into a temporary folder, writes tests/fork/overlay.yaml into the copy's
+spec/agui.yaml (as text, the way a maintainer edits it: every other line stays) and drops
 tests/fork/fixtures/ into its tests/fixtures/, then, in the copy, with nothing else changed:
 
 1. `python -m codegen` (it prints what the ledger gained), then `python -m codegen --check`;
@@ -12,7 +13,7 @@ tests/fork/fixtures/ into its tests/fixtures/, then, in the copy, with nothing e
    additions as extensions (not compared, not failures) and compare the rest as for the
    repository (their npm packages are the repository's .crosscheck/, installed by the session).
 
-It stops at the first step that fails and exits with its status. `--keep` leaves the copy in
+It stops at the first step that fails and exits 1, keeping the copy to look at. `--keep` leaves the copy in
 place (its path is printed); `--only STEP[,STEP]` runs some steps (generate, mypy, pytest,
 crosscheck); arguments after `--` go to pytest.
 """
@@ -55,31 +56,82 @@ collides with this one by design. Everything else runs."""
 
 
 def merge(spec: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
-    """The fork's spec: each overlay definition that exists gains its values, fields or members;
-    a new one is added at the end."""
+    """The fork's spec as data: each overlay definition that exists gains its values, fields or
+    members; a new one is added at the end."""
     definitions = spec["definitions"]
     for name, extra in overlay["definitions"].items():
         if name not in definitions:
             definitions[name] = extra
             continue
         target = definitions[name]
-        for key, value in extra.items():
+        for key, value in _additions(name, extra):
             if key == "members":
                 target["members"] = [*target["members"], *value]
-            elif key in ("fields", "values"):
-                target[key] = {**target[key], **value}
             else:
-                raise SystemExit(
-                    f"{OVERLAY}: {name}.{key}: an overlay only adds fields, values "
-                    "or members to an existing definition"
-                )
+                target[key] = {**target[key], **value}
     return spec
 
 
+def apply(text: str, overlay: dict[str, Any]) -> str:
+    """The fork's spec as text, the way a maintainer edits it: the additions are written into the
+    YAML where they belong (a field at the end of its object's fields, a value at the end of its
+    enum's values, a member at the end of its union's members, a new definition at the end), and
+    every other line stays as it was, comments and quoting included."""
+    lines = text.splitlines(keepends=True)
+    for name, extra in overlay["definitions"].items():
+        start = next((i for i, line in enumerate(lines) if line == f"  {name}:\n"), None)
+        if start is None:
+            block = yaml.safe_dump({name: extra}, sort_keys=False, allow_unicode=True, width=96)
+            lines += ["\n", *(f"  {line}\n" if line else "\n" for line in block.splitlines())]
+            continue
+        end = _block_end(lines, start, 2)
+        for key, value in _additions(name, extra):
+            at = next((i for i in range(start, end) if lines[i].startswith(f"    {key}:")), None)
+            if at is None:
+                raise SystemExit(f"{OVERLAY}: {name} has no `{key}` to add to")
+            if key == "members" and lines[at].rstrip().endswith("]"):  # members: [A, B]
+                head = lines[at].rstrip()[:-1]
+                lines[at] = f"{head}, {', '.join(value)}]\n"
+                continue
+            stop = _block_end(lines, at, 4)
+            if key == "members":
+                added = [f"      - {member}\n" for member in value]
+            else:
+                dumped = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=90)
+                added = [f"      {line}\n" for line in dumped.splitlines()]
+            lines[stop:stop] = added
+            end += len(added)
+    return "".join(lines)
+
+
+def _block_end(lines: list[str], start: int, indent: int) -> int:
+    """The index after the last line of the YAML block opened at `start` (indented `indent`),
+    before the blank lines that end it."""
+    end = start + 1
+    while end < len(lines) and (
+        not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent
+    ):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return end
+
+
+def _additions(name: str, extra: dict[str, Any]) -> list[tuple[str, Any]]:
+    for key in extra:
+        if key not in ("fields", "values", "members"):
+            raise SystemExit(
+                f"{OVERLAY}: {name}.{key}: an overlay only adds fields, values or members to an "
+                "existing definition"
+            )
+    return list(extra.items())
+
+
 def files() -> list[str]:
-    """The repository's files: tracked ones and new ones not ignored (a change being tried)."""
+    """The repository's files: the tracked ones (`git add` a new file to have it copied), as
+    they are in the working tree."""
     out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        ["git", "ls-files", "--cached", "-z"],
         cwd=ROOT,
         capture_output=True,
         check=True,
@@ -93,12 +145,13 @@ def make_fork(base: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / path, target)
     spec_file = base / "spec" / "agui.yaml"
-    spec = yaml.safe_load(spec_file.read_text("utf-8"))
     overlay = yaml.safe_load(OVERLAY.read_text("utf-8"))
-    spec_file.write_text(
-        yaml.safe_dump(merge(spec, overlay), sort_keys=False, allow_unicode=True, width=100),
-        "utf-8",
-    )
+    text = apply(spec_file.read_text("utf-8"), overlay)
+    if yaml.safe_load(text) != merge(yaml.safe_load(spec_file.read_text("utf-8")), overlay):
+        raise SystemExit(f"{OVERLAY}: applied as text, it reads differently than as data")
+    spec_file.write_text(text, "utf-8")
+    # a repository of its own, so that what asks git (which files it ignores) still can
+    subprocess.run(["git", "init", "-q", str(base)], check=True)
     for fixture in sorted(FIXTURES.rglob("*.json")):
         target = base / "tests" / "fixtures" / fixture.relative_to(FIXTURES)
         if target.exists():
@@ -110,6 +163,10 @@ def make_fork(base: Path) -> None:
     if node_modules.is_dir():
         (base / ".crosscheck").mkdir()
         (base / ".crosscheck" / "node_modules").symlink_to(node_modules)
+
+
+class StepFailed(Exception):
+    pass
 
 
 def run(step: str, argv: list[str], base: Path) -> None:
@@ -124,7 +181,7 @@ def run(step: str, argv: list[str], base: Path) -> None:
     code = subprocess.run(argv, cwd=base, env=env, check=False).returncode
     print(f"fork: {step}: exit {code} in {time.monotonic() - started:.0f} s", flush=True)
     if code != 0:
-        raise SystemExit(f"fork: {step} failed (exit {code}); the fork is in {base}")
+        raise StepFailed(f"fork: {step} failed (exit {code}); the fork is kept in {base}")
 
 
 def main() -> int:
@@ -139,6 +196,7 @@ def main() -> int:
         parser.error(f"unknown steps {sorted(unknown)}; choose among {', '.join(STEPS)}")
     base = Path(tempfile.mkdtemp(prefix="agui-fork-"))
     python = sys.executable
+    keep = args.keep
     try:
         make_fork(base)
         print(f"fork: {base} (the repository, with {OVERLAY.relative_to(ROOT)} and its fixtures)")
@@ -172,8 +230,12 @@ def main() -> int:
         if "crosscheck" in steps:
             run("crosscheck", [python, "tests/crosscheck/run.py"], base)
             run("crosscheck", [python, "tests/crosscheck/proto_parity.py"], base)
+    except StepFailed as failed:
+        keep = True  # to look at what failed
+        print(f"\n{failed}", file=sys.stderr)
+        return 1
     finally:
-        if args.keep:
+        if keep:
             print(f"fork: kept {base}")
         else:
             shutil.rmtree(base, ignore_errors=True)
