@@ -74,10 +74,10 @@ class _Run:
         start = self.last + 1
         if len(events) == 1:
             data = _copy(events[0])
-            ends = array("Q", (len(data),))
+            ends = array(_offsets(len(data)), (len(data),))
         else:
             data = b"".join(events)  # a new object: orjson's buffers are not kept
-            ends = array("Q", accumulate(map(len, events)))
+            ends = array(_offsets(len(data)), accumulate(map(len, events)))
         self.starts.append(start)
         self.chunks.append((data, ends))
         self.last = start + len(events) - 1
@@ -138,6 +138,12 @@ def _events(data: bytes, ends: array[int], offset: int, seq: int) -> Iterator[St
         yield stored
         begin = end
         seq += 1
+
+
+def _offsets(size: int) -> str:
+    """The array type code for the offsets in a chunk of `size` bytes: 4 bytes each (a
+    1,000,000-event run: 4 MB of offsets), 8 for a chunk of 4 GiB or more."""
+    return "I" if size < 1 << 32 and array("I").itemsize == 4 else "Q"
 
 
 def _copy(data: bytes) -> bytes:

@@ -123,3 +123,9 @@ async def test_a_follower_reads_across_chunks_while_retention_drops_them() -> No
     assert all(s.data == events[int(s.cursor) - 1] for s in seen)
     kept = [stored async for stored in log.read("run-1")]
     assert [s.cursor for s in kept] == ["36", "37", "38", "39", "40"]
+
+
+def test_offsets_take_4_bytes_unless_a_chunk_reaches_4_gib() -> None:
+    assert memory._offsets(1_000_000) == "I"
+    assert memory._offsets((1 << 32) - 1) == "I"
+    assert memory._offsets(1 << 32) == "Q"
