@@ -20,6 +20,7 @@ from agui.stream.pipeline import Pipeline
 from agui.wire.codec import decode_json
 from agui.wire.eras import ERAS, OLDEST, Downgrade
 from agui.wire.proto import PROTO_MEDIA_TYPE
+from tests.conftest import live_server
 
 Serve = Callable[[Any], str]
 REQUESTS = Path(__file__).resolve().parent / "requests"
@@ -173,8 +174,13 @@ def test_a_legacy_image_is_upgraded_for_a_strict_server_too(serve: Serve) -> Non
 # ── durable endpoints ──────────────────────────────────────────────────────────────────────────
 
 
-def test_durable_replays(serve: Serve) -> None:
-    url = serve(AgentApp(Scripted(), store="memory://"))
+def test_durable_replays() -> None:
+    # A server of its own, whose lifespan ends the store's sweep for lost runs with the test.
+    with live_server(AgentApp(Scripted(), store="memory://")) as url:
+        _replays(url)
+
+
+def _replays(url: str) -> None:
     started = post(url, body()).content  # a 0.0.x client: its live tail is translated
     stored = events(httpx.get(f"{url}/runs/run-1/events", timeout=20).content)
     assert [e["type"] for e in stored[1:-1]] == [e["type"] for e in SCRIPT]  # GET: 1.0
@@ -198,11 +204,11 @@ def test_durable_replays(serve: Serve) -> None:
     assert {"reasoning", "activity"} <= roles
 
 
-def test_durable_with_compat_off(serve: Serve) -> None:
-    url = serve(AgentApp(Scripted(), store="memory://", compat="off"))
-    sent = events(post(url, body()).content)
+def test_durable_with_compat_off() -> None:
+    with live_server(AgentApp(Scripted(), store="memory://", compat="off")) as url:
+        sent = events(post(url, body()).content)
+        again = httpx.get(f"{url}/runs/run-1/events?protocolVersion=0.0.37", timeout=20).content
     assert [e["type"] for e in sent[1:-1]] == [e["type"] for e in SCRIPT]
-    again = httpx.get(f"{url}/runs/run-1/events?protocolVersion=0.0.37", timeout=20).content
     assert events(again) == sent
 
 
