@@ -838,7 +838,9 @@ class Execution:
                     await self._drained.wait()
                 if self.final:
                     continue
-                pending.append(data)
+                # A copy of exact size: orjson's result keeps its whole working buffer (4 KiB at
+                # least), which a queue of a thousand events would hold on to.
+                pending.append(bytes(memoryview(data)))
                 if type(event) in _TERMINAL:
                     self.final = True
                 filled.set()

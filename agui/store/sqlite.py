@@ -145,7 +145,10 @@ class _Recent:
     def add(self, start: int, events: Sequence[bytes], final: bool) -> None:
         if self.events and self.events[-1][0] != start - 1:
             self.events.clear()
-        self.events.extend(zip(range(start, start + len(events)), events, strict=True))
+        # Copies of exact size: an encoder's result may keep a larger buffer alive (orjson's
+        # keeps 4 KiB at least), and this cache holds thousands of events per followed run.
+        copies = [bytes(memoryview(event)) for event in events]
+        self.events.extend(zip(range(start, start + len(events)), copies, strict=True))
         if final:
             self.final = start + len(events) - 1
 
