@@ -7,7 +7,8 @@ offline and the same every time. ag-ui-langgraph's `LangGraphAgent` wraps the gr
 127.0.0.1 and read by:
 
 * the official TypeScript client (@ag-ui/client 1.0.0, tests/interop/ts_client.mjs): the run
-  completes, with no console warning;
+  completes, with no console warning; so it does for the pre-1.0 releases 0.0.35 and 0.0.59
+  (tests/interop/ts_era_client.mjs), which send no protocolVersion;
 * `agui.Conversation` through `HttpAgent`, over SSE and over protobuf, and on an AgentApp with a
   store (the thread then hydrated by `Conversation.connect`);
 
@@ -193,36 +194,43 @@ EXPECTED = [
 # ── the official TypeScript client ──────────────────────────────────────────────────────────────
 
 
+RELEASES = {"1.0.0": "@ag-ui/client", "0.0.35": "client-0-0-35", "0.0.59": "client-0-0-59"}
+"""The releases of the official client run here, by their names under .interop/node_modules (the
+older ones are npm aliases of tests/interop/package.json)."""
+
+
 def _node() -> str:
-    """node, with the pinned npm packages installed under .interop/ and ts_client.mjs beside them."""
+    """node, with the pinned npm packages installed under .interop/ and the scripts beside them."""
     found = shutil.which("node")
-    installed = (WORK / "node_modules" / "@ag-ui" / "client" / "package.json").is_file()
-    if found is None or not installed:
-        missing = "node is not on PATH" if found is None else f"@ag-ui/client is not under {WORK}"
+    missing = "node is not on PATH" if found is None else None
+    for release, package in RELEASES.items():
+        manifest = WORK / "node_modules" / package / "package.json"
+        if missing is None and not manifest.is_file():
+            missing = f"{package} is not under {WORK}"
+        elif missing is None:
+            assert json.loads(manifest.read_text())["version"] == release, package
+    if found is None or missing is not None:
         if REQUIRED:
             pytest.fail(f"AGUI_REQUIRE_INTEGRATIONS=1, but {missing}")
         pytest.skip(f"{missing} (`nox -s integrations` installs it)")
-    version = json.loads((WORK / "node_modules" / "@ag-ui" / "client" / "package.json").read_text())
-    assert version["version"] == "1.0.0"
-    shutil.copy(INTEROP / "ts_client.mjs", WORK / "ts_client.mjs")
+    for script in ("ts_client.mjs", "ts_era_client.mjs"):
+        shutil.copy(INTEROP / script, WORK / script)
     return found
 
 
-def test_the_official_typescript_client_runs_it(url: str, no_warnings: None) -> None:
-    node = _node()
+def _run_node(*args: str) -> Any:
+    """One run of a client script under .interop/; the report it prints."""
     # This variable would silence the client's compatibility warnings, which must all be seen.
     env = {k: v for k, v in os.environ.items() if k != "SUPPRESS_TRANSFORMATION_WARNINGS"}
     done = subprocess.run(
-        [node, str(WORK / "ts_client.mjs"), url, "--message", QUESTION, "--thread", "thread-ts"],
-        cwd=WORK,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
+        [_node(), *args], cwd=WORK, env=env, capture_output=True, text=True, timeout=TIMEOUT
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_official_typescript_client_runs_it(url: str, no_warnings: None) -> None:
+    report = _run_node("ts_client.mjs", url, "--message", QUESTION, "--thread", "thread-ts")
     assert report["error"] is None and report["ok"] is True
     assert report["warnings"] == []
     assert report["outcome"] == "success"
@@ -239,6 +247,21 @@ def test_the_official_typescript_client_runs_it(url: str, no_warnings: None) -> 
     assert kinds.count("TEXT_MESSAGE_CONTENT") > 1  # streamed word by word
     assert "MESSAGES_SNAPSHOT" in kinds
     assert "RAW" in report["events"]
+
+
+@pytest.mark.parametrize("release", ["0.0.35", "0.0.59"])
+def test_a_pre_1_0_client_runs_it(url: str, release: str, no_warnings: None) -> None:
+    """A request without protocolVersion: AgentApp sends the stream the client's era accepts
+    (compat="auto"); LangGraph's events need nothing translated. Releases before 0.0.59 take the
+    final MESSAGES_SNAPSHOT as it is, so the tool's result comes before the answer there."""
+    report = _run_node(
+        "ts_era_client.mjs", RELEASES[release], url, "--message", QUESTION, "--thread", release
+    )
+    assert report["error"] is None and report["ok"] is True
+    assert report["warnings"] == []
+    expected = EXPECTED if release == "0.0.59" else [EXPECTED[i] for i in (0, 1, 3, 2)]
+    assert view(report["messages"]) == expected
+    assert report["events"][-1] == "RUN_FINISHED"
 
 
 # ── agui.Conversation ───────────────────────────────────────────────────────────────────────────
