@@ -4,7 +4,8 @@ names and the exceptions keep their rules.
 
 The layers, from the top: cli -> model | http | adapters -> store | stream -> agent -> wire ->
 base (agui/errors.py); the store (the durable event log) sees only wire and base, the adapters
-(agents of other SDKs) only stream (the lifecycle's error codes), wire and base
+(agents of other SDKs) only stream (the lifecycle's error codes), wire and base, and the console
+(the dev console's page, which http serves) nothing of agui
 -> nothing of agui (the generated package and third-party libraries only). A layer may import the
 layers listed in LAYERS for it and its own modules; agui/__init__.py imports nothing of agui at
 module level (it is lazy, PEP 562).
@@ -40,11 +41,12 @@ LAYERS: dict[str, frozenset[str]] = {
     "cli": frozenset({"cli", "model", "http", "store", "stream", "agent", "wire", "base", "api"}),
     "model": frozenset({"agent", "wire", "base"}),
     "adapters": frozenset({"stream", "wire", "base"}),
-    "http": frozenset({"store", "stream", "agent", "wire", "base"}),
+    "http": frozenset({"console", "store", "stream", "agent", "wire", "base"}),
     "store": frozenset({"wire", "base"}),
     "stream": frozenset({"agent", "wire", "base"}),
     "agent": frozenset({"wire", "base"}),
     "wire": frozenset({"base"}),
+    "console": frozenset(),
     "base": frozenset(),
     "api": frozenset(),
 }

@@ -107,6 +107,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8000, help="default 8000; 0 picks a free port")
     s.add_argument("--path", help="where an agent is served (default: /agent; not for an ASGI app)")
     s.add_argument(
+        "--no-console",
+        action="store_true",
+        help="do not serve the dev console at PATH/console (served by default; not for an ASGI app)",
+    )
+    s.add_argument(
         "--app-dir",
         default=".",
         metavar="DIR",

@@ -18,6 +18,9 @@ backend takes, `memory://` with several workers and `--store` with an ASGI app a
 that origin can call it from a browser (the preflight answered, the CORS headers on every route);
 `*` allows any origin and is warned about; an ORIGIN that is not one (a path, a trailing slash)
 and `--cors-origin` with an ASGI app are refused.
+
+The agent's AgentApp serves the dev console (agui.console) at `{path}/console`, whose URL is
+printed after the "serving" line; `--no-console` leaves it out (an ASGI app has its own settings).
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ def serve(args: argparse.Namespace) -> int:
         "model": args.model,
         "model_url": args.model_url,
         "app_dir": os.path.abspath(args.app_dir),
+        "console": not getattr(args, "no_console", False),
     }
     _on_path(settings["app_dir"])
     try:
@@ -91,6 +95,8 @@ def serve(args: argparse.Namespace) -> int:
         reason = exc.strerror or str(exc)
         print(f"agui serve: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 1
+    from agui.http.server import AgentApp
+
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
     line = f"serving {what} at http://{host}:{port}{path}"
@@ -98,6 +104,9 @@ def serve(args: argparse.Namespace) -> int:
         line += f" (root path {args.root_path})"
     if origins:
         line += f" (CORS: {', '.join(origins)})"
+    console = ""
+    if isinstance(app, AgentApp) and app.console:
+        console = f"\nconsole: http://{host}:{port}{args.root_path.rstrip('/')}{path}/console"
     if "*" in origins:
         print(
             "agui serve: --cors-origin '*' lets web pages of any origin call this agent; for "
@@ -112,14 +121,14 @@ def serve(args: argparse.Namespace) -> int:
     }
     with sock:
         if args.workers == 1:
-            server = _make_server(uvicorn.Config(app, **options), line)
+            server = _make_server(uvicorn.Config(app, **options), line + console)
             server.run(sockets=[sock])
             return 0 if server.started else 3
         os.environ[_SETTINGS] = json.dumps(settings)
         config = uvicorn.Config(
             f"{__name__}:worker_app", factory=True, workers=args.workers, **options
         )
-        print(f"{line} ({args.workers} workers)", file=sys.stderr, flush=True)
+        print(f"{line} ({args.workers} workers){console}", file=sys.stderr, flush=True)
         _supervise(config, sock)
     return 0
 
@@ -214,7 +223,13 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     store = settings.get("store")
     origins = settings.get("cors_origins") or ()
     try:
-        app = AgentApp(agent, path=path, store=store or None, cors_origins=origins)
+        app = AgentApp(
+            agent,
+            path=path,
+            store=store or None,
+            cors_origins=origins,
+            console=settings.get("console", True),
+        )
     except TypeError as exc:
         raise _Refused(f"{what} cannot be served: {exc}") from None
     except (ValueError, ImportError) as exc:  # an origin that is not one; no Starlette

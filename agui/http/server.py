@@ -63,6 +63,7 @@ from agui.wire.proto import (
 from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, KEEPALIVE, sse_frame
 
 if TYPE_CHECKING:
+    from agui.console import Console
     from agui.http.durable import Authorize, Durable
     from agui.store.base import EventLog
 
@@ -181,6 +182,11 @@ class AgentApp:
     response headers CORS_EXPOSED_HEADERS. Empty (the default): no CORS, so a browser refuses a
     page on another origin.
 
+    console: serve the dev console (agui.console), a page to talk to the agent and watch its runs,
+    at `GET {path}/console` (with path None: any path ending in /console), its files under
+    `{path}/console/`, with a strict Content-Security-Policy. Off by default, so a production
+    mount does not expose it; `agui serve` turns it on.
+
     compat: what a client that declares no protocolVersion (every 0.0.x release of the
     official client) is sent. "auto" (the default): the stream every 0.0.x release from
     0.0.35 on accepts, with what it cannot take translated or dropped (agui.wire.eras, the
@@ -216,6 +222,7 @@ class AgentApp:
         lease_seconds: float = 10.0,
         compat: str = "auto",
         cors_origins: Iterable[str] = (),
+        console: bool = False,
     ) -> None:
         check_agent(agent)
         source = agent if isinstance(agent, CapabilitySource) else None
@@ -242,6 +249,12 @@ class AgentApp:
         self.compat = compat
         self._source = source
         self.cors_origins = origins
+        self.console = console
+        self._console: Console | None = None
+        if console:
+            from agui.console import Console
+
+            self._console = Console()
         self._app: Callable[[Scope, Receive, Send], Awaitable[None]] = self._serve
         if origins:
             self._app = _with_cors(self._serve, origins)
@@ -299,6 +312,11 @@ class AgentApp:
             return
         if scope["type"] != "http":
             return
+        if self._console is not None and scope["method"] in ("GET", "HEAD"):
+            name = self._console.file_for(_relative(scope), self.path)
+            if name is not None:
+                await self._console.serve(name, scope, send)
+                return
         if self._at_capabilities(scope):
             await self._serve_capabilities(scope, send)
             return

@@ -1,0 +1,398 @@
+// The console page: threads, the composer, the stream of each run, and the panels, drawn once
+// per animation frame with what changed since the last one.
+
+import { $, h, clear } from "./dom.js";
+import { readSSE, recordedEvents, utf8Length, nextTask } from "./sse.js";
+import { Thread, newId, setEventMembers } from "./run.js";
+import { renderChat } from "./chat.js";
+import { Timeline } from "./timeline.js";
+import { jsonTree } from "./tree.js";
+import { field } from "./form.js";
+
+const endpoint = location.pathname.replace(/\/console\/?$/, "");
+let protocolVersion = "1.0";
+const threads = [];
+let current = null;
+const drawn = { thread: null, state: -1, version: -1, interrupts: -1, types: 0, warnings: -1 };
+
+const timeline = new Timeline($("timeline"), (item, index) => {
+  $("event-json").textContent = `#${index} ${item.type} (${item.size} B, ${Math.round(item.time)} ms)\n` + JSON.stringify(item.event, null, 2);
+});
+
+// ── drawing ────────────────────────────────────────────────────────────────────────────────
+let scheduled = false;
+function schedule() {
+  if (!scheduled) {
+    scheduled = true;
+    requestAnimationFrame(frame);
+  }
+}
+
+function frame() {
+  scheduled = false;
+  const thread = current;
+  if (!thread) return;
+  const fresh = drawn.thread !== thread;
+  if (fresh) {
+    drawn.thread = thread;
+    drawn.state = drawn.version = drawn.interrupts = drawn.warnings = -1;
+    drawn.types = 0;
+    $("chat").replaceChildren(thread.chatEl);
+    clear($("filter"));
+    $("filter").append(h("option", { value: "" }, "all types"));
+    timeline.show(thread);
+    $("event-json").textContent = "";
+    drawThreads();
+    $("thread-id").textContent = `id ${thread.id}`;
+  }
+  const chat = $("chat");
+  const atBottom = chat.scrollTop + chat.clientHeight >= chat.scrollHeight - 40;
+  renderChat(thread, thread.chatEl);
+  if (atBottom) chat.scrollTop = chat.scrollHeight;
+  if (!fresh) timeline.update();
+  if (thread.types.size !== drawn.types) {
+    const known = new Set(Array.from($("filter").options, (o) => o.value));
+    for (const type of thread.types) if (!known.has(type)) $("filter").append(h("option", { value: type }, type));
+    drawn.types = thread.types.size;
+  }
+  if (thread.stateVersion !== drawn.state) {
+    drawn.state = thread.stateVersion;
+    $("state").replaceChildren(jsonTree(thread.state, thread.changedPaths));
+    $("changed").textContent = thread.changedPaths.length ? "last STATE_DELTA changed: " + thread.changedPaths.join(", ") : "";
+  }
+  if ((thread.interruptsVersion || 0) !== drawn.interrupts) {
+    drawn.interrupts = thread.interruptsVersion || 0;
+    drawInterrupts(thread);
+  }
+  if (thread.version !== drawn.version) {
+    drawn.version = thread.version;
+    drawRuns(thread);
+    drawWarnings(thread);
+    drawControls(thread);
+  }
+}
+
+function drawThreads() {
+  const select = $("threads");
+  clear(select);
+  for (const thread of threads) select.append(h("option", { value: thread.id, selected: thread === current }, thread.label));
+}
+
+function drawControls(thread) {
+  const run = thread.run;
+  $("stop").disabled = !thread.busy;
+  $("resume").disabled = thread.busy || !run || !run.dropped || run.cursor == null;
+  $("send").disabled = thread.busy || thread.recorded;
+  $("status").textContent = thread.busy ? `run ${run?.runId ?? ""} going` : run ? `last run ${run.status}` : "no run yet";
+}
+
+function drawRuns(thread) {
+  const body = $("runs");
+  clear(body);
+  for (const run of thread.runs) {
+    const took = run.endedAt ? `${Math.round(run.endedAt - run.startedAt)} ms` : "";
+    const usage = run.usage.map((u) => `${u.inputTokens ?? "?"} in / ${u.outputTokens ?? "?"} out / ${u.totalTokens ?? "?"} total` + (u.model ? ` (${[u.provider, u.model].filter(Boolean).join(" ")})` : "")).join("; ");
+    body.append(h("tr", { class: "run-" + run.status }, h("td", {}, h("code", {}, run.runId ?? run.label)), h("td", { class: "run-status" }, run.status), h("td", {}, String(run.events)), h("td", {}, took), h("td", { class: "usage" }, usage || "—")));
+  }
+}
+
+function drawWarnings(thread) {
+  if (thread.warnings.size === drawn.warnings) return;
+  drawn.warnings = thread.warnings.size;
+  const list = $("warnings");
+  clear(list);
+  let n = 0;
+  for (const [text, count] of thread.warnings) {
+    if (++n > 100) {
+      list.append(h("li", {}, `… and ${thread.warnings.size - 100} more kinds`));
+      break;
+    }
+    list.append(h("li", {}, text, count > 1 ? ` (×${count})` : ""));
+  }
+  $("warnings-count").textContent = thread.warnings.size ? ` (${thread.warnings.size})` : "";
+}
+
+function drawInterrupts(thread) {
+  const box = $("interrupts");
+  clear(box);
+  for (const interrupt of thread.interrupts) box.append(interruptCard(thread, interrupt));
+}
+
+function interruptCard(thread, interrupt) {
+  const answer = (entry) => {
+    thread.answers.set(interrupt.id, entry);
+    card.classList.add("answered");
+    done.textContent = `answered: ${entry.status}${entry.payload !== undefined ? " " + JSON.stringify(entry.payload) : ""}`;
+    if (thread.interrupts.every((i) => thread.answers.has(i.id))) send(thread);
+  };
+  const done = h("div", { class: "answer" });
+  const problem = h("div", { class: "problem" });
+  const call = interrupt.toolCallId ? thread.toolCalls.get(interrupt.toolCallId) : null;
+  const original = call ? call.chunks.join("") : interrupt.metadata?.arguments ? JSON.stringify(interrupt.metadata.arguments) : "";
+  const args = interrupt.toolCallId ? h("textarea", { class: "edit-args", rows: 2 }, original) : null;
+  const schema = interrupt.responseSchema;
+  const approval = Boolean(interrupt.toolCallId) || Boolean(schema?.properties?.approved);
+  const form = schema ? field(schema, "answer") : null;
+  const guarded = (fn) => () => {
+    problem.textContent = "";
+    try {
+      fn();
+    } catch (error) {
+      problem.textContent = error.message;
+    }
+  };
+  const approve = guarded(() => {
+    const payload = { approved: true };
+    if (args && args.value.trim() !== original.trim()) payload.editedArgs = JSON.parse(args.value);
+    answer({ interruptId: interrupt.id, status: "resolved", payload });
+  });
+  const card = h("div", { class: "interrupt", "data-interrupt": interrupt.id },
+    h("div", { class: "head" }, "interrupt ", h("b", {}, interrupt.reason), " ", h("code", {}, interrupt.id)),
+    interrupt.message ? h("p", { class: "message" }, interrupt.message) : null,
+    interrupt.expiresAt ? h("p", {}, "expires at " + interrupt.expiresAt) : null,
+    args ? h("label", {}, `arguments of ${call?.name ?? "the tool call"} ${interrupt.toolCallId}`, args) : null,
+    approval ? h("div", { class: "buttons" },
+      h("button", { type: "button", class: "approve", onclick: approve }, "Approve"),
+      h("button", { type: "button", class: "decline", onclick: guarded(() => answer({ interruptId: interrupt.id, status: "resolved", payload: { approved: false } })) }, "Decline")) : null,
+    form ? h("details", { class: "form", open: !approval }, h("summary", {}, "answer with the response schema's form"), form.el,
+      h("button", { type: "button", class: "submit", onclick: guarded(() => {
+        const payload = form.read();
+        answer({ interruptId: interrupt.id, status: "resolved", ...(payload === undefined ? {} : { payload }) });
+      }) }, "Answer")) : null,
+    h("button", { type: "button", class: "cancel", onclick: guarded(() => answer({ interruptId: interrupt.id, status: "cancelled" })) }, "Cancel the interrupt"),
+    problem, done);
+  return card;
+}
+
+// ── threads and runs ───────────────────────────────────────────────────────────────────────
+function addThread(thread) {
+  thread.chatEl = h("div", { class: "messages" });
+  threads.push(thread);
+  select(thread);
+  return thread;
+}
+
+function select(thread) {
+  current = thread;
+  drawn.thread = null;
+  schedule();
+}
+
+function onMessage(thread, message) {
+  let event;
+  try {
+    event = JSON.parse(message.data);
+  } catch {
+    thread.warn(`a frame that is not JSON: ${message.data.slice(0, 80)}`);
+    return;
+  }
+  thread.apply(event, message.data, utf8Length(message.data), message.id);
+  schedule();
+}
+
+async function follow(thread, run, request) {
+  thread.busy = true;
+  thread.version++;
+  schedule();
+  const controller = new AbortController();
+  thread.controller = controller;
+  try {
+    const response = await request(controller.signal);
+    const type = response.headers.get("content-type") || "";
+    if (!response.ok || !type.startsWith("text/event-stream")) {
+      const body = await response.text();
+      thread.note("error", `HTTP ${response.status} ${response.statusText}: ${body}`);
+      if (run.status !== "finished") run.status = "refused";
+      return;
+    }
+    await readSSE(response, (message) => onMessage(thread, message));
+    const last = thread.run;
+    if (last && last.status === "running") {
+      last.dropped = true;
+      last.status = "dropped";
+      thread.note("error", "the stream ended before the run did (no RUN_FINISHED or RUN_ERROR)" + (last.cursor != null ? ": Resume reads the rest" : ""));
+    }
+  } catch (error) {
+    const last = thread.run || run;
+    if (controller.signal.aborted) {
+      thread.note("info", "stopped: the console closed the connection");
+      if (last.status === "running" || last.status === "starting") last.status = "disconnected";
+    } else {
+      thread.note("error", `transport error: ${error.message}`);
+      if (last.status === "running" || last.status === "starting") {
+        last.status = "dropped";
+        last.dropped = true;
+      }
+    }
+  } finally {
+    thread.busy = false;
+    thread.controller = null;
+    thread.version++;
+    schedule();
+  }
+}
+
+function send(thread = current) {
+  if (thread.busy || thread.recorded) return;
+  const pending = thread.interrupts.filter((i) => !thread.answers.has(i.id));
+  if (pending.length) {
+    thread.note("error", `answer the pending interrupt(s) first: ${pending.map((i) => i.id).join(", ")}`);
+    schedule();
+    return;
+  }
+  let forwardedProps;
+  try {
+    forwardedProps = JSON.parse($("forwarded").value || "{}");
+  } catch (error) {
+    thread.note("error", `forwardedProps is not JSON: ${error.message}`);
+    schedule();
+    return;
+  }
+  const text = $("message").value;
+  if (text.trim()) thread.addUser(text);
+  $("message").value = "";
+  const runId = newId("run-");
+  const input = {
+    threadId: thread.id,
+    runId,
+    protocolVersion,
+    state: thread.state,
+    messages: thread.history(),
+    tools: [],
+    context: [],
+    forwardedProps,
+  };
+  const resume = thread.resumeEntries();
+  if (resume.length) input.resume = resume;
+  thread.interrupts = [];
+  thread.answers = new Map();
+  thread.interruptsVersion = (thread.interruptsVersion || 0) + 1;
+  const run = thread.startRun(runId, runId);
+  run.input = input;
+  window.dispatchEvent(new CustomEvent("agui-console-send", { detail: { runId } }));
+  return follow(thread, run, (signal) =>
+    fetch(endpoint, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify(input),
+      signal,
+    }),
+  );
+}
+
+function connect(id) {
+  let thread = threads.find((t) => t.id === id);
+  if (!thread) thread = addThread(new Thread(id, `${id} (connected)`));
+  else select(thread);
+  if (thread.busy) return;
+  const run = thread.startRun(null, "connect");
+  return follow(thread, run, (signal) =>
+    fetch(`${endpoint}/threads/${encodeURIComponent(id)}/events`, { headers: { accept: "text/event-stream" }, signal }),
+  );
+}
+
+function resume(thread = current) {
+  const run = thread.run;
+  if (!run || !run.dropped || run.cursor == null) return;
+  run.dropped = false;
+  run.status = "running";
+  thread.note("info", `resuming run ${run.runId} after event ${run.cursor}`);
+  return follow(thread, run, (signal) =>
+    fetch(`${endpoint}/runs/${encodeURIComponent(run.runId)}/events`, {
+      headers: { accept: "text/event-stream", "last-event-id": run.cursor },
+      signal,
+    }),
+  );
+}
+
+async function stop(thread = current) {
+  const run = thread.run;
+  if (!thread.busy || !run) return;
+  if (run.cursor == null || !run.runId) {
+    thread.controller?.abort();
+    return;
+  }
+  try {
+    const response = await fetch(`${endpoint}/runs/${encodeURIComponent(run.runId)}/stop`, { method: "POST" });
+    thread.note("info", `stop: HTTP ${response.status} ${await response.text()}`);
+  } catch (error) {
+    thread.note("error", `stop: ${error.message}`);
+  }
+  schedule();
+}
+
+async function openRecording(file) {
+  const thread = addThread(new Thread(newId("recording-"), `${file.name} (recording)`));
+  thread.recorded = true;
+  let items;
+  try {
+    items = recordedEvents(await file.text());
+  } catch (error) {
+    thread.note("error", `${file.name} is not a recording (JSON Lines, a JSON array or an SSE capture): ${error.message}`);
+    schedule();
+    return;
+  }
+  thread.busy = true;
+  let since = performance.now();
+  for (const [text, event] of items) {
+    thread.apply(event, text, utf8Length(text), null);
+    if (performance.now() - since > 40) {
+      schedule();
+      await nextTask();
+      since = performance.now();
+    }
+  }
+  thread.busy = false;
+  thread.version++;
+  thread.note("info", `opened ${file.name}: ${items.length} events`);
+  schedule();
+}
+
+// ── the page ───────────────────────────────────────────────────────────────────────────────
+async function start() {
+  $("endpoint").textContent = endpoint || "/";
+  try {
+    const response = await fetch("console/events.json");
+    const table = await response.json();
+    protocolVersion = table.protocolVersion;
+    setEventMembers(table.events);
+  } catch (error) {
+    console.warn("events.json:", error);
+  }
+  addThread(new Thread(newId("thread-")));
+  $("send").addEventListener("click", () => send());
+  $("message").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send();
+  });
+  $("new-thread").addEventListener("click", () => addThread(new Thread(newId("thread-"))));
+  $("threads").addEventListener("change", (e) => select(threads.find((t) => t.id === e.target.value)));
+  $("connect").addEventListener("click", () => {
+    const id = $("connect-id").value.trim();
+    if (id) connect(id);
+  });
+  $("stop").addEventListener("click", () => stop());
+  $("resume").addEventListener("click", () => resume());
+  $("filter").addEventListener("change", (e) => timeline.setFilter(e.target.value));
+  $("open").addEventListener("change", (e) => {
+    const file = e.target.files[0];
+    if (file) openRecording(file);
+    e.target.value = "";
+  });
+  $("thread-id").addEventListener("click", () => {
+    $("connect-id").value = current.id;
+  });
+  try {
+    const response = await fetch(`${endpoint}/capabilities`, { headers: { accept: "application/json" } });
+    if (response.ok) {
+      const capabilities = await response.json();
+      $("capabilities").textContent = JSON.stringify(capabilities, null, 2);
+      $("capabilities-summary").textContent = Object.entries(capabilities).map(([key, value]) => (value && typeof value === "object" && "supported" in value ? `${key}: ${value.supported ? "yes" : "no"}` : key)).join(" · ");
+    } else $("capabilities-summary").textContent = `no capabilities (HTTP ${response.status})`;
+  } catch (error) {
+    $("capabilities-summary").textContent = `capabilities: ${error.message}`;
+  }
+  document.body.dataset.ready = "true";
+}
+
+window.aguiConsole = { threads: () => threads, current: () => current };
+start();

@@ -1,0 +1,404 @@
+"""The dev console (agui.console) in a real browser: headless Chromium (Debian's, driven by
+Playwright for Python) opens the page `agui serve` prints, on the server's own origin.
+
+- The page and its files carry the strict Content-Security-Policy, index.html has no inline
+  script or style, and the page loads with nothing on the browser console and no CSP violation.
+- A message to the demo agent: its answer text, the count_characters tool call with its result,
+  the state tree with the last STATE_DELTA's paths highlighted, the timeline (filter, an event's
+  JSON) and the run's usage.
+- The interrupt variant (forwardedProps {"interrupt": true}): the interrupt is shown; approving it
+  runs the next run with the resume answer, which finishes with the counted answer.
+- A recorded stream (JSON Lines of a real run, then its SSE capture) opens into the timeline.
+- A 100,000-event run (an agent streaming one message in 100,000 deltas) shows its final text
+  within 10 s with no main-thread task over 200 ms (the long-task observer); the figures are
+  printed and written to .browser/console-figures.json.
+- The JS logic (JSON Patch, the SSE parser, the run reducer) under `node --test`
+  (tests/browser/console.test.mjs), when node is on PATH.
+
+A screenshot of each step goes to .browser/screenshots/console-*.png; the chat's one is copied to
+docs/images/console.png when that file is missing (AGUI_CONSOLE_SCREENSHOT=1: always). Without
+Chromium or Playwright the tests are skipped, unless AGUI_REQUIRE_BROWSER=1.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT
+from ..test_cli_serve import Served
+from .test_cross_origin import CHROMIUM, SCREENSHOTS, WORK, browser, playwright, unavailable  # noqa: F401  (fixtures)
+
+HERE = Path(__file__).resolve().parent
+DOCS_IMAGE = ROOT / "docs" / "images" / "console.png"
+WAIT_MS = 30_000
+EVENTS = 100_000
+"""The deltas of the big run."""
+
+VIOLATIONS = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`);
+});
+window.__longtasks = [];
+try {
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) window.__longtasks.push([entry.startTime, entry.duration]);
+  }).observe({ type: "longtask", buffered: true });
+} catch (e) {}
+"""
+
+BIG_AGENT = f"""
+import agui
+
+COUNT = {EVENTS}
+
+
+async def agent(run: agui.RunAgentInput):
+    yield agui.TextMessageStartEvent(message_id="big", role="assistant")
+    for i in range(COUNT - 1):
+        yield agui.TextMessageContentEvent(message_id="big", delta=f"w{{i}} ")
+    yield agui.TextMessageContentEvent(message_id="big", delta="THE END.")
+    yield agui.TextMessageEndEvent(message_id="big")
+"""
+
+
+def expected_big_text() -> str:
+    return "".join(f"w{i} " for i in range(EVENTS - 1)) + "THE END."
+
+
+# ── what the tests need ────────────────────────────────────────────────────────────────────────
+
+
+class Console:
+    """`agui serve` (the demo agent, or what `args` name) with its console URL."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        self.served = Served("--port", "0", *args, cwd=cwd)
+        self.agent = self.served.url()
+        line = self.served.line()
+        assert line is not None and line.startswith("console: "), self.served.stderr
+        self.url = line.removeprefix("console: ").strip()
+
+    def stop(self) -> None:
+        self.served.stop()
+
+
+@pytest.fixture
+def console(tmp_path: Path) -> Iterator[Any]:
+    running: list[Console] = []
+
+    def start(*args: str, cwd: Path = tmp_path) -> Console:
+        running.append(Console(*args, cwd=cwd))
+        return running[-1]
+
+    yield start
+    for served in running:
+        served.stop()
+
+
+class Page:
+    """The console opened in the browser, with what its console and the CSP reported."""
+
+    def __init__(self, browser: Any, url: str, name: str) -> None:  # noqa: F811
+        self.name = name
+        self.console: list[str] = []
+        self.page = page = browser.new_page()
+        page.set_viewport_size({"width": 1400, "height": 900})
+        page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
+        page.add_init_script(VIOLATIONS)
+        page.goto(url)
+        page.wait_for_selector("body[data-ready=true]", timeout=WAIT_MS)
+
+    def shot(self, step: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"console-{self.name}-{step}.png"
+        self.page.screenshot(path=str(path))
+        return path
+
+    def send(self, text: str, forwarded: Any = None) -> None:
+        if forwarded is not None:
+            self.page.click(".composer summary")
+            self.page.fill("#forwarded", json.dumps(forwarded))
+        self.page.fill("#message", text)
+        self.page.click("#send")
+
+    def wait_text(self, selector: str, text: str) -> None:
+        self.page.wait_for_function(
+            "([s, t]) => [...document.querySelectorAll(s)].some((e) => e.textContent.includes(t))",
+            arg=[selector, text],
+            timeout=WAIT_MS,
+        )
+
+    def idle(self) -> None:
+        self.page.wait_for_function("!document.getElementById('send').disabled", timeout=WAIT_MS)
+
+    def clean(self) -> None:
+        """Nothing on the browser console, no CSP violation."""
+        errors = [line for line in self.console if not line.startswith(("log:", "debug:"))]
+        assert errors == [], errors
+        assert self.page.evaluate("window.__violations") == []
+
+
+@pytest.fixture
+def chromium() -> None:
+    if not Path(CHROMIUM).is_file():
+        unavailable(f"Chromium is not at {CHROMIUM}")
+
+
+# ── the page's files ───────────────────────────────────────────────────────────────────────────
+
+
+class _Scripts(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inline: list[str] = []
+        self.sources: list[str] = []
+        self.styles: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if any(name.startswith("on") for name in found):
+            self.inline.append(f"<{tag}> handler")
+        if "style" in found:
+            self.styles.append(tag)
+        if tag == "style":
+            self.styles.append("<style>")
+        if tag == "script":
+            self._in_script = True
+            if found.get("src"):
+                self.sources.append(str(found["src"]))
+                assert found.get("type") == "module"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script and data.strip():
+            self.inline.append(data)
+
+
+def test_the_page_has_no_inline_script_and_its_files_a_strict_policy(console: Any) -> None:
+    served = console()
+    assert served.url == served.agent + "/console"
+    with urllib.request.urlopen(served.url) as response:
+        page = response.read().decode()
+        policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+    parser = _Scripts()
+    parser.feed(page)
+    assert parser.inline == [] and parser.styles == []
+    assert parser.sources == ["console/main.js"]
+    files = sorted(
+        p.name for p in (ROOT / "agui" / "console").iterdir() if p.suffix in (".js", ".css")
+    )
+    for name in [*files, "events.json"]:
+        with urllib.request.urlopen(f"{served.url}/{name}") as response:
+            assert response.headers["content-security-policy"] == policy, name
+            assert response.headers["x-content-type-options"] == "nosniff"
+            body = response.read().decode()
+        assert "http://" not in body.replace("http://www.w3.org", "") or name == "events.json", name
+        assert "https://" not in body, f"{name} refers to another origin"
+
+
+# ── in the browser ─────────────────────────────────────────────────────────────────────────────
+
+
+def test_a_message_to_the_demo_agent(browser: Any, console: Any) -> None:  # noqa: F811
+    served = console()
+    page = Page(browser, served.url, "chat")
+    page.wait_text("#capabilities-summary", "tools: yes")
+    page.shot("opened")
+    page.send("hello console")
+    page.wait_text("#chat .msg.assistant", "You said: hello console (13 characters).")
+    page.idle()
+    p = page.page
+    call = p.inner_text("[data-tool-call]")
+    assert "count_characters" in call and '{"text":"hello console"}' in call
+    assert "→ " in call and "done" in call
+    assert p.locator("#chat details.msg.reasoning").count() == 1
+    assert p.locator("#chat details.msg.reasoning[open]").count() == 0  # collapsed
+    assert p.locator("#chat .msg.activity").count() >= 1
+    state = p.inner_text("#state")
+    assert "echoes" in state and "last" in state
+    assert p.locator("#state .changed").count() >= 1
+    assert "STATE_DELTA changed" in p.inner_text("#changed")
+    runs = p.inner_text("#runs")
+    assert "success" in runs and "82 total (scripted demo)" in runs
+    assert p.locator("#timeline .row:not([hidden])").count() > 10
+    p.select_option("#filter", "TOOL_CALL_RESULT")
+    rows = p.locator("#timeline .row:not([hidden])")
+    assert rows.count() == 1 and "TOOL_CALL_RESULT" in rows.first.inner_text()
+    rows.first.click()
+    shown = p.inner_text("#event-json")
+    assert '"type": "TOOL_CALL_RESULT"' in shown and '"content": "13"' in shown
+    p.select_option("#filter", "")
+    assert p.inner_text("#warnings") == ""  # the demo's stream is clean
+    page.shot("answered")
+    if not DOCS_IMAGE.exists() or os.environ.get("AGUI_CONSOLE_SCREENSHOT") == "1":
+        DOCS_IMAGE.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SCREENSHOTS / "console-chat-answered.png", DOCS_IMAGE)
+    page.clean()
+
+
+def test_the_interrupt_variant_is_approved(browser: Any, console: Any) -> None:  # noqa: F811
+    served = console()
+    page = Page(browser, served.url, "interrupt")
+    page.send("count me", forwarded={"interrupt": True})
+    page.wait_text(".interrupt", "Allow the assistant to call count_characters?")
+    p = page.page
+    card = p.inner_text(".interrupt")
+    assert "tool_call" in card
+    assert p.input_value(".interrupt .edit-args") == '{"text":"count me"}'
+    assert p.locator(".interrupt fieldset input[type=checkbox][name=approved]").count() == 1
+    assert "interrupted" in p.inner_text("#runs")
+    page.idle()
+    page.shot("pending")
+    p.click(".interrupt button.approve")
+    page.wait_text("#chat .msg.assistant", "You said: count me (8 characters).")
+    page.idle()
+    sent = p.evaluate("aguiConsole.current().runs[1].input")
+    assert sent["resume"] == [
+        {
+            "interruptId": sent["resume"][0]["interruptId"],
+            "status": "resolved",
+            "payload": {"approved": True},
+        }
+    ]
+    assert p.locator(".interrupt").count() == 0
+    page.shot("approved")
+    page.clean()
+
+
+def _record(agent: str, message: str) -> list[str]:
+    """The events of a real run of the demo, as the JSON texts of its SSE frames."""
+    body = {
+        "threadId": "recorded",
+        "runId": "recorded-1",
+        "protocolVersion": "1.0",
+        "messages": [{"id": "u1", "role": "user", "content": message}],
+        "tools": [],
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+    }
+    request = urllib.request.Request(
+        agent,
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json", "accept": "text/event-stream"},
+    )
+    with urllib.request.urlopen(request) as response:
+        text = response.read().decode()
+    return [line.removeprefix("data: ") for line in text.splitlines() if line.startswith("data: ")]
+
+
+@pytest.mark.parametrize("form", ["jsonl", "sse"])
+def test_a_recorded_stream_opens_into_the_timeline(
+    browser: Any,  # noqa: F811
+    console: Any,
+    tmp_path: Path,
+    form: str,
+) -> None:
+    served = console()
+    events = _record(served.agent, "from a file")
+    file = tmp_path / f"run.{form}"
+    if form == "jsonl":
+        file.write_text("\n".join(events) + "\n")
+    else:
+        file.write_text("".join(f"data: {e}\n\n" for e in events))
+    page = Page(browser, served.url, f"recorded-{form}")
+    served.stop()  # from here on no server: the page has what it needs
+    page.page.set_input_files("#open", str(file))
+    page.wait_text("#chat .msg.info", f"{len(events)} events")
+    p = page.page
+    assert f"run.{form} (recording)" in p.inner_text("#threads")
+    assert "You said: from a file (11 characters)." in p.inner_text("#chat")
+    assert p.locator("#timeline .row:not([hidden])").count() > 10
+    assert p.evaluate("aguiConsole.current().events.map((e) => e.type)") == [
+        json.loads(e)["type"] for e in events
+    ]
+    p.select_option("#filter", "RUN_STARTED")
+    assert p.locator("#timeline .row:not([hidden])").first.inner_text().split()[:1] == ["0"]
+    assert "echoes" in p.inner_text("#state")
+    assert p.inner_text("#warnings") == ""
+    page.shot("opened")
+    page.clean()
+
+
+def test_a_100000_event_run(browser: Any, console: Any, tmp_path: Path) -> None:  # noqa: F811
+    (tmp_path / "big_agent.py").write_text(textwrap.dedent(BIG_AGENT))
+    served = console("big_agent:agent")
+    page = Page(browser, served.url, "big")
+    started = time.monotonic()
+    figures = page.page.evaluate(
+        """(expected) => new Promise((resolve) => {
+            const t0 = performance.now();
+            window.__longtasks = [];
+            const check = () => {
+              const text = document.querySelector("#chat .msg.assistant .text");
+              const last = text && text.lastChild;
+              if (last && last.data && last.data.endsWith("THE END.")) {
+                const shown = performance.now() - t0;
+                const tasks = window.__longtasks.filter(([start]) => start >= t0);
+                resolve({
+                  seconds: shown / 1000,
+                  length: text.textContent.length,
+                  longest_task_ms: Math.max(0, ...tasks.map(([, d]) => d)),
+                  long_tasks: tasks.length,
+                });
+              } else requestAnimationFrame(check);
+            };
+            document.getElementById("message").value = "go";
+            document.getElementById("send").click();
+            requestAnimationFrame(check);
+        })""",
+        len(expected_big_text()),
+    )
+    wall = time.monotonic() - started
+    page.idle()
+    p = page.page
+    events = p.evaluate("aguiConsole.current().events.length")
+    assert events == EVENTS + 4  # RUN_STARTED, START, the deltas, END, RUN_FINISHED
+    figures["events"] = events
+    figures["events_per_second"] = round(events / figures["seconds"])
+    figures["wall_seconds"] = round(wall, 2)
+    page.shot("done")
+    WORK.mkdir(exist_ok=True)
+    (WORK / "console-figures.json").write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"\nconsole, {EVENTS:,}-event run: {json.dumps(figures)}")
+    assert figures["length"] == len(expected_big_text())
+    assert figures["seconds"] < 10, figures
+    assert figures["longest_task_ms"] < 200, figures
+    page.clean()
+
+
+# ── the JS logic, under node ───────────────────────────────────────────────────────────────────
+
+
+def test_the_console_modules_under_node() -> None:
+    node = shutil.which("node")
+    if node is None:
+        unavailable("node is not on PATH (it runs tests/browser/console.test.mjs)")
+        raise AssertionError("unreachable")
+    done = subprocess.run(
+        [node, "--test", str(HERE / "console.test.mjs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
