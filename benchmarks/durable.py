@@ -1,7 +1,8 @@
 """Durable-runs benchmark: a 100,000-event run through each event log, side by side with the server
 without a store and with the official FastAPI + EventEncoder path.
 
-Usage: ``python benchmarks/durable.py [--rounds N] [--events N] [--tries N] [--big N] [--quick]``
+Usage: ``python benchmarks/durable.py [--rounds N] [--events N] [--tries N] [--big N] [--quick]
+[--kinds memory,redis,...]`` (``--kinds``: only these servers, with no store's always)
 (``nox -s bench`` runs it last). ``--quick`` shortens everything (20,000 events, 3 rounds, 10
 resume tries, a 100,000-event run for the memory part).
 
@@ -880,13 +881,17 @@ async def measure(args: argparse.Namespace, say: Any) -> tuple[Any, ...]:
     missing = redis_missing()
     kinds = list(KINDS)
     big_kinds = list(BIG_KINDS)
+    if args.kinds:
+        wanted = {"none", *args.kinds.split(",")}
+        kinds = [k for k in kinds if k in wanted]
+        big_kinds = [k for k in big_kinds if k in wanted]
     if missing is not None:
         notes.append(f"Redis left out: {missing}.")
-        kinds.remove("redis")
-        big_kinds.remove("redis")
+        kinds = [k for k in kinds if k != "redis"]
+        big_kinds = [k for k in big_kinds if k != "redis"]
     if util.find_spec("ag_ui") is None or util.find_spec("fastapi") is None:
         notes.append("The official path left out: ag-ui-protocol or fastapi is not installed.")
-        kinds.remove("official")
+        kinds = [k for k in kinds if k != "official"]
     with tempfile.TemporaryDirectory(prefix="agui-durable-bench-") as tmp:
         folder = Path(tmp)
         redis = RedisServer(folder) if missing is None else None
@@ -914,6 +919,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--big", type=int, help="events of the memory run (default 1,000,000; 0: skip it)"
     )
     parser.add_argument("--quick", action="store_true", help="shorten everything")
+    parser.add_argument(
+        "--kinds", help="comma-separated servers to measure (default: all; none is always in)"
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -124,6 +124,8 @@ answer), run_id None for connect."""
 
 _DATA_LIMIT = _MAX_SSE_FRAME - 200  # an event's JSON, leaving room for the frame's id line
 _BATCH_BYTES = 1024 * 1024  # an append carries at most about this many bytes (one event at least)
+_UNCOPIED = 64  # events queued for the writer as the encoder made them (the rest: copies)
+_READ_BATCH = 512  # events a response reads from the log at most at once (and queues as one piece)
 _IDLE = 1.0  # seconds of silence after which a response following a run checks its lease
 _PRUNE_EVERY = 60.0  # seconds between two prunes of the log's expired runs (by the sweep)
 _RUN_STARTED_PREFIX = b'{"type":"RUN_STARTED"'
@@ -303,7 +305,7 @@ class Durable:
         if after is None:
             after = _query(scope).get("after") or None
         await self._allowed(scope, "resume", None, run_id)
-        backlog = aiter(self.log.read(run_id, after))
+        backlog = aiter(self.log.read_batches(run_id, after, limit=_READ_BATCH))
         try:
             first = await anext(backlog, None)
         except UnknownRun:
@@ -434,13 +436,17 @@ class Durable:
         binary: bool,
         *,
         thread_id: str | None = None,
-        first: StoredEvent | None = None,
-        backlog: AsyncIterator[StoredEvent] | None = None,
+        first: list[StoredEvent] | None = None,
+        backlog: AsyncIterator[list[StoredEvent]] | None = None,
         ids: bool = True,
     ) -> None:
         """Queue the run's events after `after` as frames, following it live until its terminal
-        event. `first` and `backlog`: what a read without follow already started to give (the
-        events up to now); the live read goes on from the last of them."""
+        event. `first` and `backlog`: the batches a read without follow already started to give
+        (the events up to now); the live read goes on from the last of them.
+
+        The log is read in batches (`EventLog.read_batches`: every event stored after the last
+        one read, up to _READ_BATCH), and each batch is queued as one piece: its frames joined,
+        each with its own `id:`."""
         outbox = tail.outbox
         offer, put = outbox.offer, outbox.put
         downgrade = tail.downgrade  # a pre-1.0 peer's translation, or None
@@ -461,32 +467,32 @@ class Durable:
             started = RunStartedEvent(thread_id=thread, run_id=run_id)
             await put(proto_frame(started) if binary else _plain_frame(started))
 
-        async def pump(source: AsyncIterator[StoredEvent]) -> bytes:
-            """Queue the frames of `source`'s events; the last event's data (b"": none)."""
+        async def pump(source: AsyncIterator[list[StoredEvent]]) -> bytes:
+            """Queue the frames of `source`'s batches; the last event's data (b"": none)."""
             nonlocal fresh, last
             data = b""
-            async for stored in source:
-                data = stored.data
+            async for batch in source:
+                if not batch:
+                    continue
                 if fresh:
                     fresh = False
-                    await opening(data)
-                last = stored.cursor
+                    await opening(batch[0].data)
+                data = batch[-1].data
+                last = batch[-1].cursor
                 if binary:
-                    frame = _proto_of(data, run_id)
-                    if frame is None:
-                        continue
+                    frames = [_proto_of(stored.data, run_id) for stored in batch]
+                    chunk = b"".join([frame for frame in frames if frame is not None])
                 elif downgrade is not None:
-                    frame = downgrade.sse_data(data, last if ids else None)
-                    if not frame:  # nothing of it for this era
-                        tail.count += 1
-                        continue
+                    chunk = b"".join(
+                        [downgrade.sse_data(s.data, s.cursor if ids else None) for s in batch]
+                    )
                 elif ids:
-                    frame = sse_data_frame(data, last)
+                    chunk = _sse_batch(batch)
                 else:
-                    frame = b"data: " + data + b"\n\n"
-                if not offer(frame):
-                    await put(frame)
-                tail.count += 1
+                    chunk = b"".join([b"data: " + stored.data + b"\n\n" for stored in batch])
+                tail.count += len(batch)
+                if chunk and not offer(chunk):
+                    await put(chunk)
             return data
 
         if backlog is not None:
@@ -495,7 +501,7 @@ class Durable:
                 if end.startswith(_TERMINAL_PREFIXES):
                     tail.run_id = None
                     return
-        await pump(self.log.read(run_id, last, follow=True))
+        await pump(self.log.read_batches(run_id, last, follow=True, limit=_READ_BATCH))
         tail.run_id = None
 
     async def _respond(
@@ -513,7 +519,8 @@ class Durable:
         if app.protobuf:
             headers = [*headers, _VARY]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        tail = _Tail(app.queue_size)
+        # The outbox holds pieces of up to _READ_BATCH events: about queue_size events in all.
+        tail = _Tail(max(2, app.queue_size // _READ_BATCH))
         if era is not None and not binary:
             tail.downgrade = Downgrade(era)
 
@@ -838,9 +845,10 @@ class Execution:
                     await self._drained.wait()
                 if self.final:
                     continue
-                # A copy of exact size: orjson's result keeps its whole working buffer (4 KiB at
-                # least), which a queue of a thousand events would hold on to.
-                pending.append(bytes(memoryview(data)))
+                # Past the first _UNCOPIED events queued, a copy of exact size: orjson's result
+                # keeps its whole working buffer (4 KiB at least), which a queue of a thousand
+                # events would hold on to. A writer keeping up (memory://) copies nothing here.
+                pending.append(data if len(pending) < _UNCOPIED else bytes(memoryview(data)))
                 if type(event) in _TERMINAL:
                     self.final = True
                 filled.set()
@@ -857,15 +865,19 @@ class Execution:
             while not pending:
                 self._filled.clear()
                 await self._filled.wait()
-            size = 0
-            count = 0
-            for data in pending:
-                if count and (count >= limit or size + len(data) > _BATCH_BYTES):
-                    break
-                size += len(data)
-                count += 1
-            batch = pending[:count]
-            del pending[:count]
+            if len(pending) <= limit and sum(map(len, pending)) <= _BATCH_BYTES:
+                batch = pending[:]  # everything (the common case, counted in C)
+                pending.clear()
+            else:
+                size = 0
+                count = 0
+                for data in pending:
+                    if count and (count >= limit or size + len(data) > _BATCH_BYTES):
+                        break
+                    size += len(data)
+                    count += 1
+                batch = pending[:count]
+                del pending[:count]
             final = self.final and not pending
             self._drained.set()
             try:
@@ -962,11 +974,23 @@ async def _quietly(call: Awaitable[Any], run_id: str) -> Any:
 
 
 async def _chain(
-    first: StoredEvent, rest: AsyncIterator[StoredEvent]
-) -> AsyncIterator[StoredEvent]:
+    first: list[StoredEvent], rest: AsyncIterator[list[StoredEvent]]
+) -> AsyncIterator[list[StoredEvent]]:
     yield first
-    async for stored in rest:
-        yield stored
+    async for batch in rest:
+        yield batch
+
+
+def _sse_batch(batch: list[StoredEvent]) -> bytes:
+    """A batch of stored events as SSE frames, joined: each `id: <cursor>`, `data: <JSON>`.
+    Raises ValueError for a cursor holding CR, LF or NUL (a log's cursors never do)."""
+    parts: list[bytes] = []
+    for stored in batch:
+        parts += (b"id: ", stored.cursor.encode(), b"\ndata: ", stored.data, b"\n\n")
+    ids = "\n".join([stored.cursor for stored in batch])
+    if "\r" in ids or "\0" in ids or ids.count("\n") != len(batch) - 1:
+        raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {ids!r}")
+    return b"".join(parts)
 
 
 def _plain_frame(event: Any) -> bytes:

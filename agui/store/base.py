@@ -129,6 +129,21 @@ class EventLog(Protocol):
         run never produced raises StoreError."""
         ...
 
+    def read_batches(
+        self,
+        run_id: str,
+        after: Cursor | None = None,
+        *,
+        follow: bool = False,
+        limit: int | None = None,
+    ) -> AsyncIterator[list[StoredEvent]]:
+        """The events `read` gives, in batches: each batch holds every event available after
+        the previous one when it is taken (at most `limit`; None: the backend's own bound, a few
+        thousand at most), in order, and is never empty. A reader streaming a run takes one batch
+        per wake-up instead of one event per step (and sends it in one write). Ends, and raises,
+        as `read` does."""
+        ...
+
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run's record, or None when the log does not hold it."""
         ...

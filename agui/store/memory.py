@@ -5,8 +5,16 @@ A run's events are numbered 1, 2, 3, ..., and the cursor is that number in decim
 is kept as one chunk: its events copied into one bytes object, with the offsets where they end.
 A reader following a run waits on the run's wake-up event, which every append sets: no polling.
 Retention is applied as runs start (the TTL and the runs per thread) and as events are appended
-(the events per run, a whole chunk at a time once all of its events are out); `prune(now)`
+(the events per run, a whole block at a time once all of its events are out); `prune(now)`
 applies the TTL on demand.
+
+Sealed blocks: once a run holds `2 * BLOCK_BYTES` of JSON in chunks not yet sealed, its oldest
+chunks (`BLOCK_BYTES` at least) are joined into one block and compressed with zlib at level 1
+(events' JSON compresses about tenfold: a 1,000,000-event run of token deltas, 68 MB of JSON, is
+kept in about 8 MB). The latest chunks stay as they are, so a reader following the run live reads
+them without decompressing; a reader asking for older events (a resume, a replay) decompresses the
+block holding them, and the run keeps its last decompressed block for the next batch.
+`MemoryLog(compress=False)` keeps every chunk as it is.
 
 Why copy: the events handed to `append` are usually orjson's output (`agui.encode`), and orjson
 (3.13) returns its whole working buffer, at least 4 KiB from malloc, whatever the JSON's length.
@@ -19,10 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+import zlib
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from itertools import accumulate
 from types import MemberDescriptorType
 from typing import Any
@@ -40,7 +49,13 @@ from .base import (
     UnknownRun,
 )
 
-__all__ = ["MemoryLog"]
+__all__ = ["BATCH", "BLOCK_BYTES", "MemoryLog"]
+
+BLOCK_BYTES = 64 * 1024
+"""A sealed block holds at least this many bytes of JSON (the chunks of whole appends)."""
+
+BATCH = 4096
+"""The most events `read_batches` gives in one batch when the caller sets no limit."""
 
 
 def parse_seq(cursor: Cursor) -> int:
@@ -51,18 +66,37 @@ def parse_seq(cursor: Cursor) -> int:
 
 
 class _Run:
-    """One run: its record, its input, its events in chunks (one per append), its wake-up event.
+    """One run: its record, its input, its events in blocks, its wake-up event.
 
-    Chunk k holds events starts[k], starts[k] + 1, ...: chunks[k] is (their JSON, concatenated;
-    the offset where each one ends)."""
+    Block k holds events starts[k], starts[k] + 1, ...: blocks[k] is (their JSON, concatenated;
+    the offset where each one ends). The first `sealed` blocks are compressed (zlib), the others
+    are the chunks of the latest appends, one per append, as they came (`loose` bytes of JSON)."""
 
-    __slots__ = ("chunks", "first", "input", "last", "record", "starts", "wake")
+    __slots__ = (
+        "blocks",
+        "cached",
+        "cached_at",
+        "compress",
+        "first",
+        "input",
+        "last",
+        "loose",
+        "record",
+        "sealed",
+        "starts",
+        "wake",
+    )
 
-    def __init__(self, record: RunRecord, input: bytes) -> None:
+    def __init__(self, record: RunRecord, input: bytes, compress: bool) -> None:
         self.record = record
         self.input = input
+        self.compress = compress
         self.starts: list[int] = []
-        self.chunks: list[tuple[bytes, array[int]]] = []
+        self.blocks: list[tuple[bytes, array[int]]] = []
+        self.sealed = 0
+        self.loose = 0
+        self.cached_at = 0  # the first sequence number of the block decompressed last (0: none)
+        self.cached = b""
         self.first = 1
         """The sequence number of the oldest event kept (retention drops older ones)."""
         self.last = 0
@@ -79,19 +113,75 @@ class _Run:
             data = b"".join(events)  # a new object: orjson's buffers are not kept
             ends = array(_offsets(len(data)), accumulate(map(len, events)))
         self.starts.append(start)
-        self.chunks.append((data, ends))
+        self.blocks.append((data, ends))
         self.last = start + len(events) - 1
+        if self.compress:
+            self.loose += len(data)
+            if self.loose >= 2 * BLOCK_BYTES:
+                self._seal()
         return start
 
+    def _seal(self) -> None:
+        """Join the oldest loose chunks (BLOCK_BYTES at least) into one compressed block."""
+        first = self.sealed
+        size = 0
+        end = first
+        while size < BLOCK_BYTES:
+            size += len(self.blocks[end][0])
+            end += 1
+        chunks = self.blocks[first:end]
+        if len(chunks) == 1:
+            data, ends = chunks[0]
+        else:
+            data = b"".join([chunk for chunk, _ in chunks])
+            ends = array(_offsets(len(data)))
+            base = 0
+            for chunk, offsets in chunks:
+                ends.extend([offset + base for offset in offsets] if base else offsets)
+                base += len(chunk)
+        self.blocks[first:end] = [(zlib.compress(data, 1), ends)]
+        del self.starts[first + 1 : end]
+        self.sealed += 1
+        self.loose -= size
+
+    def block(self, index: int) -> bytes:
+        """The JSON of block `index`, decompressed when it is sealed."""
+        data = self.blocks[index][0]
+        if index >= self.sealed:
+            return data
+        start = self.starts[index]
+        if self.cached_at != start:
+            self.cached = zlib.decompress(data)
+            self.cached_at = start
+        return self.cached
+
+    def take(self, position: int, limit: int) -> tuple[list[StoredEvent], int]:
+        """The events after `position` (at most `limit`), and the sequence number of the last."""
+        seq = max(position + 1, self.first)
+        batch: list[StoredEvent] = []
+        starts = self.starts
+        while seq <= self.last and len(batch) < limit:
+            index = bisect_right(starts, seq) - 1
+            offset = seq - starts[index]
+            ends = self.blocks[index][1]
+            count = min(len(ends) - offset, limit - len(batch))
+            _fill(batch, self.block(index), ends, offset, count, seq)
+            seq += count
+        return batch, seq - 1
+
     def keep_from(self, seq: int) -> None:
-        """Drop the events before `seq`: the chunks all of whose events are before it."""
+        """Drop the events before `seq`: the blocks all of whose events are before it."""
         if seq <= self.first:
             return
         self.first = seq
-        whole = bisect_right(self.starts, seq) - 1  # the chunk holding `seq` stays
+        whole = bisect_right(self.starts, seq) - 1  # the block holding `seq` stays
         if whole > 0:
+            sealed = min(whole, self.sealed)
+            for data, _ in self.blocks[sealed:whole]:
+                self.loose -= len(data)
             del self.starts[:whole]
-            del self.chunks[:whole]
+            del self.blocks[:whole]
+            self.sealed -= sealed
 
     def notify(self) -> None:
         self.wake.set()
@@ -117,32 +207,36 @@ def _plain_slots() -> tuple[Callable[[Any, Any], None], Callable[[Any, Any], Non
 _SLOTS = _plain_slots()
 
 
-def _events(data: bytes, ends: array[int], offset: int, seq: int) -> Iterator[StoredEvent]:
-    """The events of a chunk from its `offset`-th on (`seq`: that one's sequence number).
+def _fill(
+    batch: list[StoredEvent], data: bytes, ends: array[int], offset: int, count: int, seq: int
+) -> None:
+    """Add to `batch` `count` events of a block from its `offset`-th on (`seq`: that one's
+    sequence number).
 
     The read loop makes a StoredEvent per event, and attrs' frozen `__init__` was half of the
     loop's cost: with the plain slotted class, its slots are set directly (same object)."""
     begin = ends[offset - 1] if offset else 0
+    add = batch.append
     if _SLOTS is None:
-        for end in ends[offset:]:
-            yield StoredEvent(cursor=str(seq), data=data[begin:end])
+        for end in ends[offset : offset + count]:
+            add(StoredEvent(cursor=str(seq), data=data[begin:end]))
             begin = end
             seq += 1
         return
     new = object.__new__
     set_cursor, set_data = _SLOTS
-    for end in ends[offset:]:
+    for end in ends[offset : offset + count]:
         stored = new(StoredEvent)
         set_cursor(stored, str(seq))
         set_data(stored, data[begin:end])
-        yield stored
+        add(stored)
         begin = end
         seq += 1
 
 
 def _offsets(size: int) -> str:
-    """The array type code for the offsets in a chunk of `size` bytes: 4 bytes each (a
-    1,000,000-event run: 4 MB of offsets), 8 for a chunk of 4 GiB or more."""
+    """The array type code for the offsets in a block of `size` bytes: 4 bytes each (a
+    1,000,000-event run: 4 MB of offsets), 8 for a block of 4 GiB or more."""
     return "I" if size < 1 << 32 and array("I").itemsize == 4 else "Q"
 
 
@@ -154,8 +248,10 @@ def _copy(data: bytes) -> bytes:
 class MemoryLog:
     """The event log in memory (`memory://`): one process, asyncio only."""
 
-    def __init__(self, retention: Retention | None = None) -> None:
+    def __init__(self, retention: Retention | None = None, *, compress: bool = True) -> None:
         self.retention = retention if retention is not None else Retention()
+        self.compress = compress
+        """Seal older events into compressed blocks (see the module's doc)."""
         self._runs: dict[str, _Run] = {}
         self._threads: dict[str, list[str]] = {}
         self._finished: OrderedDict[str, float] = OrderedDict()
@@ -178,7 +274,7 @@ class MemoryLog:
             if busy:
                 raise ThreadBusy(f"thread {record.thread_id!r} has a running run ({busy[-1]!r})")
         stored = attrs.evolve(record, status="running", last_cursor=None)
-        self._runs[record.run_id] = _Run(stored, _copy(input))
+        self._runs[record.run_id] = _Run(stored, _copy(input), self.compress)
         runs.append(record.run_id)
         limit = self.retention.max_runs_per_thread
         if limit is not None and len(runs) > limit:
@@ -213,21 +309,28 @@ class MemoryLog:
     async def read(
         self, run_id: str, after: Cursor | None = None, *, follow: bool = False
     ) -> AsyncIterator[StoredEvent]:
+        async for batch in self.read_batches(run_id, after, follow=follow):
+            for stored in batch:
+                yield stored
+
+    async def read_batches(
+        self,
+        run_id: str,
+        after: Cursor | None = None,
+        *,
+        follow: bool = False,
+        limit: int | None = None,
+    ) -> AsyncIterator[list[StoredEvent]]:
         run = self._run(run_id)
         position = 0 if after is None else parse_seq(after)
         if position > run.last or (after is not None and position < 1):
             raise StoreError(f"run {run_id!r} has no event at cursor {after!r}")
+        size = BATCH if limit is None else max(1, limit)
         while True:
             wake = run.wake
             while position < run.last:
-                # The chunk holding the next event kept, then the rest of that chunk.
-                seq = max(position + 1, run.first)
-                index = bisect_right(run.starts, seq) - 1
-                base = run.starts[index]
-                data, ends = run.chunks[index]
-                for stored in _events(data, ends, seq - base, seq):
-                    yield stored
-                position = base + len(ends) - 1
+                batch, position = run.take(position, size)
+                yield batch
             if not follow or run.record.status == "finished":
                 return
             if self._runs.get(run_id) is not run:

@@ -31,7 +31,7 @@ build from the prefix, so a Redis Cluster is not supported (a primary with repli
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -52,6 +52,9 @@ __all__ = ["RedisLog"]
 
 CHUNK = 500
 """Stream entries read per XRANGE / XREAD."""
+
+BATCH = 4096
+"""The most events `read_batches` gives in one batch when the caller sets no limit."""
 
 BLOCK_MS = 5000
 """How long one XREAD BLOCK waits before the follower checks that its run still exists."""
@@ -438,7 +441,20 @@ class RedisLog:
     async def read(
         self, run_id: str, after: Cursor | None = None, *, follow: bool = False
     ) -> AsyncIterator[StoredEvent]:
+        async for batch in self.read_batches(run_id, after, follow=follow):
+            for stored in batch:
+                yield stored
+
+    async def read_batches(
+        self,
+        run_id: str,
+        after: Cursor | None = None,
+        *,
+        follow: bool = False,
+        limit: int | None = None,
+    ) -> AsyncIterator[list[StoredEvent]]:
         run_key, stream = self._key("run", run_id), self._key("events", run_id)
+        size = BATCH if limit is None else max(1, limit)
         try:
             status, last = await self._redis.hmget(run_key, ("status", "last"))
             if status is None:
@@ -449,12 +465,12 @@ class RedisLog:
             start = "-" if skip is None else skip[0]
             while True:  # what is stored
                 entries = await self._redis.xrange(stream, min=start, max="+", count=CHUNK)
-                for entry_id, fields in entries:
-                    start = "(" + entry_id.decode()
-                    for stored in self._events(entry_id, fields, skip):
-                        yield stored
-                    if b"t" in fields:
-                        return
+                if entries:
+                    start = "(" + entries[-1][0].decode()
+                for batch in self._batches(entries, skip, size):
+                    yield batch
+                if entries and b"t" in entries[-1][1]:
+                    return
                 if len(entries) < CHUNK:
                     break
             if not follow:
@@ -469,14 +485,28 @@ class RedisLog:
                     if not await self._redis.exists(run_key):
                         return  # dropped by retention while followed
                     continue
-                for entry_id, fields in reply[0][1]:
-                    position = entry_id.decode()
-                    for stored in self._events(entry_id, fields, skip):
-                        yield stored
-                    if b"t" in fields:
-                        return
+                entries = reply[0][1]
+                position = entries[-1][0].decode()
+                for batch in self._batches(entries, skip, size):
+                    yield batch
+                if b"t" in entries[-1][1]:
+                    return
         except RedisError as error:
             raise StoreError(f"Redis store: {error}") from error
+
+    def _batches(
+        self, entries: list[Any], skip: tuple[str, int] | None, size: int
+    ) -> Iterator[list[StoredEvent]]:
+        """The events of stream entries in batches of `size` (the last one shorter), made as
+        they are given: a resume's first batch does not wait for a whole reply's events."""
+        events: list[StoredEvent] = []
+        for entry_id, fields in entries:
+            events += self._events(entry_id, fields, skip)
+            while len(events) >= size:
+                yield events[:size]
+                del events[:size]
+        if events:
+            yield events
 
     @staticmethod
     def _events(

@@ -60,7 +60,7 @@ PRUNE_EVERY_SECONDS = 60.0
 """start_run applies the TTL at most this often (prune(now) does it on demand)."""
 
 CHUNK = 1000
-"""Events read per query."""
+"""Events read per query (and the most in one batch of `read_batches`)."""
 
 READERS = 4
 """Reader threads (and connections) per instance."""
@@ -152,14 +152,16 @@ class _Recent:
         if final:
             self.final = start + len(events) - 1
 
-    def after(self, position: int) -> list[tuple[int, bytes]]:
-        """The events after `position`, when this holds the one right after it; else []."""
+    def after(self, position: int, limit: int) -> list[tuple[int, bytes]]:
+        """The events after `position` (at most `limit`), when this holds the one right after
+        it; else []."""
         if not self.events:
             return []
         first = self.events[0][0]
         if not first <= position + 1 <= self.events[-1][0]:
             return []
-        return list(islice(self.events, position + 1 - first, None))
+        skip = position + 1 - first
+        return list(islice(self.events, skip, skip + limit))
 
 
 class _Transaction:
@@ -521,6 +523,18 @@ class SQLiteLog:
     async def read(
         self, run_id: str, after: Cursor | None = None, *, follow: bool = False
     ) -> AsyncIterator[StoredEvent]:
+        async for batch in self.read_batches(run_id, after, follow=follow):
+            for stored in batch:
+                yield stored
+
+    async def read_batches(
+        self,
+        run_id: str,
+        after: Cursor | None = None,
+        *,
+        follow: bool = False,
+        limit: int | None = None,
+    ) -> AsyncIterator[list[StoredEvent]]:
         state = await self._read(self._state, run_id)
         if state is None:
             raise UnknownRun(f"no run {run_id!r} in the log")
@@ -528,6 +542,7 @@ class SQLiteLog:
         position = 0 if after is None else parse_seq(after)
         if after is not None and not 1 <= position <= last:
             raise StoreError(f"run {run_id!r} has no event at cursor {after!r}")
+        size = CHUNK if limit is None else max(1, min(limit, CHUNK))
         if follow:
             self._follow(run_id)
         recent = self._recent.get(run_id) if follow else None
@@ -536,10 +551,9 @@ class SQLiteLog:
             while True:
                 wake = self._wakes.setdefault(run_id, asyncio.Event())
                 if recent is not None:
-                    if items := recent.after(position):
-                        for seq, data in items:
-                            yield StoredEvent(cursor=str(seq), data=data)
-                            position = seq
+                    if items := recent.after(position, size):
+                        position = items[-1][0]
+                        yield [StoredEvent(cursor=str(seq), data=data) for seq, data in items]
                         if position == recent.final:
                             return
                         caught_up = True
@@ -551,11 +565,11 @@ class SQLiteLog:
                         except TimeoutError:
                             pass
                         continue
-                status, rows = await self._read(self._fetch, n, position)
-                for seq, data in rows:
-                    yield StoredEvent(cursor=str(seq), data=data)
-                    position = seq
-                if len(rows) == CHUNK:
+                status, rows = await self._read(self._fetch, n, position, size)
+                if rows:
+                    position = rows[-1][0]
+                    yield [StoredEvent(cursor=str(seq), data=data) for seq, data in rows]
+                if len(rows) == size:
                     continue
                 if status is None or status == "finished" or not follow:
                     return  # everything up to the snapshot was read (None: the run was dropped)
@@ -574,13 +588,13 @@ class SQLiteLog:
 
     @staticmethod
     def _fetch(
-        db: sqlite3.Connection, n: int, position: int
+        db: sqlite3.Connection, n: int, position: int, limit: int
     ) -> tuple[str | None, list[tuple[int, bytes]]]:
         with _Transaction(db, immediate=False):  # one snapshot: the status, then the events
             row = db.execute("SELECT status FROM runs WHERE n = ?", (n,)).fetchone()
             rows = db.execute(
                 "SELECT seq, data FROM events WHERE run = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (n, position, CHUNK),
+                (n, position, limit),
             ).fetchall()
         return (None if row is None else row[0]), rows
 

@@ -401,11 +401,15 @@ class Downgrade:
         return b"".join(b"data: " + dumps(e) + b"\n\n" for e in self.feed(to_json(event)))
 
     def sse_data(self, data: bytes, id: str | None = None) -> bytes:
-        """An encoded event (its JSON) as the SSE frames of its translation; `id` goes on the
-        last of them (b"" when the event is dropped)."""
-        events = self.feed(orjson.loads(data))
+        """An encoded event (its JSON, one line) as the SSE frames of its translation; `id`
+        goes on the last of them (b"" when the event is dropped). An event the era takes as it
+        is keeps its JSON: `data` is sent, not written anew."""
+        event = orjson.loads(data)
+        events = self.feed(event)
         if not events:
             return b""
+        if len(events) == 1 and events[0] is event:
+            return sse_data_frame(data, id)
         frames = [sse_data_frame(dumps(e)) for e in events[:-1]]
         frames.append(sse_data_frame(dumps(events[-1]), id))
         return b"".join(frames)

@@ -227,6 +227,110 @@ async def test_closing_the_log_ends_its_followers(backend: Backend) -> None:
         await asyncio.wait_for(follower, 5)
 
 
+# ── batched reads ───────────────────────────────────────────────────────────────────────────────
+
+
+async def batches(
+    log: EventLog,
+    run_id: str,
+    after: str | None = None,
+    *,
+    follow: bool = False,
+    limit: int | None = None,
+) -> list[list[StoredEvent]]:
+    return [b async for b in log.read_batches(run_id, after, follow=follow, limit=limit)]
+
+
+def flat(got: Sequence[Sequence[StoredEvent]]) -> list[StoredEvent]:
+    assert all(got), "an empty batch"
+    return [stored for batch in got for stored in batch]
+
+
+async def test_a_batched_read_gives_what_read_gives_in_one_batch(log: EventLog) -> None:
+    events, cursors = await run_with(log, "run-1", 40)
+    got = await batches(log, "run-1")
+    assert len(got) == 1, [len(b) for b in got]  # 41 events: all available, one batch
+    assert flat(got) == await collect(log, "run-1")
+    assert data(flat(got)) == events and [s.cursor for s in flat(got)] == cursors
+    assert all(type(s) is StoredEvent for s in flat(got))
+
+
+@pytest.mark.parametrize("limit", [1, 3, 40, 41, 500])
+async def test_a_batched_read_keeps_to_its_limit(log: EventLog, limit: int) -> None:
+    events, cursors = await run_with(log, "run-1", 40)
+    for follow in (False, True):
+        got = await batches(log, "run-1", follow=follow, limit=limit)
+        sizes = [len(b) for b in got]
+        assert all(size == limit for size in sizes[:-1]) and 0 < sizes[-1] <= limit, sizes
+        assert data(flat(got)) == events and [s.cursor for s in flat(got)] == cursors
+        rest = await batches(log, "run-1", cursors[9], follow=follow, limit=limit)
+        assert [s.cursor for s in flat(rest)] == cursors[10:]
+
+
+async def test_a_batched_read_after_each_cursor_gives_exactly_the_rest(log: EventLog) -> None:
+    events, cursors = await run_with(log, "run-1", 25, batch=4)
+    for k, cursor in enumerate(cursors):
+        for limit in (None, 2):
+            rest = flat(await batches(log, "run-1", cursor, limit=limit))
+            assert data(rest) == events[k + 1 :], f"after cursor {k}, limit {limit}"
+            assert [s.cursor for s in rest] == cursors[k + 1 :]
+
+
+async def test_a_batched_read_of_nothing_gives_no_batch(log: EventLog) -> None:
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    assert await batches(log, "run-1") == []  # no event yet
+    cursors = await log.append("run-1", [event("run-1", 0), event("run-1", 1)])
+    assert await batches(log, "run-1", cursors[-1]) == []  # after the last one
+    cursors += await log.append("run-1", [terminal("run-1")], final=True)
+    assert await asyncio.wait_for(batches(log, "run-1", cursors[-1], follow=True), 1) == []
+    with pytest.raises(StoreError):
+        await batches(log, "run-1", cursors[-1] + "9")
+    with pytest.raises(UnknownRun):
+        await batches(log, "nope")
+
+
+async def test_a_batch_takes_everything_appended_since_the_last_one(log: EventLog) -> None:
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    events = [event("run-1", n) for n in range(20)] + [terminal("run-1")]
+    cursors = await log.append("run-1", events[:5])
+    reader = log.read_batches("run-1", follow=True)
+    first = await anext(reader)
+    assert data(first) == events[:5]
+    waiting = asyncio.ensure_future(anext(reader))  # waits at the end of the run
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    cursors += await log.append("run-1", events[5:8])
+    second = await asyncio.wait_for(waiting, 5)
+    assert data(second) == events[5:8] and [s.cursor for s in second] == cursors[5:8]
+    for start in (8, 12, 16):  # three appends while the reader is away: one batch for them all
+        cursors += await log.append("run-1", events[start : start + 4])
+    third = await asyncio.wait_for(anext(reader), 5)
+    assert data(third) == events[8:20] and [s.cursor for s in third] == cursors[8:20]
+    cursors += await log.append("run-1", events[-1:], final=True)
+    assert [s.cursor for s in flat([b async for b in reader])] == cursors[20:]
+
+
+async def test_a_batched_follower_sees_concurrent_appends_once_in_order(log: EventLog) -> None:
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    events = [event("run-1", n) for n in range(400)] + [terminal("run-1")]
+    followers = [
+        asyncio.create_task(batches(log, "run-1", follow=True, limit=limit))
+        for limit in (None, 1, 7, 64)
+    ]
+    cursors: list[str] = []
+    for start in range(0, 400, 9):
+        cursors += await log.append("run-1", events[start : min(start + 9, 400)])
+        if start % 4 == 0:
+            await asyncio.sleep(0)
+        if start == 198:  # one more, from the middle, cursor in hand
+            followers.append(asyncio.create_task(batches(log, "run-1", cursors[100], follow=True)))
+    cursors += await log.append("run-1", events[-1:], final=True)
+    for n, got in enumerate(await asyncio.wait_for(asyncio.gather(*followers), 20)):
+        skip = 101 if n == 4 else 0
+        assert data(flat(got)) == events[skip:], f"follower {n}"
+        assert [s.cursor for s in flat(got)] == cursors[skip:], f"follower {n}"
+
+
 # ── starting runs ───────────────────────────────────────────────────────────────────────────────
 
 
