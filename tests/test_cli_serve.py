@@ -332,6 +332,24 @@ def test_root_path_reaches_the_app(served: Any, app_dir: Path) -> None:
     assert httpx.get(url + "/x").json()["root_path"] == "/api"
 
 
+def test_the_console_url_follows_the_serving_line(served: Any, app_dir: Path) -> None:
+    """An agent gets the dev console at {path}/console, whose URL is the line after "serving";
+    --no-console leaves it out (the route is then the agent's own 404); an ASGI app has none."""
+    one = served("mymod:echo", "--port", "0", "--path", "/x", "--root-path", "/api", cwd=app_dir)
+    url = one.url()
+    assert one.line() == f"console: {url}/console\n"
+    page = httpx.get(url + "/console")
+    assert page.status_code == 200 and "content-security-policy" in page.headers
+    assert '<script type="module" src="console/main.js"></script>' in page.text
+    off = served("mymod:echo", "--port", "0", "--no-console", cwd=app_dir)
+    url = off.url()
+    assert httpx.get(url + "/console").status_code == 404
+    asgi = served("mymod:app", "--port", "0", cwd=app_dir)
+    asgi.url()
+    assert asgi.stop() is None and not any(line.startswith("console:") for line in asgi.stderr)
+    assert not any(line.startswith("console:") for line in off.stderr)
+
+
 def test_the_line_comes_once_the_server_listens(served: Any, app_dir: Path) -> None:
     """The "serving" line is printed once the server has started: a request sent the moment it
     appears is answered (no connection refused)."""

@@ -106,7 +106,7 @@ def serve(args: argparse.Namespace) -> int:
         line += f" (CORS: {', '.join(origins)})"
     console = ""
     if isinstance(app, AgentApp) and app.console:
-        console = f"\nconsole: http://{host}:{port}{args.root_path.rstrip('/')}{path}/console"
+        console = f"\nconsole: http://{host}:{port}{path}/console"  # as the "serving" URL
     if "*" in origins:
         print(
             "agui serve: --cors-origin '*' lets web pages of any origin call this agent; for "

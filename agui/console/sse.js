@@ -103,13 +103,17 @@ export async function readSSE(response, onMessage, budget = 40) {
   return parser.lastId;
 }
 
-const channel = typeof MessageChannel === "function" ? new MessageChannel() : null;
+let channel = null;
 const waiting = [];
-if (channel) channel.port1.onmessage = () => waiting.shift()?.();
 
 // A promise resolved in a task of its own (MessageChannel: not clamped like setTimeout).
 export function nextTask() {
-  if (!channel) return new Promise((resolve) => setTimeout(resolve, 0));
+  if (typeof MessageChannel !== "function") return new Promise((resolve) => setTimeout(resolve, 0));
+  if (!channel) {
+    channel = new MessageChannel();
+    channel.port1.onmessage = () => waiting.shift()?.();
+    channel.port1.unref?.(); // (node: not what keeps the process going)
+  }
   return new Promise((resolve) => {
     waiting.push(resolve);
     channel.port2.postMessage(0);

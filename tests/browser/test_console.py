@@ -394,8 +394,13 @@ def test_the_console_modules_under_node() -> None:
     if node is None:
         unavailable("node is not on PATH (it runs tests/browser/console.test.mjs)")
         raise AssertionError("unreachable")
+    # the modules are ES modules in .js files without a package.json: node 20 reads them as such
+    # with --experimental-detect-module, later releases by default
+    flag = ["--experimental-detect-module"]
+    if subprocess.run([node, *flag, "-e", ""], capture_output=True).returncode != 0:
+        flag = []
     done = subprocess.run(
-        [node, "--test", str(HERE / "console.test.mjs")],
+        [node, *flag, "--test", str(HERE / "console.test.mjs")],
         capture_output=True,
         text=True,
         timeout=120,
