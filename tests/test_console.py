@@ -149,3 +149,10 @@ def test_the_files_are_read_once() -> None:
     console = Console()
     assert {"index.html", "console.css", "main.js", "events.json"} <= set(console.files)
     assert all(name == name.lower() for name in console.files)
+
+
+def test_the_docs_show_the_console() -> None:
+    root = FILES.parent.parent
+    assert (root / "docs" / "images" / "console.png").stat().st_size > 10_000
+    assert "![agui console](docs/images/console.png)" in (root / "README.md").read_text()
+    assert "images/console.png" in (root / "docs" / "console.md").read_text()
