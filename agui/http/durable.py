@@ -77,10 +77,10 @@ from agui.http.server import (
     _wait_for_disconnect,
 )
 from agui.store import (
+    EventBatch,
     EventLog,
     RunExists,
     RunRecord,
-    StoredEvent,
     StoreError,
     ThreadBusy,
     UnknownRun,
@@ -125,7 +125,7 @@ answer), run_id None for connect."""
 _DATA_LIMIT = _MAX_SSE_FRAME - 200  # an event's JSON, leaving room for the frame's id line
 _BATCH_BYTES = 1024 * 1024  # an append carries at most about this many bytes (one event at least)
 _UNCOPIED = 64  # events queued for the writer as the encoder made them (the rest: copies)
-_READ_BATCH = 512  # events a response reads from the log at most at once (and queues as one piece)
+_READ_BATCH = 128  # events a response reads from the log at most at once (and queues as one piece)
 _IDLE = 1.0  # seconds of silence after which a response following a run checks its lease
 _PRUNE_EVERY = 60.0  # seconds between two prunes of the log's expired runs (by the sweep)
 _RUN_STARTED_PREFIX = b'{"type":"RUN_STARTED"'
@@ -436,8 +436,8 @@ class Durable:
         binary: bool,
         *,
         thread_id: str | None = None,
-        first: list[StoredEvent] | None = None,
-        backlog: AsyncIterator[list[StoredEvent]] | None = None,
+        first: EventBatch | None = None,
+        backlog: AsyncIterator[EventBatch] | None = None,
         ids: bool = True,
     ) -> None:
         """Queue the run's events after `after` as frames, following it live until its terminal
@@ -467,30 +467,37 @@ class Durable:
             started = RunStartedEvent(thread_id=thread, run_id=run_id)
             await put(proto_frame(started) if binary else _plain_frame(started))
 
-        async def pump(source: AsyncIterator[list[StoredEvent]]) -> bytes:
+        async def pump(source: AsyncIterator[EventBatch]) -> bytes:
             """Queue the frames of `source`'s batches; the last event's data (b"": none)."""
             nonlocal fresh, last
             data = b""
             async for batch in source:
                 if not batch:
                     continue
+                events = batch.data
                 if fresh:
                     fresh = False
-                    await opening(batch[0].data)
-                data = batch[-1].data
-                last = batch[-1].cursor
+                    await opening(events[0])
+                data = events[-1]
+                last = batch.cursors[-1]
                 if binary:
-                    frames = [_proto_of(stored.data, run_id) for stored in batch]
+                    frames = [_proto_of(event, run_id) for event in events]
                     chunk = b"".join([frame for frame in frames if frame is not None])
                 elif downgrade is not None:
+                    sse_data = downgrade.sse_data
                     chunk = b"".join(
-                        [downgrade.sse_data(s.data, s.cursor if ids else None) for s in batch]
+                        [
+                            sse_data(event, cursor)
+                            for event, cursor in zip(events, batch.cursors, strict=True)
+                        ]
+                        if ids
+                        else [sse_data(event) for event in events]
                     )
                 elif ids:
                     chunk = _sse_batch(batch)
                 else:
-                    chunk = b"".join([b"data: " + stored.data + b"\n\n" for stored in batch])
-                tail.count += len(batch)
+                    chunk = b"".join([b"data: " + event + b"\n\n" for event in events])
+                tail.count += len(events)
                 if chunk and not offer(chunk):
                     await put(chunk)
             return data
@@ -840,18 +847,22 @@ class Execution:
                         INVALID_EVENT,
                     )
                     return
-                while len(pending) >= limit:
+                queued = len(pending)
+                while queued >= limit:
                     self._drained.clear()
                     await self._drained.wait()
+                    queued = len(pending)
                 if self.final:
                     continue
                 # Past the first _UNCOPIED events queued, a copy of exact size: orjson's result
                 # keeps its whole working buffer (4 KiB at least), which a queue of a thousand
                 # events would hold on to. A writer keeping up (memory://) copies nothing here.
-                pending.append(data if len(pending) < _UNCOPIED else bytes(memoryview(data)))
+                pending.append(data if queued < _UNCOPIED else bytes(memoryview(data)))
                 if type(event) in _TERMINAL:
                     self.final = True
-                filled.set()
+                    filled.set()
+                elif not queued:
+                    filled.set()  # the writer waits for an empty queue to fill, nothing else
         finally:
             await stream.aclose()
 
@@ -973,21 +984,19 @@ async def _quietly(call: Awaitable[Any], run_id: str) -> Any:
         return None
 
 
-async def _chain(
-    first: list[StoredEvent], rest: AsyncIterator[list[StoredEvent]]
-) -> AsyncIterator[list[StoredEvent]]:
+async def _chain(first: EventBatch, rest: AsyncIterator[EventBatch]) -> AsyncIterator[EventBatch]:
     yield first
     async for batch in rest:
         yield batch
 
 
-def _sse_batch(batch: list[StoredEvent]) -> bytes:
+def _sse_batch(batch: EventBatch) -> bytes:
     """A batch of stored events as SSE frames, joined: each `id: <cursor>`, `data: <JSON>`.
     Raises ValueError for a cursor holding CR, LF or NUL (a log's cursors never do)."""
     parts: list[bytes] = []
-    for stored in batch:
-        parts += (b"id: ", stored.cursor.encode(), b"\ndata: ", stored.data, b"\n\n")
-    ids = "\n".join([stored.cursor for stored in batch])
+    for cursor, data in zip(batch.cursors, batch.data, strict=True):
+        parts += (b"id: ", cursor.encode(), b"\ndata: ", data, b"\n\n")
+    ids = "\n".join(batch.cursors)
     if "\r" in ids or "\0" in ids or ids.count("\n") != len(batch) - 1:
         raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {ids!r}")
     return b"".join(parts)

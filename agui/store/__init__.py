@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from .base import (
     Cursor,
+    EventBatch,
     EventLog,
     Retention,
     RunExists,
@@ -27,6 +28,7 @@ from .base import (
 
 __all__ = [
     "Cursor",
+    "EventBatch",
     "EventLog",
     "Retention",
     "RunExists",

@@ -16,8 +16,9 @@ async; a backend never blocks the event loop.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Literal, Protocol, TypeAlias
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from types import MemberDescriptorType
+from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 
@@ -25,6 +26,7 @@ from agui.errors import AguiError
 
 __all__ = [
     "Cursor",
+    "EventBatch",
     "EventLog",
     "Retention",
     "RunExists",
@@ -88,6 +90,54 @@ class StoredEvent:
     """The event's JSON, as an SSE frame's data carries it."""
 
 
+def _plain_slots() -> tuple[Callable[[Any, Any], None], Callable[[Any, Any], None]] | None:
+    """The setters of StoredEvent's two slots, when it is what it is today: a slotted attrs
+    class of two plain fields (no validator, converter or default). Else None."""
+    fields = attrs.fields(StoredEvent)
+    if [f.name for f in fields] != ["cursor", "data"]:
+        return None
+    if any(f.validator is not None or f.converter is not None for f in fields):
+        return None
+    if any(f.default is not attrs.NOTHING for f in fields):
+        return None
+    slots = [StoredEvent.__dict__.get(name) for name in ("cursor", "data")]
+    if not all(type(slot) is MemberDescriptorType for slot in slots):
+        return None
+    return slots[0].__set__, slots[1].__set__  # type: ignore[union-attr]
+
+
+_SLOTS = _plain_slots()
+
+
+@attrs.frozen(kw_only=True)
+class EventBatch:
+    """Events of one run read together (`EventLog.read_batches`), in order: `data[i]` is an
+    event's JSON, `cursors[i]` its cursor. Two lists rather than a StoredEvent per event: a
+    reader streaming a run builds its frames from them, and a hundred thousand objects fewer
+    per 100,000 events is a tenth of the server's time. Iterating gives StoredEvents."""
+
+    cursors: Sequence[Cursor]
+    data: Sequence[bytes]
+
+    def __len__(self) -> int:
+        return len(self.cursors)
+
+    def __iter__(self) -> Iterator[StoredEvent]:
+        """The events as StoredEvents. attrs' frozen `__init__` is slow next to the rest of a
+        read; with the plain slotted class its slots are set directly (the same objects)."""
+        if _SLOTS is None:
+            for cursor, data in zip(self.cursors, self.data, strict=True):
+                yield StoredEvent(cursor=cursor, data=data)
+            return
+        new = object.__new__
+        set_cursor, set_data = _SLOTS
+        for cursor, data in zip(self.cursors, self.data, strict=True):
+            stored = new(StoredEvent)
+            set_cursor(stored, cursor)
+            set_data(stored, data)
+            yield stored
+
+
 @attrs.frozen(kw_only=True)
 class Retention:
     """What the log keeps. The defaults keep what a chat UI needs: recent threads whole."""
@@ -136,7 +186,7 @@ class EventLog(Protocol):
         *,
         follow: bool = False,
         limit: int | None = None,
-    ) -> AsyncIterator[list[StoredEvent]]:
+    ) -> AsyncIterator[EventBatch]:
         """The events `read` gives, in batches: each batch holds every event available after
         the previous one when it is taken (at most `limit`; None: the backend's own bound, a few
         thousand at most), in order, and is never empty. A reader streaming a run takes one batch

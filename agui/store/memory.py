@@ -31,15 +31,14 @@ import zlib
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from itertools import accumulate
-from types import MemberDescriptorType
-from typing import Any
 
 import attrs
 
 from .base import (
     Cursor,
+    EventBatch,
     Retention,
     RunExists,
     RunRecord,
@@ -65,12 +64,19 @@ def parse_seq(cursor: Cursor) -> int:
     return int(cursor)
 
 
+class _Packed(bytes):
+    """A sealed block's JSON, compressed with zlib (level 1)."""
+
+    __slots__ = ()
+
+
 class _Run:
     """One run: its record, its input, its events in blocks, its wake-up event.
 
     Block k holds events starts[k], starts[k] + 1, ...: blocks[k] is (their JSON, concatenated;
-    the offset where each one ends). The first `sealed` blocks are compressed (zlib), the others
-    are the chunks of the latest appends, one per append, as they came (`loose` bytes of JSON)."""
+    the offset where each one ends). The first `sealed` blocks are sealed: joined from several
+    appends and compressed (_Packed). The others are the chunks of the latest appends, one per
+    append, as they came (`loose` bytes of JSON)."""
 
     __slots__ = (
         "blocks",
@@ -91,6 +97,7 @@ class _Run:
         self.record = record
         self.input = input
         self.compress = compress
+        """Seal and compress older blocks."""
         self.starts: list[int] = []
         self.blocks: list[tuple[bytes, array[int]]] = []
         self.sealed = 0
@@ -139,15 +146,15 @@ class _Run:
             for chunk, offsets in chunks:
                 ends.extend([offset + base for offset in offsets] if base else offsets)
                 base += len(chunk)
-        self.blocks[first:end] = [(zlib.compress(data, 1), ends)]
+        self.blocks[first:end] = [(_Packed(zlib.compress(data, 1)), ends)]
         del self.starts[first + 1 : end]
         self.sealed += 1
         self.loose -= size
 
     def block(self, index: int) -> bytes:
-        """The JSON of block `index`, decompressed when it is sealed."""
+        """The JSON of block `index`, decompressed when it is compressed."""
         data = self.blocks[index][0]
-        if index >= self.sealed:
+        if type(data) is not _Packed:
             return data
         start = self.starts[index]
         if self.cached_at != start:
@@ -155,19 +162,25 @@ class _Run:
             self.cached_at = start
         return self.cached
 
-    def take(self, position: int, limit: int) -> tuple[list[StoredEvent], int]:
-        """The events after `position` (at most `limit`), and the sequence number of the last."""
-        seq = max(position + 1, self.first)
-        batch: list[StoredEvent] = []
+    def take(self, seq: int, limit: int) -> EventBatch:
+        """The events from `seq` on (at most `limit`); `seq` is one kept, at most `last`."""
+        cursors: list[str] = []
+        events: list[bytes] = []
         starts = self.starts
-        while seq <= self.last and len(batch) < limit:
+        while seq <= self.last and len(events) < limit:
             index = bisect_right(starts, seq) - 1
             offset = seq - starts[index]
             ends = self.blocks[index][1]
-            count = min(len(ends) - offset, limit - len(batch))
-            _fill(batch, self.block(index), ends, offset, count, seq)
+            count = min(len(ends) - offset, limit - len(events))
+            data = self.block(index)
+            stop = offset + count
+            begins = ends[offset - 1 : stop - 1] if offset else [0, *ends[: stop - 1]]
+            events += [
+                data[begin:end] for begin, end in zip(begins, ends[offset:stop], strict=True)
+            ]
+            cursors += map(str, range(seq, seq + count))
             seq += count
-        return batch, seq - 1
+        return EventBatch(cursors=cursors, data=events)
 
     def keep_from(self, seq: int) -> None:
         """Drop the events before `seq`: the blocks all of whose events are before it."""
@@ -186,52 +199,6 @@ class _Run:
     def notify(self) -> None:
         self.wake.set()
         self.wake = asyncio.Event()
-
-
-def _plain_slots() -> tuple[Callable[[Any, Any], None], Callable[[Any, Any], None]] | None:
-    """The setters of StoredEvent's two slots, when it is what it is today: a slotted attrs
-    class of two plain fields (no validator, converter or default). Else None."""
-    fields = attrs.fields(StoredEvent)
-    if [f.name for f in fields] != ["cursor", "data"]:
-        return None
-    if any(f.validator is not None or f.converter is not None for f in fields):
-        return None
-    if any(f.default is not attrs.NOTHING for f in fields):
-        return None
-    slots = [StoredEvent.__dict__.get(name) for name in ("cursor", "data")]
-    if not all(type(slot) is MemberDescriptorType for slot in slots):
-        return None
-    return slots[0].__set__, slots[1].__set__  # type: ignore[union-attr]
-
-
-_SLOTS = _plain_slots()
-
-
-def _fill(
-    batch: list[StoredEvent], data: bytes, ends: array[int], offset: int, count: int, seq: int
-) -> None:
-    """Add to `batch` `count` events of a block from its `offset`-th on (`seq`: that one's
-    sequence number).
-
-    The read loop makes a StoredEvent per event, and attrs' frozen `__init__` was half of the
-    loop's cost: with the plain slotted class, its slots are set directly (same object)."""
-    begin = ends[offset - 1] if offset else 0
-    add = batch.append
-    if _SLOTS is None:
-        for end in ends[offset : offset + count]:
-            add(StoredEvent(cursor=str(seq), data=data[begin:end]))
-            begin = end
-            seq += 1
-        return
-    new = object.__new__
-    set_cursor, set_data = _SLOTS
-    for end in ends[offset : offset + count]:
-        stored = new(StoredEvent)
-        set_cursor(stored, str(seq))
-        set_data(stored, data[begin:end])
-        add(stored)
-        begin = end
-        seq += 1
 
 
 def _offsets(size: int) -> str:
@@ -320,7 +287,7 @@ class MemoryLog:
         *,
         follow: bool = False,
         limit: int | None = None,
-    ) -> AsyncIterator[list[StoredEvent]]:
+    ) -> AsyncIterator[EventBatch]:
         run = self._run(run_id)
         position = 0 if after is None else parse_seq(after)
         if position > run.last or (after is not None and position < 1):
@@ -329,7 +296,9 @@ class MemoryLog:
         while True:
             wake = run.wake
             while position < run.last:
-                batch, position = run.take(position, size)
+                seq = max(position + 1, run.first)  # the next event kept
+                batch = run.take(seq, size)
+                position = seq + len(batch) - 1
                 yield batch
             if not follow or run.record.status == "finished":
                 return

@@ -39,6 +39,7 @@ from redis.exceptions import RedisError
 
 from .base import (
     Cursor,
+    EventBatch,
     Retention,
     RunExists,
     RunRecord,
@@ -452,7 +453,7 @@ class RedisLog:
         *,
         follow: bool = False,
         limit: int | None = None,
-    ) -> AsyncIterator[list[StoredEvent]]:
+    ) -> AsyncIterator[EventBatch]:
         run_key, stream = self._key("run", run_id), self._key("events", run_id)
         size = BATCH if limit is None else max(1, limit)
         try:
@@ -494,31 +495,25 @@ class RedisLog:
         except RedisError as error:
             raise StoreError(f"Redis store: {error}") from error
 
+    @staticmethod
     def _batches(
-        self, entries: list[Any], skip: tuple[str, int] | None, size: int
-    ) -> Iterator[list[StoredEvent]]:
+        entries: list[Any], skip: tuple[str, int] | None, size: int
+    ) -> Iterator[EventBatch]:
         """The events of stream entries in batches of `size` (the last one shorter), made as
         they are given: a resume's first batch does not wait for a whole reply's events."""
-        events: list[StoredEvent] = []
+        cursors: list[str] = []
+        events: list[bytes] = []
         for entry_id, fields in entries:
-            events += self._events(entry_id, fields, skip)
+            entry = entry_id.decode()
+            data = split(fields)
+            first = skip[1] + 1 if skip is not None and skip[0] == entry else 0
+            cursors += [f"{entry}.{index}" for index in range(first, len(data))]
+            events += data[first:] if first else data
             while len(events) >= size:
-                yield events[:size]
-                del events[:size]
+                yield EventBatch(cursors=cursors[:size], data=events[:size])
+                del cursors[:size], events[:size]
         if events:
-            yield events
-
-    @staticmethod
-    def _events(
-        entry_id: bytes, fields: dict[bytes, bytes], skip: tuple[str, int] | None
-    ) -> list[StoredEvent]:
-        entry = entry_id.decode()
-        events = split(fields)
-        first = skip[1] + 1 if skip is not None and skip[0] == entry else 0
-        return [
-            StoredEvent(cursor=f"{entry}.{index}", data=events[index])
-            for index in range(first, len(events))
-        ]
+            yield EventBatch(cursors=cursors, data=events)
 
     async def _check(
         self, run_id: str, stream: str, after: Cursor, last: bytes | None

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from .base import (
     Cursor,
+    EventBatch,
     Retention,
     RunExists,
     RunRecord,
@@ -128,6 +129,11 @@ def connect(path: str) -> sqlite3.Connection:
     )
     connection.execute("PRAGMA synchronous = NORMAL")
     return connection
+
+
+def _batch(rows: list[tuple[int, bytes]]) -> EventBatch:
+    """(sequence number, data) pairs as a batch."""
+    return EventBatch(cursors=[str(seq) for seq, _ in rows], data=[data for _, data in rows])
 
 
 class _Recent:
@@ -534,7 +540,7 @@ class SQLiteLog:
         *,
         follow: bool = False,
         limit: int | None = None,
-    ) -> AsyncIterator[list[StoredEvent]]:
+    ) -> AsyncIterator[EventBatch]:
         state = await self._read(self._state, run_id)
         if state is None:
             raise UnknownRun(f"no run {run_id!r} in the log")
@@ -553,7 +559,7 @@ class SQLiteLog:
                 if recent is not None:
                     if items := recent.after(position, size):
                         position = items[-1][0]
-                        yield [StoredEvent(cursor=str(seq), data=data) for seq, data in items]
+                        yield _batch(items)
                         if position == recent.final:
                             return
                         caught_up = True
@@ -568,7 +574,7 @@ class SQLiteLog:
                 status, rows = await self._read(self._fetch, n, position, size)
                 if rows:
                     position = rows[-1][0]
-                    yield [StoredEvent(cursor=str(seq), data=data) for seq, data in rows]
+                    yield _batch(rows)
                 if len(rows) == size:
                     continue
                 if status is None or status == "finished" or not follow:

@@ -15,7 +15,7 @@ import tracemalloc
 import pytest
 
 from agui import TextMessageContentEvent, encode
-from agui.store import Retention, RunRecord, StoredEvent, memory
+from agui.store import Retention, RunRecord, StoredEvent, base, memory
 from agui.store.memory import MemoryLog
 
 
@@ -79,12 +79,13 @@ async def test_a_long_run_costs_about_its_json() -> None:
 async def test_read_makes_ordinary_stored_events(
     plain: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The read loop sets StoredEvent's slots directly when the class allows it (the plain
-    path); else it calls the class. Both give the same, ordinary, frozen StoredEvents."""
+    """A batch's events, iterated, are StoredEvents whose slots are set directly when the class
+    allows it (the plain path); else the class is called. Both give the same, ordinary, frozen
+    StoredEvents."""
     if not plain:
-        monkeypatch.setattr(memory, "_SLOTS", None)
+        monkeypatch.setattr(base, "_SLOTS", None)
     else:
-        assert memory._SLOTS is not None, "StoredEvent changed: the fast path is off"
+        assert base._SLOTS is not None, "StoredEvent changed: the fast path is off"
     log = MemoryLog()
     await log.start_run(record("run-1"), b"{}", exclusive=True)
     events = [content(n) for n in range(7)]
@@ -129,3 +130,78 @@ def test_offsets_take_4_bytes_unless_a_chunk_reaches_4_gib() -> None:
     assert memory._offsets(1_000_000) == "I"
     assert memory._offsets((1 << 32) - 1) == "I"
     assert memory._offsets(1 << 32) == "Q"
+
+
+async def test_older_events_are_sealed_into_compressed_blocks() -> None:
+    """A long run's older events are joined into blocks of BLOCK_BYTES at least and compressed;
+    the latest appends stay as they came. Every event reads back the same, after any cursor,
+    and the run costs far less than its JSON."""
+    log = MemoryLog()
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        size = 0
+        for batch in range(200):
+            events = [content(batch * 100 + n) for n in range(100)]
+            size += sum(map(len, events))
+            await log.append("run-1", events)
+            del events
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    run = log._runs["run-1"]
+    assert run.sealed > 0 and all(type(data) is memory._Packed for data, _ in run.blocks[:1])
+    assert all(type(data) is not memory._Packed for data, _ in run.blocks[run.sealed :])
+    assert run.loose < 2 * memory.BLOCK_BYTES
+    assert grown < size / 3, f"{grown:,} bytes held for {size:,} bytes of JSON"
+    for after in (None, "1", "999", "1000", "10001", "19999"):
+        first = 0 if after is None else int(after)
+        read = [stored async for stored in log.read("run-1", after)]
+        assert [s.data for s in read] == [content(n) for n in range(first, 20_000)]
+        assert [s.cursor for s in read] == [str(n + 1) for n in range(first, 20_000)]
+
+
+async def test_without_compression_every_append_stays_as_it_came() -> None:
+    log = MemoryLog(compress=False)
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    for batch in range(50):
+        await log.append("run-1", [content(batch * 100 + n) for n in range(100)])
+    run = log._runs["run-1"]
+    assert run.sealed == 0 and len(run.blocks) == 50
+    assert [s.data async for s in log.read("run-1", "4321")] == [
+        content(n) for n in range(4321, 5000)
+    ]
+
+
+async def test_retention_drops_sealed_blocks_and_followers_read_across_them() -> None:
+    """Sealing while a follower reads and retention drops whole blocks behind it: every event
+    once, in order; what is kept reads back whole."""
+    log = MemoryLog(Retention(max_events_per_run=3000))
+    await log.start_run(record("run-1"), b"{}", exclusive=True)
+    seen: list[StoredEvent] = []
+
+    async def follow() -> None:
+        async for batch in log.read_batches("run-1", follow=True, limit=333):
+            seen.extend(batch)
+            await asyncio.sleep(0)
+
+    follower = asyncio.create_task(follow())
+    total = 0
+    for size in [1, 700, 3, 1500, 90, 2000, 7, 4000, 1, 2500]:
+        await log.append("run-1", [content(total + n) for n in range(size)])
+        total += size
+        await asyncio.sleep(0)
+    await log.append("run-1", [content(total)], final=True)
+    total += 1
+    await asyncio.wait_for(follower, 5)
+    cursors = [int(s.cursor) for s in seen]
+    assert cursors == sorted(set(cursors)) and cursors[-1] == total
+    assert all(s.data == content(int(s.cursor) - 1) for s in seen)
+    run = log._runs["run-1"]
+    assert run.sealed > 0 and run.loose >= 0
+    kept = [stored async for stored in log.read("run-1")]
+    assert 3000 <= len(kept) and [int(s.cursor) for s in kept] == list(
+        range(total - len(kept) + 1, total + 1)
+    )
+    assert all(s.data == content(int(s.cursor) - 1) for s in kept)
