@@ -9,6 +9,7 @@ import { Timeline } from "./timeline.js";
 import { jsonTree } from "./tree.js";
 import { field } from "./form.js";
 
+const DROP = "drop"; // an abort that stands for a broken connection (aguiConsole.dropConnection)
 const endpoint = location.pathname.replace(/\/console\/?$/, "");
 let protocolVersion = "1.0";
 const threads = [];
@@ -202,7 +203,7 @@ async function follow(thread, run, request) {
     if (!response.ok || !type.startsWith("text/event-stream")) {
       const body = await response.text();
       thread.note("error", `HTTP ${response.status} ${response.statusText}: ${body}`);
-      if (run.status !== "finished") run.status = "refused";
+      if (run.status === "starting") run.status = "refused";
       return;
     }
     await readSSE(response, (message) => onMessage(thread, message));
@@ -214,7 +215,7 @@ async function follow(thread, run, request) {
     }
   } catch (error) {
     const last = thread.run || run;
-    if (controller.signal.aborted) {
+    if (controller.signal.aborted && controller.signal.reason !== DROP) {
       thread.note("info", "stopped: the console closed the connection");
       if (last.status === "running" || last.status === "starting") last.status = "disconnected";
     } else {
@@ -394,5 +395,11 @@ async function start() {
   document.body.dataset.ready = "true";
 }
 
-window.aguiConsole = { threads: () => threads, current: () => current };
+// For tests and the devtools: the threads, and a way to break the current stream as a network
+// failure would (a durable run goes on, and Resume reads the rest).
+window.aguiConsole = {
+  threads: () => threads,
+  current: () => current,
+  dropConnection: () => current?.controller?.abort(DROP),
+};
 start();

@@ -218,7 +218,7 @@ const HANDLERS = {
     }
   },
   RUN_FINISHED(thread, event, run) {
-    closeRun(thread, run, "finished");
+    closeRun(thread, run, "success"); // an absent outcome is a success
     if (run && Array.isArray(event.usage)) run.usage.push(...event.usage);
     const outcome = event.outcome;
     thread.interrupts = [];

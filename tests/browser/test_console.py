@@ -143,7 +143,9 @@ class Page:
         )
 
     def idle(self) -> None:
-        self.page.wait_for_function("!document.getElementById('send').disabled", timeout=WAIT_MS)
+        self.page.wait_for_function(
+            "() => !document.getElementById('send').disabled", timeout=WAIT_MS
+        )
 
     def clean(self) -> None:
         """Nothing on the browser console, no CSP violation."""
@@ -407,3 +409,81 @@ def test_the_console_modules_under_node() -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ── durable runs: connect, resume, stop ────────────────────────────────────────────────────────
+
+SLOW_AGENT = """
+import asyncio
+
+import agui
+
+
+async def agent(run: agui.RunAgentInput):
+    count = int(run.forwarded_props.get("count", 300))
+    yield agui.TextMessageStartEvent(message_id=f"slow-{run.run_id}", role="assistant")
+    for i in range(count):
+        yield agui.TextMessageContentEvent(message_id=f"slow-{run.run_id}", delta=f"{i} ")
+        await asyncio.sleep(0.01)
+    yield agui.TextMessageEndEvent(message_id=f"slow-{run.run_id}")
+"""
+
+
+def test_connect_to_a_thread_of_a_durable_store(browser: Any, console: Any) -> None:  # noqa: F811
+    served = console("--store", "memory://")
+    first = Page(browser, served.url, "durable-first")
+    first.send("keep me")
+    first.wait_text("#chat .msg.assistant", "You said: keep me (7 characters).")
+    first.idle()
+    thread = first.page.evaluate("aguiConsole.current().id")
+    other = Page(browser, served.url, "durable-connect")
+    other.page.fill("#connect-id", thread)
+    other.page.click("#connect")
+    other.wait_text("#chat .msg.assistant", "You said: keep me (7 characters).")
+    other.idle()
+    p = other.page
+    assert "keep me" in p.inner_text("#chat .msg.user")
+    assert "echoes" in p.inner_text("#state")
+    assert f"{thread} (connected)" in p.inner_text("#threads")
+    assert "MESSAGES_SNAPSHOT" in p.evaluate("aguiConsole.current().events.map((e) => e.type)")
+    other.shot("connected")
+    first.clean()
+    other.clean()
+
+
+def test_a_dropped_stream_is_resumed(browser: Any, console: Any, tmp_path: Path) -> None:  # noqa: F811
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
+    served = console("slow_agent:agent", "--store", "memory://")
+    page = Page(browser, served.url, "resume")
+    page.send("go", forwarded={"count": 300})
+    page.wait_text("#chat .msg.assistant", "20 ")
+    p = page.page
+    p.evaluate("aguiConsole.dropConnection()")
+    page.idle()
+    assert "dropped" in p.inner_text("#runs")
+    assert p.is_enabled("#resume")
+    page.shot("dropped")
+    p.click("#resume")
+    page.wait_text("#chat .msg.assistant", "299 ")
+    page.idle()
+    text = p.inner_text("#chat .msg.assistant .text")
+    assert text.split() == [str(i) for i in range(300)]  # no gap, no duplicate
+    assert "success" in p.inner_text("#runs")
+    page.shot("resumed")
+    page.clean()
+
+
+def test_a_durable_run_is_stopped(browser: Any, console: Any, tmp_path: Path) -> None:  # noqa: F811
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
+    served = console("slow_agent:agent", "--store", "memory://")
+    page = Page(browser, served.url, "stop")
+    page.send("go", forwarded={"count": 3000})
+    page.wait_text("#chat .msg.assistant", "20 ")
+    page.page.click("#stop")
+    page.idle()
+    p = page.page
+    assert "stop: HTTP 202" in p.inner_text("#chat")
+    assert "cancelled" in p.inner_text("#runs")
+    assert "2999 " not in p.inner_text("#chat .msg.assistant")
+    page.shot("stopped")
+    page.clean()
