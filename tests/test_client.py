@@ -213,7 +213,10 @@ def test_headers_are_sent(serve: Serve, mode: str) -> None:
 
 
 def test_the_request_body_is_the_encoded_input(serve: Serve) -> None:
-    """Client: the POST body is the RunAgentInput's canonical JSON (the agent receives it whole)."""
+    """Client: the POST body is the RunAgentInput's canonical JSON (the agent receives it whole),
+    with the protocolVersion of this 1.0 client when the input has none (the TypeScript client
+    sends it too; without it a server sends the stream of a pre-1.0 client); a version the input
+    carries is sent as it is."""
     received: list[agui.RunAgentInput] = []
 
     async def agent(input: agui.RunAgentInput) -> AsyncIterator[Any]:
@@ -228,7 +231,10 @@ def test_the_request_body_is_the_encoded_input(serve: Serve) -> None:
         forwarded_props={"interrupt": False},
     )
     asyncio.run(collect(HttpAgent(serve(AgentApp(agent))), sent))
-    assert received == [sent]
+    assert received == [attrs.evolve(sent, protocol_version=agui.PROTOCOL_VERSION)]
+    older = attrs.evolve(sent, protocol_version="0.0.59")
+    asyncio.run(collect(HttpAgent(serve(AgentApp(agent))), older))
+    assert received[-1] == older
 
 
 # ── errors ─────────────────────────────────────────────────────────────────────────────────────
@@ -347,7 +353,8 @@ def test_redirects_are_followed_as_fetch_follows_them(
     events: list[Any] = []
     drain(HttpAgent(url), mode, events)
     assert [type(e) for e in events] == [agui.RunStartedEvent, agui.RunFinishedEvent]
-    assert seen == [(method, agui.encode(run_input()) if method == "POST" else b"")]
+    body = agui.encode(attrs.evolve(run_input(), protocol_version=agui.PROTOCOL_VERSION))
+    assert seen == [(method, body if method == "POST" else b"")]
 
 
 @pytest.mark.parametrize("mode", ["async", "sync"])

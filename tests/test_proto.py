@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from agui_generated import proto_wire
@@ -436,12 +437,15 @@ async def scripted_agent(run: agui.RunAgentInput) -> Any:
 
 
 async def post(app: Any, accept: str | None) -> httpx.Response:
+    """A 1.0 client's request (it declares its protocolVersion, or the SSE stream would be the
+    one a pre-1.0 client takes: AgentApp's compat)."""
     headers = {"content-type": "application/json"}
     if accept is not None:
         headers["accept"] = accept
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://agui") as client:
-        return await client.post("/", content=agui.encode(run_input()), headers=headers)
+        body = agui.encode(attrs.evolve(run_input(), protocol_version=agui.PROTOCOL_VERSION))
+        return await client.post("/", content=body, headers=headers)
 
 
 def events_of(response: httpx.Response) -> list[Any]:

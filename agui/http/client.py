@@ -43,6 +43,7 @@ import attrs
 import httpx
 import orjson
 from agui_generated import (
+    PROTOCOL_VERSION,
     AgentCapabilities,
     DecodeError,
     Event,
@@ -244,6 +245,10 @@ class HttpAgent:
 
     def _post(self, input: RunAgentInput, position: StreamPosition | None) -> _Request:
         position = _fresh(position, input.run_id)
+        if input.protocol_version is None:
+            # This is a 1.0 client: a server sends a request without a version the stream of a
+            # pre-1.0 release (AgentApp's compat), with what those cannot show dropped.
+            input = attrs.evolve(input, protocol_version=PROTOCOL_VERSION)
         return _Request(
             "POST", self.url, self._request_headers(), encode(input), position, resumable=True
         )
