@@ -170,8 +170,11 @@ class WithProgress:
 with live_server(agui.AgentApp(WithProgress())) as url:
     conversation = agui.Conversation(keep_events=True)
     result = asyncio.run(conversation.run(agui.HttpAgent(url), "hi"))
-    run = agui.RunAgentInput(
-        thread_id="t2", run_id="r2", messages=(agui.UserMessage(id="u", content="hi"),)
+    run = agui.RunAgentInput(  # a 1.0 request: a 0.0.x client would not get the new event
+        thread_id="t2",
+        run_id="r2",
+        protocol_version=agui.PROTOCOL_VERSION,
+        messages=(agui.UserMessage(id="u", content="hi"),),
     )
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
     with httpx.stream("POST", url, content=agui.encode(run), headers=headers) as response:
