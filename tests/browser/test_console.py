@@ -144,7 +144,8 @@ class Page:
 
     def idle(self) -> None:
         self.page.wait_for_function(
-            "() => !document.getElementById('send').disabled", timeout=WAIT_MS
+            "() => !aguiConsole.current().busy && !document.getElementById('send').disabled",
+            timeout=WAIT_MS,
         )
 
     def clean(self) -> None:
@@ -486,4 +487,43 @@ def test_a_durable_run_is_stopped(browser: Any, console: Any, tmp_path: Path) ->
     assert "cancelled" in p.inner_text("#runs")
     assert "2999 " not in p.inner_text("#chat .msg.assistant")
     page.shot("stopped")
+    page.clean()
+
+
+@pytest.mark.parametrize("how", ["edited", "form-declined"])
+def test_an_interrupt_answered_with_edited_arguments_or_the_form(
+    browser: Any,  # noqa: F811
+    console: Any,
+    how: str,
+) -> None:
+    served = console()
+    page = Page(browser, served.url, f"interrupt-{how}")
+    page.send("count me", forwarded={"interrupt": True})
+    page.wait_text(".interrupt", "Allow the assistant to call count_characters?")
+    page.idle()
+    p = page.page
+    if how == "edited":
+        p.fill(".interrupt .edit-args", '{"text": "something else"}')
+        p.click(".interrupt button.approve")
+        expected = {"approved": True, "editedArgs": {"text": "something else"}}
+    else:
+        p.click(".interrupt details.form summary")
+        # the demo's responseSchema: `approved` a checkbox, `editedArgs` (an object without
+        # properties) a raw JSON box, left empty
+        assert p.locator(".interrupt textarea[name=editedArgs]").count() == 1
+        assert not p.is_checked(".interrupt input[name=approved]")
+        page.shot("form")
+        p.click(".interrupt button.submit")
+        expected = {"approved": False}
+    page.idle()
+    sent = p.evaluate("aguiConsole.current().runs[1].input.resume")
+    assert sent == [
+        {"interruptId": sent[0]["interruptId"], "status": "resolved", "payload": expected}
+    ]
+    answer = p.locator("#chat .msg.assistant .text").last.inner_text()
+    if how == "edited":
+        assert "(14 characters)" in answer, answer
+    else:
+        assert "characters" not in answer or "not" in answer, answer
+    page.shot("answered")
     page.clean()
