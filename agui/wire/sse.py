@@ -109,8 +109,24 @@ class SSEDecoder:
         else:
             self._pending = b""
         try:
+            limit = self.max_frame_bytes
             for line in lines:
-                self._line(line.rstrip(b"\r\n"), out)
+                line = line.rstrip(b"\r\n")
+                # The two lines of every event frame, read at once (what _line does with them).
+                if line[:6] == b"data: ":
+                    size = self._size + len(line) + 1
+                    if size <= limit:
+                        self._size = size
+                        self._data.append(line[6:])
+                        continue
+                elif line[:4] == b"id: ":
+                    size = self._size + len(line) + 1
+                    value = line[4:]
+                    if size <= limit and b"\0" not in value:
+                        self._size = size
+                        self._id = value.decode("utf-8", "replace")
+                        continue
+                self._line(line, out)
             # The unfinished line already counts toward its frame (so memory stays bounded), with
             # the same rule as when it is complete: the outcome must not depend on the chunking.
             unfinished = self._pending.rstrip(b"\r")
