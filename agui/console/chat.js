@@ -1,7 +1,11 @@
 // The chat: each record of a thread (run.js) as an element, made once; text records get the
-// deltas they have not shown yet appended as one text node per frame.
+// deltas they have not shown yet appended as one text node per frame. A long text is laid out in
+// blocks of about SEGMENT characters (cut after a line end or a space when there is one), so that
+// appending to it lays out its last block again, not the whole text.
 
 import { h, clear } from "./dom.js";
+
+const SEGMENT = 8192;
 
 export function renderChat(thread, container) {
   if (thread.reset) {
@@ -41,7 +45,7 @@ function create(rec, container) {
 
 function update(rec) {
   if (rec.chunks.length > rec.shown) {
-    rec.body.append(rec.chunks.slice(rec.shown).join(""));
+    appendText(rec, rec.chunks.slice(rec.shown).join(""));
     rec.shown = rec.chunks.length;
   }
   rec.el.hidden = Boolean(rec.hidden) && rec.chunks.length === 0;
@@ -52,4 +56,23 @@ function update(rec) {
   }
   if (rec.kind === "activity") rec.body.textContent = JSON.stringify(rec.content, null, 2);
   rec.el.classList.toggle("streaming", !rec.ended && (rec.kind === "assistant" || rec.kind === "reasoning"));
+}
+
+function appendText(rec, text) {
+  while (text) {
+    if (!rec.segment || rec.filled >= SEGMENT) {
+      rec.segment = h("span", { class: "segment" });
+      rec.body.append(rec.segment);
+      rec.filled = 0;
+    }
+    const room = SEGMENT - rec.filled;
+    let take = text.length;
+    if (take > room) {
+      const cut = Math.max(text.lastIndexOf("\n", room - 1), text.lastIndexOf(" ", room - 1));
+      take = cut >= 0 ? cut + 1 : room;
+    }
+    rec.segment.append(take === text.length ? text : text.slice(0, take));
+    rec.filled = take === text.length ? rec.filled + take : SEGMENT;
+    text = text.slice(take);
+  }
 }

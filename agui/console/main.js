@@ -187,7 +187,7 @@ function onMessage(thread, message) {
     thread.warn(`a frame that is not JSON: ${message.data.slice(0, 80)}`);
     return;
   }
-  thread.apply(event, message.data, utf8Length(message.data), message.id);
+  thread.apply(event, utf8Length(message.data), message.id);
   schedule();
 }
 
@@ -336,7 +336,7 @@ async function openRecording(file) {
   thread.busy = true;
   let since = performance.now();
   for (const [text, event] of items) {
-    thread.apply(event, text, utf8Length(text), null);
+    thread.apply(event, utf8Length(text), null);
     if (performance.now() - since > 40) {
       schedule();
       await nextTask();

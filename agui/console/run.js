@@ -30,7 +30,7 @@ export class Thread {
     this.state = {};
     this.changedPaths = []; // what the last STATE_DELTA changed
     this.stateVersion = 0;
-    this.events = []; // {type, time, size, text, event, run}
+    this.events = []; // {type, time, size, event}
     this.types = new Set();
     this.runs = [];
     this.warnings = new Map(); // text -> count
@@ -108,12 +108,12 @@ export class Thread {
   }
 
   // ── events ───────────────────────────────────────────────────────────────────────────────
-  // Apply one event: `text` its JSON as received (for its size and view), `cursor` its SSE id.
-  apply(event, text, size, cursor) {
+  // Apply one event: `size` its size in bytes as received, `cursor` its SSE id.
+  apply(event, size, cursor) {
     const run = this.run;
     const time = run ? performance.now() - run.startedAt : 0;
     const type = event && typeof event === "object" ? String(event.type) : "(not an object)";
-    this.events.push({ type, time, size, text, event, run: run?.runId });
+    this.events.push({ type, time, size, event });
     if (!this.types.has(type)) this.types.add(type);
     if (run) {
       run.events++;

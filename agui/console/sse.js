@@ -81,6 +81,8 @@ export class SSEParser {
   }
 }
 
+const SLICE = 16384; // characters fed at once: a big chunk is read in slices, with yields between
+
 // Read `response` (a fetch Response) as SSE; `onMessage` for each message. Yields to the browser
 // every `budget` ms, so that a fast stream never holds the main thread for long (a body already
 // buffered is read in microtasks, one chunk after the other, without a task boundary).
@@ -92,10 +94,13 @@ export async function readSSE(response, onMessage, budget = 40) {
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    parser.feed(decoder.decode(value, { stream: true }));
-    if (performance.now() - since > budget) {
-      await nextTask();
-      since = performance.now();
+    const text = decoder.decode(value, { stream: true });
+    for (let at = 0; at < text.length; at += SLICE) {
+      parser.feed(at === 0 && text.length <= SLICE ? text : text.slice(at, at + SLICE));
+      if (performance.now() - since > budget) {
+        await nextTask();
+        since = performance.now();
+      }
     }
   }
   parser.feed(decoder.decode());

@@ -65,7 +65,8 @@ export class Timeline {
   }
 
   paint() {
-    const first = Math.max(0, Math.floor(this.scroller.scrollTop / ROW));
+    // (scrollTop may not be clamped yet when the list has just shrunk)
+    const first = Math.max(0, Math.min(Math.floor(this.scroller.scrollTop / ROW), this.shown.length - 1));
     const count = Math.min(this.shown.length - first, Math.ceil(this.scroller.clientHeight / ROW) + 1);
     while (this.rows.length < count) {
       const row = h("div", { class: "row" }, h("span", { class: "i" }), h("span", { class: "t" }), h("span", { class: "type" }), h("span", { class: "size" }));

@@ -163,7 +163,7 @@ test("the reducer: text, tool calls, state, interrupts, warnings", () => {
     },
   ];
   thread.startRun("r1", "r1");
-  for (const event of events) thread.apply(event, JSON.stringify(event), 1, null);
+  for (const event of events) thread.apply(event, 1, null);
   assert.deepEqual(thread.state, { n: 2 });
   assert.deepEqual(thread.changedPaths, ["/n"]);
   assert.equal(thread.byId.get("a2").chunks.join(""), "two characters");

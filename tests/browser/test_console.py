@@ -353,7 +353,7 @@ def test_a_100000_event_run(browser: Any, console: Any, tmp_path: Path) -> None:
             window.__longtasks = [];
             const check = () => {
               const text = document.querySelector("#chat .msg.assistant .text");
-              const last = text && text.lastChild;
+              const last = text && text.lastElementChild && text.lastElementChild.lastChild;
               if (last && last.data && last.data.endsWith("THE END.")) {
                 const shown = performance.now() - t0;
                 const tasks = window.__longtasks.filter(([start]) => start >= t0);
