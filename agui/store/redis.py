@@ -54,6 +54,10 @@ __all__ = ["RedisLog"]
 CHUNK = 500
 """Stream entries read per XRANGE / XREAD."""
 
+FIRST_CHUNK = 4
+"""Stream entries read by a read's first XRANGE: an entry holds a whole append (up to a
+thousand events), and a reader resuming a long run wants its first events before the rest."""
+
 BATCH = 4096
 """The most events `read_batches` gives in one batch when the caller sets no limit."""
 
@@ -464,16 +468,23 @@ class RedisLog:
             if after is not None:
                 skip = await self._check(run_id, stream, after, last)
             start = "-" if skip is None else skip[0]
+            count = FIRST_CHUNK  # the first events soon (a resume), then the rest in big steps
+            cursors: list[str] = []
+            events: list[bytes] = []  # what the last batch given left (less than `size`)
             while True:  # what is stored
-                entries = await self._redis.xrange(stream, min=start, max="+", count=CHUNK)
+                entries = await self._redis.xrange(stream, min=start, max="+", count=count)
                 if entries:
                     start = "(" + entries[-1][0].decode()
-                for batch in self._batches(entries, skip, size):
+                for batch in self._batches(entries, skip, size, cursors, events):
                     yield batch
-                if entries and b"t" in entries[-1][1]:
-                    return
-                if len(entries) < CHUNK:
+                ended = bool(entries) and b"t" in entries[-1][1]
+                if ended or len(entries) < count:
+                    if events:
+                        yield EventBatch(cursors=cursors, data=events)
+                    if ended:
+                        return
                     break
+                count = CHUNK
             if not follow:
                 return
             if start.startswith("("):
@@ -488,8 +499,11 @@ class RedisLog:
                     continue
                 entries = reply[0][1]
                 position = entries[-1][0].decode()
-                for batch in self._batches(entries, skip, size):
+                cursors, events = [], []
+                for batch in self._batches(entries, skip, size, cursors, events):
                     yield batch
+                if events:
+                    yield EventBatch(cursors=cursors, data=events)
                 if b"t" in entries[-1][1]:
                     return
         except RedisError as error:
@@ -497,12 +511,15 @@ class RedisLog:
 
     @staticmethod
     def _batches(
-        entries: list[Any], skip: tuple[str, int] | None, size: int
+        entries: list[Any],
+        skip: tuple[str, int] | None,
+        size: int,
+        cursors: list[str],
+        events: list[bytes],
     ) -> Iterator[EventBatch]:
-        """The events of stream entries in batches of `size` (the last one shorter), made as
-        they are given: a resume's first batch does not wait for a whole reply's events."""
-        cursors: list[str] = []
-        events: list[bytes] = []
+        """The events of stream entries, added to `cursors` and `events` (what the previous
+        entries left), in batches of `size` as soon as one is full: a resume's first batch does
+        not wait for a whole reply's events. What is left stays in the two lists."""
         for entry_id, fields in entries:
             entry = entry_id.decode()
             data = split(fields)
@@ -512,8 +529,6 @@ class RedisLog:
             while len(events) >= size:
                 yield EventBatch(cursors=cursors[:size], data=events[:size])
                 del cursors[:size], events[:size]
-        if events:
-            yield EventBatch(cursors=cursors, data=events)
 
     async def _check(
         self, run_id: str, stream: str, after: Cursor, last: bytes | None
