@@ -251,6 +251,14 @@ def test_a_message_to_the_demo_agent(browser: Any, console: Any) -> None:  # noq
     assert '"type": "TOOL_CALL_RESULT"' in shown and '"content": "13"' in shown
     p.select_option("#filter", "")
     assert p.inner_text("#warnings") == ""  # the demo's stream is clean
+    # several threads in the session: a new one is empty, the first one is kept
+    first = p.evaluate("aguiConsole.current().id")
+    p.click("#new-thread")
+    p.wait_for_function("() => document.querySelectorAll('#threads option').length === 2")
+    p.wait_for_function("() => !document.querySelector('#chat .msg.assistant')")
+    p.select_option("#threads", first)
+    page.wait_text("#chat .msg.assistant", "You said: hello console (13 characters).")
+    assert p.locator("#timeline .row:not([hidden])").count() > 10
     page.shot("answered")
     if not DOCS_IMAGE.exists() or os.environ.get("AGUI_CONSOLE_SCREENSHOT") == "1":
         DOCS_IMAGE.parent.mkdir(parents=True, exist_ok=True)
@@ -450,6 +458,12 @@ def test_connect_to_a_thread_of_a_durable_store(browser: Any, console: Any) -> N
     other.shot("connected")
     first.clean()
     other.clean()
+    p.fill("#connect-id", "no-such-thread")  # an HTTP error, shown plainly
+    p.click("#connect")
+    other.wait_text("#chat .msg.error", "HTTP 404")
+    assert "no-such-thread (connected)" in p.inner_text("#threads")
+    other.console[:] = [line for line in other.console if "404" not in line]
+    other.clean()
 
 
 def test_a_dropped_stream_is_resumed(browser: Any, console: Any, tmp_path: Path) -> None:  # noqa: F811
@@ -526,4 +540,37 @@ def test_an_interrupt_answered_with_edited_arguments_or_the_form(
     else:
         assert "characters" not in answer or "not" in answer, answer
     page.shot("answered")
+    page.clean()
+
+
+FAILING_AGENT = """
+import agui
+
+
+async def agent(run: agui.RunAgentInput):
+    yield agui.TextMessageStartEvent(message_id="m1", role="assistant")
+    yield agui.TextMessageContentEvent(message_id="m1", delta="about to fail")
+    raise RuntimeError("the agent broke")
+"""
+
+
+def test_a_run_error_is_shown_plainly(
+    browser: Any,  # noqa: F811
+    console: Any,
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "failing_agent.py").write_text(FAILING_AGENT)
+    served = console("failing_agent:agent")
+    page = Page(browser, served.url, "errors")
+    page.send("go")
+    page.wait_text("#chat .msg.error", "RUN_ERROR")
+    page.idle()
+    p = page.page
+    assert "about to fail" in p.inner_text("#chat .msg.assistant")
+    assert "error" in p.inner_text("#runs")
+    p.click(".composer summary")
+    p.fill("#forwarded", "[not json")
+    p.click("#send")
+    page.wait_text("#chat .msg.error", "forwardedProps is not JSON")
+    page.shot("shown")
     page.clean()
