@@ -7,7 +7,7 @@ import { Thread, newId, setEventMembers } from "./run.js";
 import { renderChat } from "./chat.js";
 import { Timeline } from "./timeline.js";
 import { jsonTree } from "./tree.js";
-import { field } from "./form.js";
+import { interruptCard } from "./interrupts.js";
 
 const DROP = "drop"; // an abort that stands for a broken connection (aguiConsole.dropConnection)
 const endpoint = location.pathname.replace(/\/console\/?$/, "");
@@ -116,53 +116,10 @@ function drawWarnings(thread) {
 function drawInterrupts(thread) {
   const box = $("interrupts");
   clear(box);
-  for (const interrupt of thread.interrupts) box.append(interruptCard(thread, interrupt));
-}
-
-function interruptCard(thread, interrupt) {
-  const answer = (entry) => {
-    thread.answers.set(interrupt.id, entry);
-    card.classList.add("answered");
-    done.textContent = `answered: ${entry.status}${entry.payload !== undefined ? " " + JSON.stringify(entry.payload) : ""}`;
-    if (thread.interrupts.every((i) => thread.answers.has(i.id))) send(thread);
+  const answered = () => {
+    if (thread.interrupts.every((i) => thread.answers.has(i.id))) send(thread); // the resume run
   };
-  const done = h("div", { class: "answer" });
-  const problem = h("div", { class: "problem" });
-  const call = interrupt.toolCallId ? thread.toolCalls.get(interrupt.toolCallId) : null;
-  const original = call ? call.chunks.join("") : interrupt.metadata?.arguments ? JSON.stringify(interrupt.metadata.arguments) : "";
-  const args = interrupt.toolCallId ? h("textarea", { class: "edit-args", rows: 2 }, original) : null;
-  const schema = interrupt.responseSchema;
-  const approval = Boolean(interrupt.toolCallId) || Boolean(schema?.properties?.approved);
-  const form = schema ? field(schema, "answer") : null;
-  const guarded = (fn) => () => {
-    problem.textContent = "";
-    try {
-      fn();
-    } catch (error) {
-      problem.textContent = error.message;
-    }
-  };
-  const approve = guarded(() => {
-    const payload = { approved: true };
-    if (args && args.value.trim() !== original.trim()) payload.editedArgs = JSON.parse(args.value);
-    answer({ interruptId: interrupt.id, status: "resolved", payload });
-  });
-  const card = h("div", { class: "interrupt", "data-interrupt": interrupt.id },
-    h("div", { class: "head" }, "interrupt ", h("b", {}, interrupt.reason), " ", h("code", {}, interrupt.id)),
-    interrupt.message ? h("p", { class: "message" }, interrupt.message) : null,
-    interrupt.expiresAt ? h("p", {}, "expires at " + interrupt.expiresAt) : null,
-    args ? h("label", {}, `arguments of ${call?.name ?? "the tool call"} ${interrupt.toolCallId}`, args) : null,
-    approval ? h("div", { class: "buttons" },
-      h("button", { type: "button", class: "approve", onclick: approve }, "Approve"),
-      h("button", { type: "button", class: "decline", onclick: guarded(() => answer({ interruptId: interrupt.id, status: "resolved", payload: { approved: false } })) }, "Decline")) : null,
-    form ? h("details", { class: "form", open: !approval }, h("summary", {}, "answer with the response schema's form"), form.el,
-      h("button", { type: "button", class: "submit", onclick: guarded(() => {
-        const payload = form.read();
-        answer({ interruptId: interrupt.id, status: "resolved", ...(payload === undefined ? {} : { payload }) });
-      }) }, "Answer")) : null,
-    h("button", { type: "button", class: "cancel", onclick: guarded(() => answer({ interruptId: interrupt.id, status: "cancelled" })) }, "Cancel the interrupt"),
-    problem, done);
-  return card;
+  for (const interrupt of thread.interrupts) box.append(interruptCard(thread, interrupt, answered));
 }
 
 // ── threads and runs ───────────────────────────────────────────────────────────────────────
