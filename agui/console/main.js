@@ -292,8 +292,11 @@ async function openRecording(file) {
   }
   thread.busy = true;
   let since = performance.now();
+  let started = null; // the timestamp of the run's RUN_STARTED, when the recording has them
   for (const [text, event] of items) {
-    thread.apply(event, utf8Length(text), null);
+    const at = typeof event?.timestamp === "number" ? event.timestamp : null;
+    if (event?.type === "RUN_STARTED") started = at;
+    thread.apply(event, utf8Length(text), null, at !== null && started !== null ? at - started : 0);
     if (performance.now() - since > 40) {
       schedule();
       await nextTask();

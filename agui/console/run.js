@@ -108,10 +108,11 @@ export class Thread {
   }
 
   // ── events ───────────────────────────────────────────────────────────────────────────────
-  // Apply one event: `size` its size in bytes as received, `cursor` its SSE id.
-  apply(event, size, cursor) {
+  // Apply one event: `size` its size in bytes as received, `cursor` its SSE id, `time` the ms
+  // since its run started (default: since the run started here).
+  apply(event, size, cursor, time) {
     const run = this.run;
-    const time = run ? performance.now() - run.startedAt : 0;
+    if (time === undefined) time = run ? performance.now() - run.startedAt : 0;
     const type = event && typeof event === "object" ? String(event.type) : "(not an object)";
     this.events.push({ type, time, size, event });
     if (!this.types.has(type)) this.types.add(type);
