@@ -377,6 +377,10 @@ _KEEPS_CHUNKS_OPEN = frozenset(
 _TEXT_CHUNK = frozenset({"TEXT_MESSAGE_CHUNK"})
 
 
+_TEXT_CONTENT = b'{"type":"TEXT_MESSAGE_CONTENT",'
+"""How agui.encode starts a TEXT_MESSAGE_CONTENT event's JSON (the type first, compact)."""
+
+
 class Downgrade:
     """A 1.0 event stream as `era` takes it, event by event (JSON objects in, JSON objects out).
 
@@ -393,6 +397,11 @@ class Downgrade:
         self._chunked = False  # ... opened by a REASONING_MESSAGE_CHUNK
         self._dropped_text: set[str] = set()  # text messages whose role the era refuses
         self._dropping_chunks: str | None = None  # a TEXT_MESSAGE_CHUNK stream being dropped
+        # The era takes TEXT_MESSAGE_CONTENT as 1.0 sends it (sse_data's shortcut for the most
+        # frequent event of all).
+        self._plain_text = (
+            "TEXT_MESSAGE_CONTENT" in era.events and "TEXT_MESSAGE_CONTENT" in _CURRENT_EVENTS
+        )
 
     # framing, for the server
     def sse(self, event: Any) -> bytes:
@@ -404,6 +413,16 @@ class Downgrade:
         """An encoded event (its JSON, one line) as the SSE frames of its translation; `id`
         goes on the last of them (b"" when the event is dropped). An event the era takes as it
         is keeps its JSON: `data` is sent, not written anew."""
+        if (
+            data.startswith(_TEXT_CONTENT)
+            and self._plain_text
+            and not self._chunked
+            and self._dropping_chunks is None
+            and not self._dropped_text
+            and b'"delta":""' not in data
+        ):
+            # A text delta, in the state where `feed` passes it on unchanged: not decoded.
+            return sse_data_frame(data, id)
         event = orjson.loads(data)
         events = self.feed(event)
         if not events:

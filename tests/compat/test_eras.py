@@ -372,6 +372,47 @@ def test_sse_data_puts_the_id_on_the_last_frame() -> None:
     assert Downgrade(ERA["0.0.35"]).sse_data(json.dumps(REASONING[0]).encode(), "8") == b""
 
 
+@pytest.mark.parametrize("name", sorted(ERA))
+def test_sse_data_of_text_deltas_is_what_feed_gives(name: str) -> None:
+    """sse_data passes a text delta on undecoded when `feed` would pass it unchanged; around
+    dropped roles, empty deltas, chunk streams and reasoning its frames are feed's all the same."""
+    from agui.wire.sse import sse_data_frame
+
+    def content(message: str, delta: str) -> dict[str, Any]:
+        return {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": delta}
+
+    events = [
+        RS,
+        {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+        content("m1", "Hello"),
+        content("m1", ""),
+        content("m1", 'a "quoted" \\ delta:"" ü'),
+        {"type": "TEXT_MESSAGE_START", "messageId": "m2", "role": "developer"},
+        content("m2", "maybe dropped"),
+        {"type": "TEXT_MESSAGE_END", "messageId": "m2"},
+        content("m1", "after"),
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m3", "role": "developer", "delta": "x"},
+        content("m1", "inside a chunk stream"),
+        {"type": "REASONING_MESSAGE_CHUNK", "messageId": "r1", "delta": "think"},
+        content("m1", "after reasoning"),
+        {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+        RF,
+    ]
+    fast, slow = Downgrade(ERA[name]), Downgrade(ERA[name])
+    for number, event in enumerate(events):
+        data = json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
+        out = slow.feed(json.loads(data))
+        expected = b"".join(
+            sse_data_frame(
+                json.dumps(e, separators=(",", ":"), ensure_ascii=False).encode(),
+                str(number) if k == len(out) - 1 else None,
+            )
+            for k, e in enumerate(out)
+        )
+        assert fast.sse_data(data, str(number)) == expected, (name, event)
+    assert fast.notes.summary() == slow.notes.summary()
+
+
 def test_the_notes_say_what_was_translated_and_dropped() -> None:
     _, down = run(
         "0.0.37",
