@@ -10,10 +10,11 @@ applies the TTL on demand.
 
 Sealed blocks: once a run holds `2 * BLOCK_BYTES` of JSON in chunks not yet sealed, its oldest
 chunks (`BLOCK_BYTES` at least) are joined into one block and compressed with zlib at level 1
-(events' JSON compresses about tenfold: a 1,000,000-event run of token deltas, 68 MB of JSON, is
-kept in about 8 MB). The latest chunks stay as they are, so a reader following the run live reads
-them without decompressing; a reader asking for older events (a resume, a replay) decompresses the
-block holding them, and the run keeps its last decompressed block for the next batch.
+(events' JSON compresses well: the type, the message id and the keys repeat in every event;
+token deltas of English prose about 17-fold). The latest chunks stay as they are, so a reader
+following the run live reads them without decompressing; a reader asking for older events (a
+resume, a replay) decompresses the block holding them, and the run keeps its last decompressed
+block for the next batch.
 `MemoryLog(compress=False)` keeps every chunk as it is.
 
 Why copy: the events handed to `append` are usually orjson's output (`agui.encode`), and orjson
