@@ -215,8 +215,10 @@ def test_a_hung_agent_after_run_finished_is_cancelled_after_the_grace(
     started = time.monotonic()
     response = post(serve(AgentApp(agent, finish_grace=0.3)))
     assert types(events_of(response.content)) == ["RUN_STARTED", "RUN_FINISHED"]
-    assert cancelled.wait(3)
-    assert 0.25 < time.monotonic() - started < 2.5
+    # Waited for well short of the default grace (10 s), so a grace that is not applied fails
+    # here; the margin is for a loaded machine.
+    assert cancelled.wait(8)
+    assert 0.25 < time.monotonic() - started < 8
     assert "still working 0.3 s after its terminal event" in caplog.text
 
 
