@@ -101,18 +101,32 @@ class SSEDecoder:
                 buf = buf[3:]
             self._start = False
         out: list[SSEMessage] = []
-        lines = buf.splitlines(keepends=True)
-        last = lines[-1] if lines else b""
-        if last and (last[-1:] == b"\r" or last[-1:] != b"\n"):
-            # Unfinished: no terminator yet, or a CR whose LF may arrive in the next chunk.
+        if b"\r" in buf:
+            lines = buf.splitlines(keepends=True)
+            last = lines[-1] if lines else b""
+            if last and (last[-1:] == b"\r" or last[-1:] != b"\n"):
+                # Unfinished: no terminator yet, or a CR whose LF may arrive in the next chunk.
+                self._pending = lines.pop()
+            else:
+                self._pending = b""
+            lines = [line.rstrip(b"\r\n") for line in lines]
+        else:  # LF only (as every AG-UI server writes): the last piece is the unfinished line
+            lines = buf.split(b"\n")
             self._pending = lines.pop()
-        else:
-            self._pending = b""
         try:
             limit = self.max_frame_bytes
             for line in lines:
-                line = line.rstrip(b"\r\n")
-                # The two lines of every event frame, read at once (what _line does with them).
+                # The lines of every event frame, read at once (what _line does with them).
+                if not line:
+                    data = self._data
+                    if data:
+                        joined = data[0] if len(data) == 1 else b"\n".join(data)
+                        out.append(SSEMessage(joined, self._event, self._id, self._retry))
+                        self._data = []
+                    self._size = 0
+                    self._event = self._id = None
+                    self._retry = None
+                    continue
                 if line[:6] == b"data: ":
                     size = self._size + len(line) + 1
                     if size <= limit:
