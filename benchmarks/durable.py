@@ -37,9 +37,10 @@ This process is the client. Four parts:
    resident memory (peak during the run, and what is left after it) over its RSS just before the
    run (after a 1,000-event warm-up run), and over its RSS at start. memory:// keeps the run in
    the server process (the default retention, ``max_events_per_run=1_000_000``, keeps all of
-   it), so it is also measured with a ``MemoryLog(Retention(max_events_per_run=10_000))``
-   ("memory-10k"): the server without most of its log. The JSON the log holds is computed and
-   printed next to it. Redis's growth is its own process's; SQLite's log is the file.
+   it; its older events in zlib-compressed blocks), so it is also measured with a
+   ``MemoryLog(Retention(max_events_per_run=10_000))`` ("memory-10k"): the server without most
+   of its log. The JSON the log keeps is computed and printed next to it. Redis's growth is its
+   own process's; SQLite's log is the file.
 
 Targets (from issue 13) are marked PASS/FAIL; the exit status is 0 either way (a benchmark
 reports, it does not gate). Results go to ``.bench/durable.json``.
@@ -803,7 +804,10 @@ def report(
             if b.sqlite_file_mib is not None:
                 extra = f"; SQLite files {b.sqlite_file_mib:.1f} MiB"
             if kind == "memory":
-                extra = f"; the log holds the run's {payload:.1f} MiB of JSON in this process"
+                extra = (
+                    f"; the log keeps the run's {payload:.1f} MiB of JSON in this process"
+                    " (older events compressed)"
+                )
             if kind == "memory-10k":
                 extra = f"; retention keeps the last {SMALL_RETENTION:,} events"
             lines.append(
