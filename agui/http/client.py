@@ -66,6 +66,9 @@ from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder
 __all__ = ["HttpAgent", "ResumePolicy", "StreamPosition", "endpoint"]
 
 log = logging.getLogger("agui.client")
+_RANDOM = random.Random()
+"""Jitter from a generator of our own: the global one belongs to the application (and its
+tests: seeded runs, property tests that check nothing else draws from it)."""
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 
@@ -116,7 +119,7 @@ class ResumePolicy:
         if attempt <= 1:
             return 0.0
         full = min(self.cap, self.base * 2.0 ** min(attempt - 2, 64))
-        return full * (1.0 - self.jitter * random.random())
+        return full * (1.0 - self.jitter * _RANDOM.random())
 
 
 @attrs.define

@@ -106,6 +106,9 @@ if TYPE_CHECKING:
 __all__ = ["HISTORY_RUN_SUFFIX", "RUN_LOST", "STOP_POLL", "Action", "Authorize", "Durable"]
 
 log = logging.getLogger("agui.server")
+_RANDOM = random.Random()
+"""Jitter from a generator of our own: the global one belongs to the application (and its
+tests: seeded runs, property tests that check nothing else draws from it)."""
 
 RUN_LOST = "RUN_LOST"
 """The RUN_ERROR code of a run whose worker stopped renewing its lease before the run ended."""
@@ -624,7 +627,7 @@ class Durable:
 
     async def _sweep_forever(self) -> None:
         while True:
-            await asyncio.sleep(self.lease_seconds * random.uniform(0.5, 1.0))
+            await asyncio.sleep(self.lease_seconds * _RANDOM.uniform(0.5, 1.0))
             try:
                 await self.sweep()
             except Exception:
