@@ -170,14 +170,17 @@ class EventLog(Protocol):
         the run is already finished (another worker closed it with `close_lost`, say)."""
         ...
 
-    def read(
+    async def read(
         self, run_id: str, after: Cursor | None = None, *, follow: bool = False
     ) -> AsyncIterator[StoredEvent]:
         """The run's events after `after` (None: from the first), in order. With `follow`, keep
         waiting for new ones until the terminal event has been yielded (a finished run ends at
         once after its last event). Raises UnknownRun (before yielding anything); a cursor this
-        run never produced raises StoreError."""
-        ...
+        run never produced raises StoreError. The backends inherit it: `read_batches`, one event
+        at a time."""
+        async for batch in self.read_batches(run_id, after, follow=follow):
+            for stored in batch:
+                yield stored
 
     def read_batches(
         self,

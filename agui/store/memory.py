@@ -40,10 +40,10 @@ import attrs
 from .base import (
     Cursor,
     EventBatch,
+    EventLog,
     Retention,
     RunExists,
     RunRecord,
-    StoredEvent,
     StoreError,
     ThreadBusy,
     UnknownRun,
@@ -213,7 +213,7 @@ def _copy(data: bytes) -> bytes:
     return bytes(memoryview(data))
 
 
-class MemoryLog:
+class MemoryLog(EventLog):
     """The event log in memory (`memory://`): one process, asyncio only."""
 
     def __init__(self, retention: Retention | None = None, *, compress: bool = True) -> None:
@@ -273,13 +273,6 @@ class MemoryLog:
             run.keep_from(last - max(limit, 1) + 1)
         run.notify()
         return cursors
-
-    async def read(
-        self, run_id: str, after: Cursor | None = None, *, follow: bool = False
-    ) -> AsyncIterator[StoredEvent]:
-        async for batch in self.read_batches(run_id, after, follow=follow):
-            for stored in batch:
-                yield stored
 
     async def read_batches(
         self,

@@ -40,10 +40,10 @@ from redis.exceptions import RedisError
 from .base import (
     Cursor,
     EventBatch,
+    EventLog,
     Retention,
     RunExists,
     RunRecord,
-    StoredEvent,
     StoreError,
     ThreadBusy,
     UnknownRun,
@@ -252,7 +252,7 @@ def to_record(run_id: str, values: Sequence[bytes | None]) -> RunRecord | None:
     )
 
 
-class RedisLog:
+class RedisLog(EventLog):
     """The event log in Redis (`redis://HOST:PORT/DB`)."""
 
     def __init__(
@@ -442,13 +442,6 @@ class RedisLog:
             for record in records
             if record is not None and record.status == "running" and record.lease_until < now
         ]
-
-    async def read(
-        self, run_id: str, after: Cursor | None = None, *, follow: bool = False
-    ) -> AsyncIterator[StoredEvent]:
-        async for batch in self.read_batches(run_id, after, follow=follow):
-            for stored in batch:
-                yield stored
 
     async def read_batches(
         self,

@@ -35,10 +35,10 @@ from typing import Any, TypeVar
 from .base import (
     Cursor,
     EventBatch,
+    EventLog,
     Retention,
     RunExists,
     RunRecord,
-    StoredEvent,
     StoreError,
     ThreadBusy,
     UnknownRun,
@@ -188,7 +188,7 @@ class _Transaction:
             self.connection.execute("ROLLBACK")
 
 
-class SQLiteLog:
+class SQLiteLog(EventLog):
     """The event log in a SQLite file (`sqlite:///PATH`)."""
 
     def __init__(self, path: str, retention: Retention | None = None) -> None:
@@ -525,13 +525,6 @@ class SQLiteLog:
         return len(runs)
 
     # ── reads (in the reader threads) ───────────────────────────────────────────────────────
-
-    async def read(
-        self, run_id: str, after: Cursor | None = None, *, follow: bool = False
-    ) -> AsyncIterator[StoredEvent]:
-        async for batch in self.read_batches(run_id, after, follow=follow):
-            for stored in batch:
-                yield stored
 
     async def read_batches(
         self,
