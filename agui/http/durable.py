@@ -71,6 +71,7 @@ from agui.http.server import (
     _error_body,
     _json_response,
     _keep_alive,
+    _let_finish,
     _Outbox,
     _relative,
     _send_frames,
@@ -952,22 +953,8 @@ class Execution:
                 (writer, self.wake), timeout=wait, return_when=asyncio.FIRST_COMPLETED
             )
         writer.result()  # raises _Abandoned when the log failed
-        # The run is stored. The agent may still be working after its terminal event (the run
-        # lifecycle gives it finish_grace seconds); a shutdown cuts that short.
-        while not producer.done():
-            now = loop.time()
-            if self.stop_at is not None and now >= self.stop_at:
-                log.warning(
-                    "run %s: the server shuts down; the finishing agent is cancelled", self.id
-                )
-                return
-            if self.wake.done():
-                self.wake = loop.create_future()
-            await asyncio.wait(
-                (producer, self.wake),
-                timeout=_earliest(now, self.stop_at),
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+        # The run is stored. The agent may still be working after its terminal event.
+        await _let_finish(self, producer)
 
     async def _end(self, producer: asyncio.Task[None]) -> None:
         """Stop the agent (its run is being ended here)."""

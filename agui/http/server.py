@@ -550,22 +550,8 @@ class AgentApp:
             )
         if sender.cancelled() or sender.exception() is not None or not run.ended:
             return
-        # The response is complete. The agent may still be working after its terminal event (the
-        # run lifecycle gives it finish_grace seconds); a shutdown cuts that short.
-        while not producer.done():
-            now = loop.time()
-            if run.stop_at is not None and now >= run.stop_at:
-                log.warning(
-                    "run %s: the server shuts down; the finishing agent is cancelled", run.id
-                )
-                return
-            if run.wake.done():
-                run.wake = loop.create_future()
-            await asyncio.wait(
-                (producer, run.wake),
-                timeout=_earliest(now, run.stop_at),
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+        # The response is complete. The agent may still be working after its terminal event.
+        await _let_finish(run, producer)
 
     async def _produce(self, run: _Run) -> None:
         """Drive the agent through the run lifecycle; queue its frames; None marks the end."""
@@ -700,6 +686,32 @@ def _earliest(now: float, *times: float | None) -> float | None:
     """Seconds from `now` to the earliest of `times` (None: no time given)."""
     given = [t for t in times if t is not None and t != math.inf]
     return max(0.0, min(given) - now) if given else None
+
+
+class _Finishing(Protocol):
+    """What `_let_finish` needs of a run being served (_Run here, the durable run's)."""
+
+    id: str
+    stop_at: float | None
+    wake: asyncio.Future[None]
+
+
+async def _let_finish(run: _Finishing, producer: asyncio.Task[None]) -> None:
+    """Wait for an agent still working after its terminal event (the run lifecycle gives it
+    finish_grace seconds); a shutdown (`run.stop_at`) cuts that short, and returns at once."""
+    loop = asyncio.get_running_loop()
+    while not producer.done():
+        now = loop.time()
+        if run.stop_at is not None and now >= run.stop_at:
+            log.warning("run %s: the server shuts down; the finishing agent is cancelled", run.id)
+            return
+        if run.wake.done():
+            run.wake = loop.create_future()
+        await asyncio.wait(
+            (producer, run.wake),
+            timeout=_earliest(now, run.stop_at),
+            return_when=asyncio.FIRST_COMPLETED,
+        )
 
 
 class _Run:
