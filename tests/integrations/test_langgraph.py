@@ -213,7 +213,7 @@ def _node() -> str:
         if REQUIRED:
             pytest.fail(f"AGUI_REQUIRE_INTEGRATIONS=1, but {missing}")
         pytest.skip(f"{missing} (`nox -s integrations` installs it)")
-    for script in ("ts_client.mjs", "ts_era_client.mjs"):
+    for script in ("ts_client.mjs", "ts_era_client.mjs", "console_capture.mjs"):
         shutil.copy(INTEROP / script, WORK / script)
     return found
 

@@ -82,7 +82,12 @@ def node() -> str:
             )
         installed = json.loads(manifest.read_text())["version"]
         assert installed == release, f"{package} is {installed}, not {release}"
-    for script in ("ts_era_client.mjs", "ts_legacy_server.mjs", "ts_client.mjs"):
+    for script in (
+        "ts_era_client.mjs",
+        "ts_legacy_server.mjs",
+        "ts_client.mjs",
+        "console_capture.mjs",
+    ):
         shutil.copy(HERE / script, WORK / script)
     return found
 

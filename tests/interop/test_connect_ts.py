@@ -43,7 +43,8 @@ THREAD = "thread-ts-connect"
 @pytest.fixture(scope="module")
 def script(node: str) -> str:
     """ts_connect.mjs beside the installed packages (ESM imports resolve from its folder)."""
-    shutil.copy(HERE / "ts_connect.mjs", WORK / "ts_connect.mjs")
+    for script in ("ts_connect.mjs", "console_capture.mjs"):
+        shutil.copy(HERE / script, WORK / script)
     return str(WORK / "ts_connect.mjs")
 
 

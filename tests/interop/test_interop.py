@@ -76,7 +76,7 @@ def node() -> str:
         if installed != version:
             pytest.fail(f"{name} {installed} is installed under {WORK}; the pin is {version}")
     # ESM imports resolve from the script's own folder, so the scripts run from beside node_modules.
-    for script in ("ts_client.mjs", "ts_server.mjs"):
+    for script in ("ts_client.mjs", "ts_server.mjs", "console_capture.mjs"):
         shutil.copy(HERE / script, WORK / script)
     return found
 

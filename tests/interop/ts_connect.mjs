@@ -19,24 +19,8 @@
 //   newMessages            what connectAgent() reported as new
 //   warnings, logs         what the client wrote to console.warn/error and console.log/info/debug
 //   events                 the type of every event the client delivered, in order
+import { logs, warnings } from "./console_capture.mjs";
 import { parseArgs } from "node:util";
-
-const warnings = [];
-const logs = [];
-const show = (args) =>
-  args
-    .map((a) => (typeof a === "string" ? a : a instanceof Error ? a.stack || a.message : safeJson(a)))
-    .join(" ");
-function safeJson(value) {
-  try {
-    return JSON.stringify(value);
-  } catch {
-    return String(value);
-  }
-}
-for (const name of ["warn", "error"]) console[name] = (...args) => warnings.push(show(args));
-for (const name of ["log", "info", "debug"]) console[name] = (...args) => logs.push(show(args));
-process.on("warning", (w) => warnings.push(`process warning: ${w.name}: ${w.message}`));
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -12,24 +12,8 @@
 //   logs                   anything it wrote to console.log / info / debug
 //   events                 the type of every event the client delivered, in order
 //   outcome                the RUN_FINISHED outcome the client reported (1.0.0 only), or null
+import { logs, warnings } from "./console_capture.mjs";
 import { parseArgs } from "node:util";
-
-const warnings = [];
-const logs = [];
-const show = (args) =>
-  args
-    .map((a) => (typeof a === "string" ? a : a instanceof Error ? a.stack || a.message : safeJson(a)))
-    .join(" ");
-function safeJson(value) {
-  try {
-    return JSON.stringify(value);
-  } catch {
-    return String(value);
-  }
-}
-for (const name of ["warn", "error"]) console[name] = (...args) => warnings.push(show(args));
-for (const name of ["log", "info", "debug"]) console[name] = (...args) => logs.push(show(args));
-process.on("warning", (w) => warnings.push(`process warning: ${w.name}: ${w.message}`));
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -302,6 +302,7 @@ def ts_runs(
     folder; `check_ts_agrees` reads what it printed."""
     script = WORK / "usage_ts_client.mjs"
     shutil.copy(TS_CLIENT, script)
+    shutil.copy(TS_CLIENT.with_name("console_capture.mjs"), WORK / "console_capture.mjs")
 
     def one(url: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
