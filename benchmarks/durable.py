@@ -54,7 +54,6 @@ import math
 import os
 import platform
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -71,7 +70,16 @@ import httpx
 import orjson
 import transport
 from common import RESULTS_DIR, write_results
-from transport import MESSAGE_ID, PATH, Sample, check_run, delta, read_agent, read_raw
+from transport import (
+    MESSAGE_ID,
+    PATH,
+    Sample,
+    check_run,
+    cpu_seconds,
+    delta,
+    read_agent,
+    read_raw,
+)
 
 import agui
 
@@ -143,21 +151,6 @@ def serve(kind: str, events: int, store: str | None) -> None:
         pass
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time of a process so far, all its threads (Linux /proc): from schedstat in
-    nanoseconds, else from stat in clock ticks (10 ms), else None."""
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-        return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks) / 1e9
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def memory_kib(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (peak RSS) of a process, in KiB (Linux /proc), else {}."""
     try:
@@ -181,41 +174,16 @@ def reset_peak(pid: int) -> bool:
     return True
 
 
-class Server:
+class Server(transport.Server):
     """One server subprocess: its URL, its CPU time and memory (the interface transport.py's
     read_raw and read_agent use)."""
 
     def __init__(self, kind: str, events: int, store: str | None) -> None:
-        self.kind = kind
         argv = [sys.executable, __file__, "--serve", kind, "--events", str(events)]
         if store is not None:
             argv += ["--store", store]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.proc.kill()
-            self.proc.wait()
-            raise SystemExit(f"benchmarks: the {kind} server did not start")
-        self.base = f"http://127.0.0.1:{int(line)}"
-        self.url = self.base + PATH
+        self._start(kind, argv)
         self.runs = 0
-
-    def cpu_seconds(self) -> float | None:
-        return cpu_seconds(self.proc.pid)
-
-    async def ready(self, client: httpx.AsyncClient) -> None:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                await client.get(self.url)  # 405 from all: the server answers
-                return
-            except httpx.TransportError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise SystemExit(
-                        f"benchmarks: the {self.kind} server is not answering"
-                    ) from None
-                await asyncio.sleep(0.05)
 
     def next_run(self, events: int | None = None) -> tuple[str, bytes]:
         """A new run id and the POST body starting it (a new thread each time)."""
@@ -231,17 +199,6 @@ class Server:
             "forwardedProps": {} if events is None else {"events": events},
         }
         return run_id, orjson.dumps(body)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 class RedisServer:

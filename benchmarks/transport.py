@@ -202,38 +202,54 @@ def serve(kind: str, events: int, keepalive: float | None, profile: str | None) 
             profiler.dump_stats(profile)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time of a process so far, all its threads (Linux /proc): from schedstat in
+    nanoseconds, else from stat in clock ticks (10 ms), else None."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Server:
     """One server subprocess; its port and its CPU time."""
 
     def __init__(
         self, kind: str, events: int, keepalive: float | None, profile: str | None = None
     ) -> None:
-        self.kind = kind
         argv = [sys.executable, __file__, "--serve", kind, "--events", str(events)]
         argv += ["--keepalive", "none" if keepalive is None else str(keepalive)]
         if profile is not None:
             argv += ["--profile-to", profile]
+        self._start(kind, argv)
+
+    def _start(self, kind: str, argv: list[str]) -> None:
+        """Start `argv`, a server that prints its port on its first line."""
+        self.kind = kind
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.strip().isdigit():
             self.proc.kill()
+            self.proc.wait()
             raise SystemExit(f"benchmarks: the {kind} server did not start")
-        self.url = f"http://127.0.0.1:{int(line)}{PATH}"
+        self.base = f"http://127.0.0.1:{int(line)}"
+        self.url = self.base + PATH
 
     def cpu_seconds(self) -> float | None:
-        """User + system CPU time of the server process so far (Linux /proc), else None."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.proc.pid)
 
     async def ready(self, client: httpx.AsyncClient) -> None:
         deadline = time.monotonic() + 20
         while True:
             try:
-                await client.get(self.url)  # 405 from both: the server answers
+                await client.get(self.url)  # 405: the server answers
                 return
             except httpx.TransportError:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
