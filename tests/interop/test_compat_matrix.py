@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +38,7 @@ from agui.http.server import AgentApp
 from agui.model import ModelAgent, OpenAIChatModel
 from tests.conftest import live_server
 from tests.fake_openai import MODEL as FAKE_MODEL, SECRET, FakeOpenAI, reply as fake_reply
+from tests.interop.test_interop import node_server
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("AGUI_INTEROP") != "1",
@@ -286,44 +286,11 @@ def agui_read(url: str, message: str) -> agui.Conversation:
     return conversation
 
 
-@contextmanager
-def node_server(node: str, encoder: str) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [node, str(WORK / "ts_legacy_server.mjs"), encoder],
-        cwd=WORK,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        stdout = proc.stdout
-        assert stdout is not None
-        ready: list[str] = []
-        reader = threading.Thread(target=lambda: ready.append(stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(20)
-        if not ready or not ready[0].strip():
-            proc.kill()
-            _, err = proc.communicate(timeout=10)
-            pytest.fail(f"ts_legacy_server.mjs did not start: {err.strip()}")
-        yield f"http://127.0.0.1:{json.loads(ready[0])['port']}/"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-
-
 @pytest.mark.parametrize("encoder", ["encoder-0-0-35", "encoder-0-0-45"])
 def test_a_legacy_encoder_server_is_read_as_the_1_0_client_reads_it(
     node: str, encoder: str
 ) -> None:
-    with node_server(node, encoder) as url:
+    with node_server(node, "ts_legacy_server.mjs", encoder) as url:
         ours = agui_read(url, "Weather in Paris?")
         theirs = ts(node, "1.0.0", url, "Weather in Paris?")
     assert theirs["error"] is None, theirs["error"]

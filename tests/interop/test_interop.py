@@ -116,10 +116,12 @@ def demo_server() -> Iterator[tuple[str, Recorder]]:
         yield url, recorder
 
 
-@pytest.fixture(scope="module")
-def ts_server(node: str) -> Iterator[str]:
+@contextmanager
+def node_server(node: str, script: str, *args: str) -> Iterator[str]:
+    """A node server script under WORK that prints {"port": N} on its first line once it
+    listens; its URL, until the block ends."""
     proc = subprocess.Popen(
-        [node, str(WORK / "ts_server.mjs")],
+        [node, str(WORK / script), *args],
         cwd=WORK,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -135,9 +137,8 @@ def ts_server(node: str) -> Iterator[str]:
         if not ready or not ready[0].strip():
             proc.kill()
             _, err = proc.communicate(timeout=10)
-            pytest.fail(f"ts_server.mjs did not start: {err.strip()}")
-        port = json.loads(ready[0])["port"]
-        yield f"http://127.0.0.1:{port}/"
+            pytest.fail(f"{script} did not start: {err.strip()}")
+        yield f"http://127.0.0.1:{json.loads(ready[0])['port']}/"
     finally:
         proc.terminate()
         try:
@@ -149,6 +150,12 @@ def ts_server(node: str) -> Iterator[str]:
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+@pytest.fixture(scope="module")
+def ts_server(node: str) -> Iterator[str]:
+    with node_server(node, "ts_server.mjs") as url:
+        yield url
 
 
 def ts_run(
