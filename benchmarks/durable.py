@@ -60,7 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata, util
 from pathlib import Path
@@ -72,7 +72,6 @@ import transport
 from common import RESULTS_DIR, write_results
 from transport import (
     MESSAGE_ID,
-    PATH,
     Sample,
     check_run,
     cpu_seconds,
@@ -100,32 +99,6 @@ MiB = 1024 * 1024
 # ── the servers (a subprocess each: `durable.py --serve KIND --events N [--store URL]`) ─────────
 
 
-def agent_app(default_events: int, store: Any) -> Any:
-    """AgentApp over the benchmark's agent; a run's event count is `forwardedProps.events` when
-    given (the memory part's warm-up and big runs), else `default_events`."""
-    from agui import (
-        RunAgentInput,
-        RunFinishedEvent,
-        RunStartedEvent,
-        TextMessageContentEvent,
-        TextMessageEndEvent,
-        TextMessageRole,
-        TextMessageStartEvent,
-    )
-
-    async def agent(input: RunAgentInput) -> AsyncIterator[Any]:
-        props = input.forwarded_props
-        events = props.get("events", default_events) if isinstance(props, dict) else default_events
-        yield RunStartedEvent(thread_id=input.thread_id, run_id=input.run_id)
-        yield TextMessageStartEvent(message_id=MESSAGE_ID, role=TextMessageRole.ASSISTANT)
-        for i in range(events - 4):
-            yield TextMessageContentEvent(message_id=MESSAGE_ID, delta=delta(i))
-        yield TextMessageEndEvent(message_id=MESSAGE_ID)
-        yield RunFinishedEvent(thread_id=input.thread_id, run_id=input.run_id)
-
-    return agui.AgentApp(agent, path=PATH, store=store)
-
-
 def serve(kind: str, events: int, store: str | None) -> None:
     """The server subprocess: bind a free loopback port, print it, serve until SIGINT/SIGTERM."""
     import uvicorn
@@ -136,9 +109,11 @@ def serve(kind: str, events: int, store: str | None) -> None:
         from agui.store import Retention
         from agui.store.memory import MemoryLog
 
-        app = agent_app(events, MemoryLog(Retention(max_events_per_run=SMALL_RETENTION)))
+        app = transport.agui_app(
+            events, store=MemoryLog(Retention(max_events_per_run=SMALL_RETENTION))
+        )
     else:
-        app = agent_app(events, store)
+        app = transport.agui_app(events, store=store)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

@@ -98,7 +98,9 @@ def request_body() -> bytes:
 # ── the two servers (run in a subprocess: `transport.py --serve agui|official`) ──────────────
 
 
-def agui_app(events: int, keepalive: float | None) -> Any:
+def agui_app(events: int, keepalive: float | None = 15.0, store: Any = None) -> Any:
+    """AgentApp over the benchmark's agent (durable.py's too, with a store); a run's event count
+    is `forwardedProps.events` when given (durable.py's warm-up and big runs), else `events`."""
     from agui import (
         RunAgentInput,
         RunFinishedEvent,
@@ -110,14 +112,16 @@ def agui_app(events: int, keepalive: float | None) -> Any:
     )
 
     async def agent(input: RunAgentInput) -> AsyncIterator[Any]:
+        props = input.forwarded_props
+        count = props.get("events", events) if isinstance(props, dict) else events
         yield RunStartedEvent(thread_id=input.thread_id, run_id=input.run_id)
         yield TextMessageStartEvent(message_id=MESSAGE_ID, role=TextMessageRole.ASSISTANT)
-        for i in range(events - 4):
+        for i in range(count - 4):
             yield TextMessageContentEvent(message_id=MESSAGE_ID, delta=delta(i))
         yield TextMessageEndEvent(message_id=MESSAGE_ID)
         yield RunFinishedEvent(thread_id=input.thread_id, run_id=input.run_id)
 
-    return agui.AgentApp(agent, path=PATH, keepalive=keepalive)
+    return agui.AgentApp(agent, path=PATH, keepalive=keepalive, store=store)
 
 
 def official_app(events: int) -> Any:
