@@ -381,25 +381,10 @@ class Conversation:
                 forwarded_props=forwarded_props,
                 resume=resume,
             )
-        pipeline = self.pipeline(strict=_strict(agent))
-        with self._stream(pipeline):
-            stream: AsyncIterator[Any] = (
-                agent.frames(input)
-                if isinstance(agent, FrameSource)
-                else run_lifecycle(agent, input)
-            )
-            try:
-                first = True
-                async for item in stream:
-                    if first:
-                        first = False
-                        self._join(input)
-                    pipeline.feed(item)
-            finally:
-                if isinstance(stream, AsyncGenerator):
-                    await stream.aclose()
-            pipeline.finish()
-        return self.runs[-1] if self.runs else None
+        stream: AsyncIterator[Any] = (
+            agent.frames(input) if isinstance(agent, FrameSource) else run_lifecycle(agent, input)
+        )
+        return await self.follow(stream, input=input, strict=_strict(agent))
 
     def run_sync(
         self,
