@@ -148,6 +148,24 @@ function onMessage(thread, message) {
   schedule();
 }
 
+// The body of an HTTP error as text: AgentApp's JSON ({"error", "problems": [{pointer, kind,
+// message}], "more"}) as its error and a line per problem; any other body as it came.
+function httpError(body) {
+  let parsed;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return body;
+  }
+  if (!parsed || typeof parsed.error !== "string") return body;
+  const lines = [parsed.error];
+  for (const problem of Array.isArray(parsed.problems) ? parsed.problems : []) {
+    lines.push(`  ${problem.pointer || "(the body)"}: ${problem.message}` + (problem.kind ? ` (${problem.kind})` : ""));
+  }
+  if (parsed.more) lines.push(`  … and ${parsed.more} more`);
+  return lines.join("\n");
+}
+
 async function follow(thread, run, request) {
   thread.busy = true;
   thread.version++;
@@ -159,8 +177,11 @@ async function follow(thread, run, request) {
     const type = response.headers.get("content-type") || "";
     if (!response.ok || !type.startsWith("text/event-stream")) {
       const body = await response.text();
-      thread.note("error", `HTTP ${response.status} ${response.statusText}: ${body}`);
-      if (run.status === "starting") run.status = "refused";
+      thread.note("error", `HTTP ${response.status}${response.statusText ? " " + response.statusText : ""}: ${httpError(body)}`);
+      if (run.status === "starting") {
+        run.status = "refused";
+        run.endedAt = performance.now();
+      }
       return;
     }
     await readSSE(response, (message) => onMessage(thread, message));
@@ -174,7 +195,10 @@ async function follow(thread, run, request) {
     const last = thread.run || run;
     if (controller.signal.aborted && controller.signal.reason !== DROP) {
       thread.note("info", "stopped: the console closed the connection");
-      if (last.status === "running" || last.status === "starting") last.status = "disconnected";
+      if (last.status === "running" || last.status === "starting") {
+        last.status = "disconnected";
+        last.endedAt = performance.now();
+      }
     } else {
       thread.note("error", `transport error: ${error.message}`);
       if (last.status === "running" || last.status === "starting") {

@@ -12,6 +12,11 @@ Playwright for Python) opens the page `agui serve` prints, on the server's own o
 - A 100,000-event run (an agent streaming one message in 100,000 deltas) shows its final text
   within 10 s with no main-thread task over 200 ms (the long-task observer); the figures are
   printed and written to .browser/console-figures.json.
+- An HTTP error answering the POST (the agent's `validate` refuses the message, AgentApp answers
+  400 with a JSON problem body): the status, the server's error and the problem are shown as text,
+  the run as refused, and the next message is answered.
+- Stop without a store: the page shows the run disconnected within 2 s with Send usable again, and
+  the agent on the server is cancelled (it writes a marker file on CancelledError/GeneratorExit).
 - The JS logic (JSON Patch, the SSE parser, the run reducer) under `node --test`
   (tests/browser/console.test.mjs), when node is on PATH.
 
@@ -573,4 +578,131 @@ def test_a_run_error_is_shown_plainly(
     p.click("#send")
     page.wait_text("#chat .msg.error", "forwardedProps is not JSON")
     page.shot("shown")
+    page.clean()
+
+
+PICKY_AGENT = """
+import agui
+
+
+class Picky:
+    \"\"\"Refuses (validate, before the stream opens) a last user message containing "forbidden";
+    answers any other.\"\"\"
+
+    def validate(self, run: agui.RunAgentInput) -> list[agui.Problem]:
+        last = len(run.messages) - 1
+        message = run.messages[last]
+        if message.role == "user" and "forbidden" in str(message.content):
+            return [agui.Problem(f"/messages/{last}/content", "refused", "no forbidden words here")]
+        return []
+
+    async def __call__(self, run: agui.RunAgentInput):
+        text = run.messages[-1].content
+        yield agui.TextMessageStartEvent(message_id=f"a-{run.run_id}", role="assistant")
+        yield agui.TextMessageContentEvent(message_id=f"a-{run.run_id}", delta=f"allowed: {text}")
+        yield agui.TextMessageEndEvent(message_id=f"a-{run.run_id}")
+
+
+agent = Picky()
+"""
+
+
+def test_an_http_error_answering_the_post_is_shown_plainly(
+    browser: Any,  # noqa: F811
+    console: Any,
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "picky_agent.py").write_text(PICKY_AGENT)
+    served = console("picky_agent:agent")
+    page = Page(browser, served.url, "refused")
+    page.send("a forbidden word")
+    page.wait_text("#chat .msg.error", "HTTP 400")
+    page.idle()
+    p = page.page
+    shown = p.locator("#chat .msg.error").last.inner_text()
+    # the status, the server's error and the agent's problem, as text rather than the JSON body
+    assert "HTTP 400 Bad Request: the agent cannot run this input" in shown, shown
+    assert "/messages/0/content: no forbidden words here (refused)" in shown, shown
+    assert '"error"' not in shown, shown
+    assert p.locator("#chat .msg.assistant").count() == 0
+    row = p.locator("#runs tr").last
+    assert row.get_attribute("class") == "run-refused"
+    assert row.locator(".run-status").inner_text() == "refused"
+    assert "last run refused" in p.inner_text("#status")
+    page.shot("shown")
+    # the page is still usable: the next message is sent and answered
+    assert p.is_enabled("#send")
+    page.send("a fine word")
+    page.wait_text("#chat .msg.assistant", "allowed: a fine word")
+    page.idle()
+    assert [r.inner_text() for r in p.locator("#runs .run-status").all()] == ["refused", "success"]
+    page.shot("then-answered")
+    # Chromium reports the 400 on the browser console itself ("Failed to load resource")
+    page.console[:] = [line for line in page.console if "status of 400" not in line]
+    page.clean()
+
+
+STREAMING_AGENT = """
+import asyncio
+from pathlib import Path
+
+import agui
+
+MARKER = Path({marker!r})
+
+
+async def agent(run: agui.RunAgentInput):
+    \"\"\"A text delta every 100 ms for 60 s; writes MARKER when the server cancels it.\"\"\"
+    message = f"slow-{{run.run_id}}"
+    yield agui.TextMessageStartEvent(message_id=message, role="assistant")
+    try:
+        for i in range(600):
+            yield agui.TextMessageContentEvent(message_id=message, delta=f"{{i}} ")
+            await asyncio.sleep(0.1)
+    except (asyncio.CancelledError, GeneratorExit) as exc:
+        MARKER.write_text(type(exc).__name__)
+        raise
+    yield agui.TextMessageEndEvent(message_id=message)
+"""
+
+
+def test_stop_without_a_store_closes_the_connection(
+    browser: Any,  # noqa: F811
+    console: Any,
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "cancelled"
+    (tmp_path / "streaming_agent.py").write_text(STREAMING_AGENT.format(marker=str(marker)))
+    served = console("streaming_agent:agent")  # no --store
+    page = Page(browser, served.url, "stop-no-store")
+    page.send("go")
+    page.wait_text("#chat .msg.assistant", "5 ")
+    p = page.page
+    assert p.is_disabled("#send") and p.is_enabled("#stop")
+    assert not marker.exists()
+    p.click("#stop")
+    # within 2 s: the run is shown as stopped, and Send can be used again
+    p.wait_for_function(
+        """() => {
+          const run = aguiConsole.current().runs[0];
+          return run.status === "disconnected"
+            && document.querySelector("#runs .run-status").textContent === "disconnected"
+            && !document.getElementById("send").disabled
+            && document.getElementById("stop").disabled;
+        }""",
+        timeout=2_000,
+    )
+    assert "stopped: the console closed the connection" in p.inner_text("#chat .msg.info")
+    assert "last run disconnected" in p.inner_text("#status")
+    assert p.inner_text("#runs tr td:nth-child(4)").endswith(" ms")  # its duration: it is over
+    # the server saw the disconnect: the agent was cancelled
+    deadline = time.monotonic() + 5
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the agent was not cancelled: " + "".join(served.served.stderr)
+    shown = p.inner_text("#chat .msg.assistant")
+    time.sleep(0.5)  # nothing more arrives
+    assert p.inner_text("#chat .msg.assistant") == shown
+    assert "599 " not in shown
+    page.shot("stopped")
     page.clean()
