@@ -277,9 +277,9 @@ def test_typescript_client_agrees(name: str, results: dict[str, dict[str, Any]])
         )
 
 
-AGREEMENT = 152
+AGREEMENT = 154
 """The recorded figure: conformance cases on which @ag-ui/client 1.0.0 and this package agree (of
-161 cases, 9 flagged). It may only rise; raise it when more cases agree."""
+163 cases, 9 flagged). It may only rise; raise it when more cases agree."""
 
 
 def test_agreement_figure(
