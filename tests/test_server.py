@@ -576,6 +576,47 @@ def test_client_disconnect_cancels_a_silent_agent(serve: Serve) -> None:
     assert cancelled.wait(QUICK), "the agent was not cancelled after the client left"
 
 
+def test_an_agent_that_swallows_its_cancellation_is_closed_at_its_next_event(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Disconnect: an agent that lets the cancellation pass (asyncio.wait_for on Python 3.11
+    does when what it awaits completes as the cancellation arrives) and streams on is closed at
+    its next event (its finally runs), not left blocked on a queue nobody reads any more until
+    it is garbage ("Task was destroyed but it is pending!")."""
+    swallowed = threading.Event()
+    closed = threading.Event()
+
+    async def agent(input: agui.RunAgentInput) -> AsyncIterator[Any]:
+        yield agui.TextMessageStartEvent(message_id="m")
+        try:
+            while True:
+                try:
+                    await asyncio.sleep(0.01)
+                except asyncio.CancelledError:
+                    if swallowed.is_set():
+                        raise
+                    swallowed.set()
+                yield agui.TextMessageContentEvent(message_id="m", delta="x")
+        finally:
+            closed.set()
+
+    caplog.set_level(logging.INFO, logger="agui.server")
+    url = serve(AgentApp(agent, queue_size=2))
+    decoder = SSEDecoder()
+    got: list[Any] = []
+    with (
+        httpx.Client(timeout=10) as client,
+        client.stream("POST", url, content=BODY, headers=JSON) as r,
+    ):
+        for chunk in r.iter_bytes():
+            got += decoder.feed(chunk)
+            if len(got) >= 2:
+                break
+    assert swallowed.wait(QUICK), "the agent was not cancelled after the client left"
+    assert closed.wait(QUICK), "the agent was left behind after the client left"
+    assert "did not stop" not in caplog.text
+
+
 def test_keep_alive_comments_while_the_agent_is_silent(serve: Serve) -> None:
     """Keep-alive: a `: keep-alive` comment goes out every `keepalive` seconds of silence, and
     none while events flow."""

@@ -563,7 +563,12 @@ class Durable:
                 )
             for task in tasks:
                 task.cancel()
-            done, _ = await asyncio.wait(tasks, timeout=_STOP_WAIT)
+            # A producer that let its cancellation pass (an event log's wait may swallow one)
+            # stops at its next frame instead of waiting forever for room nobody makes.
+            tail.outbox.close()
+            done, pending = await asyncio.wait(tasks, timeout=_STOP_WAIT)
+            if producer in pending:
+                log.error("a durable response: reading the log did not stop when cancelled")
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     log.error("a durable response failed", exc_info=task.exception())

@@ -516,6 +516,7 @@ class AgentApp:
             self._runs.discard(run)
             for task in tasks:
                 task.cancel()
+            run.outbox.close()  # an agent that let the cancellation pass stops at its next event
             done, pending = await asyncio.wait(tasks, timeout=_STOP_WAIT)
             if pending:
                 log.error("run %s: the agent did not stop when it was cancelled", run.id)
@@ -821,11 +822,12 @@ class _Outbox:
     frame on each side, about a sixth of the server's time on a fast stream of small events.
     """
 
-    __slots__ = ("_drained", "_filled", "_frames", "_limit")
+    __slots__ = ("_closed", "_drained", "_filled", "_frames", "_limit")
 
     def __init__(self, limit: int) -> None:
         self._frames: list[bytes | None] = []
         self._limit = max(1, limit)
+        self._closed = False
         self._filled = asyncio.Event()  # set when frames may be waiting
         self._drained = asyncio.Event()  # set when there may be room
         self._drained.set()
@@ -848,10 +850,24 @@ class _Outbox:
 
     async def put(self, frame: bytes | None) -> None:
         while len(self._frames) >= self._limit:
+            if self._closed:
+                raise asyncio.CancelledError("the response is over")
             self._drained.clear()
             await self._drained.wait()
         self._frames.append(frame)
         self._filled.set()
+
+    def close(self) -> None:
+        """The response is over: nothing takes frames any more. A producer still going stops at
+        its next frame (`put` raises CancelledError, `offer` refuses) instead of waiting for room
+        forever: one whose cancellation was swallowed on the way (asyncio.wait_for on Python 3.11
+        returns instead when what it waits for completes as the cancellation arrives) would
+        otherwise be left pending, blocked in `put`, until it is garbage ("Task was destroyed
+        but it is pending!")."""
+        self._closed = True
+        self._limit = 0  # no room: offer refuses, put raises
+        self._frames.clear()
+        self._drained.set()
 
     def take_now(self) -> list[bytes | None]:
         """Everything queued, in order, without waiting."""

@@ -131,6 +131,20 @@ def connect(path: str) -> sqlite3.Connection:
     return connection
 
 
+async def _woken(wake: asyncio.Event) -> None:
+    """Wait for a wake-up, BACKSTOP_SECONDS at most.
+
+    Not `asyncio.wait_for(wake.wait(), ...)`: on Python 3.11 it swallows a cancellation that
+    arrives as the wake-up does (it returns the result instead), and the follower read on as if
+    it had not been cancelled; a durable response whose client left kept such a reader behind,
+    stuck on a queue nobody drained. `asyncio.timeout` lets the cancellation through."""
+    try:
+        async with asyncio.timeout(BACKSTOP_SECONDS):
+            await wake.wait()
+    except TimeoutError:
+        pass
+
+
 def _batch(rows: list[tuple[int, bytes]]) -> EventBatch:
     """(sequence number, data) pairs as a batch."""
     return EventBatch(cursors=[str(seq) for seq, _ in rows], data=[data for _, data in rows])
@@ -559,10 +573,7 @@ class SQLiteLog(EventLog):
                         continue
                     if caught_up:  # wait: a wake-up from the poller or a backstop reads the file
                         caught_up = False
-                        try:
-                            await asyncio.wait_for(wake.wait(), BACKSTOP_SECONDS)
-                        except TimeoutError:
-                            pass
+                        await _woken(wake)
                         continue
                 status, rows = await self._read(self._fetch, n, position, size)
                 if rows:
@@ -572,10 +583,7 @@ class SQLiteLog(EventLog):
                     continue
                 if status is None or status == "finished" or not follow:
                     return  # everything up to the snapshot was read (None: the run was dropped)
-                try:
-                    await asyncio.wait_for(wake.wait(), BACKSTOP_SECONDS)
-                except TimeoutError:
-                    pass
+                await _woken(wake)
         finally:
             if follow:
                 self._unfollow(run_id)
