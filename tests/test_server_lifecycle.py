@@ -219,6 +219,10 @@ def test_a_hung_agent_after_run_finished_is_cancelled_after_the_grace(
     # here; the margin is for a loaded machine.
     assert cancelled.wait(8)
     assert 0.25 < time.monotonic() - started < 8
+    # The lifecycle logs once the cancelled agent has finished, in the server's thread: wait for it.
+    logged = time.monotonic() + 5
+    while "still working 0.3 s" not in caplog.text and time.monotonic() < logged:
+        time.sleep(0.01)
     assert "still working 0.3 s after its terminal event" in caplog.text
 
 
