@@ -429,17 +429,8 @@ class Conversation:
                 forwarded_props=forwarded_props,
                 resume=resume,
             )
-        pipeline = self.pipeline(strict=_strict(agent))
-        with self._stream(pipeline):
-            frames = agent.frames_sync(input)
-            try:
-                for item in self._starting(frames, input):
-                    pipeline.feed(item)
-            finally:
-                if isinstance(frames, Generator):
-                    frames.close()
-            pipeline.finish()
-        return self.runs[-1] if self.runs else None
+        started = input
+        return self._follow_sync(lambda: agent.frames_sync(started), started, _strict(agent))
 
     async def connect(
         self, agent: ThreadSource, *, history: History = "compact"
@@ -470,11 +461,22 @@ class Conversation:
                 f"{type(agent).__name__} cannot connect to a thread: it has no "
                 "connect_frames_sync (agui.HttpAgent has, against a server with a store)"
             )
-        pipeline = self.pipeline(strict=_strict(agent))
+        thread_id = self.thread_id
+        return self._follow_sync(
+            lambda: agent.connect_frames_sync(thread_id, history=history), None, _strict(agent)
+        )
+
+    def _follow_sync(
+        self, source: Callable[[], Iterable[Any]], input: RunAgentInput | None, strict: bool
+    ) -> RunResult | None:
+        """`follow` without an event loop, for the source `source()` makes inside the stream (so a
+        failure to open it is recorded as the stream's); closes the source when it stops
+        early."""
+        pipeline = self.pipeline(strict=strict)
         with self._stream(pipeline):
-            frames = agent.connect_frames_sync(self.thread_id, history=history)
+            frames = source()
             try:
-                for item in frames:
+                for item in self._starting(frames, input):
                     pipeline.feed(item)
             finally:
                 if isinstance(frames, Generator):

@@ -37,7 +37,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
-from agui.wire.codec import dumps, to_json
+from agui.wire.codec import TAGS, dumps, to_json
 from agui.wire.sse import sse_data_frame
 
 __all__ = [
@@ -93,15 +93,16 @@ _REASONING = frozenset(
     }
 )
 _SUBAGENT = frozenset({"SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
-_CURRENT_EVENTS = (_BASE_EVENTS - {t for t in _BASE_EVENTS if t.startswith("THINKING_")}) | (
-    _ACTIVITY | _REASONING | _SUBAGENT
-)
-"""The event types of the 1.0 contract."""
+_CURRENT_EVENTS = frozenset(TAGS["Event"])
+"""The event types of the 1.0 contract (read from the generated codec)."""
 _THINKING = frozenset(t for t in _BASE_EVENTS | _THINKING_SPAN if t.startswith("THINKING_"))
 
 _BASE_ROLES = frozenset({"developer", "system", "assistant", "user", "tool"})
 _TEXT_ROLES = frozenset({"developer", "system", "assistant", "user"})
-_MEDIA = ("image", "audio", "video", "document")
+_MEDIA = tuple(
+    tag for tag, model in TAGS["ContentPart"].items() if "source" in attrs.fields_dict(model)
+)
+"""The 1.0 media content parts (those with a source: image, audio, video, document)."""
 
 Parts = Literal["none", "binary", "typed"]
 
@@ -374,7 +375,8 @@ _KEEPS_CHUNKS_OPEN = frozenset(
     {"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE", "SUBAGENT_STARTED"}
 )
 """The events that leave an open chunk stream open (every other event closes it)."""
-_TEXT_CHUNK = frozenset({"TEXT_MESSAGE_CHUNK"})
+_KEEPS_TEXT_CHUNKS_DROPPED = _KEEPS_CHUNKS_OPEN | {"TEXT_MESSAGE_CHUNK"}
+"""The events that leave a TEXT_MESSAGE_CHUNK stream being dropped still dropped."""
 
 
 _TEXT_CONTENT = b'{"type":"TEXT_MESSAGE_CONTENT",'
@@ -399,9 +401,7 @@ class Downgrade:
         self._dropping_chunks: str | None = None  # a TEXT_MESSAGE_CHUNK stream being dropped
         # The era takes TEXT_MESSAGE_CONTENT as 1.0 sends it (sse_data's shortcut for the most
         # frequent event of all).
-        self._plain_text = (
-            "TEXT_MESSAGE_CONTENT" in era.events and "TEXT_MESSAGE_CONTENT" in _CURRENT_EVENTS
-        )
+        self._plain_text = "TEXT_MESSAGE_CONTENT" in era.events
 
     # framing, for the server
     def sse(self, event: Any) -> bytes:
@@ -440,7 +440,7 @@ class Downgrade:
         out: list[dict[str, Any]] = []
         if self._chunked and kind not in _KEEPS_CHUNKS_OPEN and kind != "REASONING_MESSAGE_CHUNK":
             self._close_message(out)
-        if self._dropping_chunks is not None and kind not in _KEEPS_CHUNKS_OPEN | _TEXT_CHUNK:
+        if self._dropping_chunks is not None and kind not in _KEEPS_TEXT_CHUNKS_DROPPED:
             self._dropping_chunks = None
         if kind in _REASONING and self._thinking:
             self._reasoning(event, out)
