@@ -75,6 +75,7 @@ from agui.http.server import (
     _Outbox,
     _relative,
     _send_frames,
+    _stop_agent,
     _wait_for_disconnect,
 )
 from agui.store import (
@@ -98,8 +99,8 @@ from agui.stream.lifecycle import (
 from agui.stream.reducer import Reducer
 from agui.wire.codec import decode, encode
 from agui.wire.eras import Downgrade, Era
-from agui.wire.proto import accepts_proto, proto_frame
-from agui.wire.sse import sse_data_frame
+from agui.wire.proto import proto_frame
+from agui.wire.sse import sse_frame
 
 if TYPE_CHECKING:
     from agui.http.server import AgentApp
@@ -292,7 +293,7 @@ class Durable:
         finally:
             self._reserved -= 1
         execution.start()
-        binary = self._binary(scope)
+        binary = self.app.binary_for(scope)
 
         async def produce(tail: _Tail) -> None:
             await self._follow(tail, run_id, None, binary, thread_id=thread_id)
@@ -318,7 +319,7 @@ class Durable:
             if after is None or exc.__cause__ is not None:
                 raise  # the log failed (a backend's error is the cause): 503
             raise _BadRequest(400, f"run {run_id!r} has no event at cursor {after!r}") from exc
-        binary = self._binary(scope)
+        binary = self.app.binary_for(scope)
 
         async def produce(tail: _Tail) -> None:
             await self._follow(tail, run_id, after, binary, first=first, backlog=backlog)
@@ -335,7 +336,7 @@ class Durable:
         runs = await self.log.thread_runs(thread_id)
         if not runs:
             raise _BadRequest(404, f"no run of thread {thread_id!r} is known here")
-        binary = self._binary(scope)
+        binary = self.app.binary_for(scope)
         live = [r for r in runs if r.status != "finished"]
         if history == "full":
             replayed = runs
@@ -344,7 +345,7 @@ class Durable:
             replayed = live
             head = await self._compact(thread_id, runs)
         era = self._replay_era(scope)
-        frame_of = proto_frame if binary else _plain_frame
+        frame_of = proto_frame if binary else sse_frame
         frames = [frame_of(event) for event in head]
 
         async def produce(tail: _Tail) -> None:
@@ -420,11 +421,6 @@ class Durable:
 
     # ── responses ────────────────────────────────────────────────────────────
 
-    def _binary(self, scope: Scope) -> bool:
-        return self.app.protobuf and any(
-            k.lower() == b"accept" and accepts_proto(v) for k, v in scope["headers"]
-        )
-
     def _replay_era(self, scope: Scope) -> Era | None:
         """The era a replay (resume, connect) is sent in: the one of `?protocolVersion=` when
         the request names a pre-1.0 version (and compat is not "off"); else none. No 0.0.x
@@ -469,7 +465,7 @@ class Durable:
                 record = await self.log.get_run(run_id)
                 thread = "" if record is None else record.thread_id
             started = RunStartedEvent(thread_id=thread, run_id=run_id)
-            await put(proto_frame(started) if binary else _plain_frame(started))
+            await put(proto_frame(started) if binary else sse_frame(started))
 
         async def pump(source: AsyncIterator[EventBatch]) -> bytes:
             """Queue the frames of `source`'s batches; the last event's data (b"": none)."""
@@ -929,11 +925,11 @@ class Execution:
             now = loop.time()
             if self.stop_at is not None and now >= self.stop_at:
                 self.stop_at = math.inf
-                await self._end(producer)
+                await _stop_agent(producer, self.id)
                 self.close_with("The server is shutting down.", SERVER_SHUTDOWN)
             if expires is not None and now >= expires:
                 expires = None
-                await self._end(producer)
+                await _stop_agent(producer, self.id)
                 self.close_with(f"The run took longer than {app.max_run_seconds} seconds.", TIMEOUT)
             if not self.final and now >= poll_at:
                 poll_at = now + STOP_POLL
@@ -941,7 +937,7 @@ class Execution:
                 if record is not None and record.stop_requested:
                     self._stop_requested = True
             if self._stop_requested and not self.final:
-                await self._end(producer)
+                await _stop_agent(producer, self.id)
                 self.close_cancelled()
             if not self.stored and now >= renew_at:
                 renew_at = now + lease / 3
@@ -960,13 +956,6 @@ class Execution:
         writer.result()  # raises _Abandoned when the log failed
         # The run is stored. The agent may still be working after its terminal event.
         await _let_finish(self, producer)
-
-    async def _end(self, producer: asyncio.Task[None]) -> None:
-        """Stop the agent (its run is being ended here)."""
-        producer.cancel()
-        await asyncio.wait((producer,), timeout=_STOP_WAIT)
-        if not producer.done():
-            log.error("run %s: the agent did not stop when it was cancelled", self.id)
 
 
 async def _quietly(call: Awaitable[Any], run_id: str) -> Any:
@@ -995,10 +984,6 @@ def _sse_batch(batch: EventBatch) -> bytes:
     if "\r" in ids or "\0" in ids or ids.count("\n") != len(batch) - 1:
         raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {ids!r}")
     return b"".join(parts)
-
-
-def _plain_frame(event: Any) -> bytes:
-    return sse_data_frame(encode(event))
 
 
 def _proto_of(data: bytes, run_id: str) -> bytes | None:

@@ -342,9 +342,7 @@ class AgentApp:
             return
         if run_input is None:  # the client left while sending its body
             return
-        binary = self.protobuf and any(
-            k.lower() == b"accept" and accepts_proto(v) for k, v in scope["headers"]
-        )
+        binary = self.binary_for(scope)
         self._served += 1
         try:
             await self._respond(run_input, receive, send, binary, self.era_for(run_input))
@@ -399,6 +397,12 @@ class AgentApp:
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
     # ── the request ──────────────────────────────────────────────────────────
+    def binary_for(self, scope: Scope) -> bool:
+        """The response is protobuf: `protobuf` is on and the request's Accept takes it."""
+        return self.protobuf and any(
+            k.lower() == b"accept" and accepts_proto(v) for k, v in scope["headers"]
+        )
+
     def era_for(self, run_input: RunAgentInput) -> Era | None:
         """The pre-1.0 era a run's stream is translated for (`compat`), by the protocolVersion
         its input declares; None: the 1.0 stream, unchanged."""
@@ -772,13 +776,18 @@ class _Run:
 
     async def end(self, producer: asyncio.Task[None], code: str, message: str) -> None:
         """Stop the agent and end the response in RUN_ERROR `code` (unless it already ended)."""
-        producer.cancel()
-        await asyncio.wait((producer,), timeout=_STOP_WAIT)
-        if not producer.done():
-            log.error("run %s: the agent did not stop when it was cancelled", self.id)
+        await _stop_agent(producer, self.id)
         if not self.ended:
             log.warning("run %s: ended with RUN_ERROR %s: %s", self.id, code, message)
         self.close_with(message, code)
+
+
+async def _stop_agent(producer: asyncio.Task[None], run_id: str) -> None:
+    """Cancel the agent's task and wait for it a little (_STOP_WAIT); log one that goes on."""
+    producer.cancel()
+    await asyncio.wait((producer,), timeout=_STOP_WAIT)
+    if not producer.done():
+        log.error("run %s: the agent did not stop when it was cancelled", run_id)
 
 
 async def _cancelled(

@@ -62,6 +62,14 @@ class UnknownRun(StoreError):
     """No run with this id is in the log (HTTP 404)."""
 
 
+def parse_seq(cursor: Cursor) -> int:
+    """The sequence number a decimal cursor (memory's and SQLite's) stands for; StoreError for
+    anything else."""
+    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18 or cursor[0] == "0":
+        raise StoreError(f"not a cursor of this log: {cursor!r}")
+    return int(cursor)
+
+
 @attrs.frozen(kw_only=True)
 class RunRecord:
     """What the log knows about a run, besides its events."""

@@ -47,6 +47,7 @@ from .base import (
     StoreError,
     ThreadBusy,
     UnknownRun,
+    parse_seq,
 )
 
 __all__ = ["BATCH", "BLOCK_BYTES", "MemoryLog"]
@@ -56,13 +57,6 @@ BLOCK_BYTES = 64 * 1024
 
 BATCH = 4096
 """The most events `read_batches` gives in one batch when the caller sets no limit."""
-
-
-def parse_seq(cursor: Cursor) -> int:
-    """The sequence number a decimal cursor stands for; StoreError for anything else."""
-    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18 or cursor[0] == "0":
-        raise StoreError(f"not a cursor of this log: {cursor!r}")
-    return int(cursor)
 
 
 class _Packed(bytes):

@@ -42,6 +42,7 @@ from .base import (
     StoreError,
     ThreadBusy,
     UnknownRun,
+    parse_seq,
 )
 
 __all__ = ["SQLiteLog"]
@@ -98,13 +99,6 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 RECORD_COLUMNS = "thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq"
-
-
-def parse_seq(cursor: Cursor) -> int:
-    """The sequence number a decimal cursor stands for; StoreError for anything else."""
-    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18 or cursor[0] == "0":
-        raise StoreError(f"not a cursor of this log: {cursor!r}")
-    return int(cursor)
 
 
 def to_record(row: Sequence[Any]) -> RunRecord:
