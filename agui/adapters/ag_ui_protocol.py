@@ -34,7 +34,7 @@ lifecycle (RUN_ERROR `AGENT_ERROR`, logged with its traceback); so does an input
 model refuses, and a failing `clone()`.
 
 ag-ui-protocol is imported when an `AgUiProtocolAgent` is built, never when this module is:
-install it yourself, or with `pip install 'agui[ag-ui-protocol]'`.
+install it yourself, or with `pip install 'agui-spec[ag-ui-protocol]'`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ __all__ = ["AgUiProtocolAgent", "SdkAgent"]
 
 log = logging.getLogger("agui.adapters")
 
-_INSTALL = "pip install 'agui[ag-ui-protocol]' (or pip install ag-ui-protocol)"
+_INSTALL = "pip install 'agui-spec[ag-ui-protocol]' (or pip install ag-ui-protocol)"
 _PREVIEW = 120  # characters of an invalid event's JSON quoted in the log
 
 

@@ -57,6 +57,20 @@ def _demo(args: argparse.Namespace) -> int:
     return demo(args)
 
 
+DISTRIBUTION = "agui-spec"
+"""The name this package is installed by (`pip install agui-spec`); `agui`, the import name, is
+another project's on PyPI."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 SUMMARY_HELP = (
     'after the stream ends, print one JSON object {"outcome", "error", "events", "eventTypes", '
     '"messages", "state", "warnings", "pendingInterrupts"}. outcome: "completed" (every run ended '
@@ -73,6 +87,7 @@ TIMEOUT_HELP = (
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="agui", description="The AG-UI protocol for Python.")
+    top.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = top.add_subparsers(dest="command", required=True)
     v = commands.add_parser("validate", help="validate JSON documents against the spec")
     v.add_argument(
@@ -149,7 +164,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="keep every run in an event log and serve durable runs (resume, connect, stop): "
         "memory:// (one process), sqlite:///PATH (one machine), redis://HOST:PORT/DB (many "
-        "workers; pip install 'agui[redis]')",
+        "workers; pip install 'agui-spec[redis]')",
     )
     s.add_argument(
         "--model-url",

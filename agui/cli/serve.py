@@ -53,7 +53,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
     except ImportError:
-        print("agui serve needs uvicorn: pip install 'agui[server]'", file=sys.stderr)
+        print("agui serve needs uvicorn: pip install 'agui-spec[server]'", file=sys.stderr)
         return 2
     if args.model_url and not args.model:
         print("agui serve: --model-url needs --model NAME", file=sys.stderr)

@@ -178,7 +178,7 @@ class AgentApp:
     cors_origins: the origins of web pages allowed to call the agent from another origin, such as
     "http://localhost:3000" ("*": any, for development only; it is logged as a warning). Every
     route then answers CORS preflights and carries the CORS headers (Starlette's CORSMiddleware,
-    `pip install 'agui[server]'`): GET and POST, the request headers CORS_REQUEST_HEADERS, the
+    `pip install 'agui-spec[server]'`): GET and POST, the request headers CORS_REQUEST_HEADERS, the
     response headers CORS_EXPOSED_HEADERS. Empty (the default): no CORS, so a browser refuses a
     page on another origin.
 
@@ -656,7 +656,7 @@ def _with_cors(
         from starlette.middleware.cors import CORSMiddleware
     except ImportError:
         raise ImportError(
-            "cors_origins needs Starlette's CORSMiddleware: pip install 'agui[server]'"
+            "cors_origins needs Starlette's CORSMiddleware: pip install 'agui-spec[server]'"
         ) from None
     if "*" in origins:
         log.warning(

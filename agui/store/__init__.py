@@ -3,7 +3,7 @@
 * `base`: the contract every backend provides (`EventLog`), the run record, cursors, retention.
 * `memory`: `memory://`, one process (the embedded default).
 * `sqlite`: `sqlite:///PATH`, one machine, survives a restart.
-* `redis`: `redis://HOST:PORT/DB`, many workers and machines (`pip install 'agui[redis]'`).
+* `redis`: `redis://HOST:PORT/DB`, many workers and machines (`pip install 'agui-spec[redis]'`).
 
 `open_log(url)` picks the backend by the URL's scheme and imports only that one.
 """
@@ -92,7 +92,7 @@ def open_log(url: str, *, retention: Retention | None = None) -> EventLog:
             from .redis import RedisLog
         except ImportError as error:
             raise StoreError(
-                f"redis:// needs the redis extra: pip install 'agui[redis]' ({error})"
+                f"redis:// needs the redis extra: pip install 'agui-spec[redis]' ({error})"
             ) from None
         plain = parts._replace(query="").geturl()
         return RedisLog(plain, retention, prefix=prefix)

@@ -1,5 +1,5 @@
 """`redis://HOST:PORT/DB`: the event log in Redis, for many workers on many machines
-(`pip install 'agui[redis]'`: redis-py's asyncio client, with hiredis).
+(`pip install 'agui-spec[redis]'`: redis-py's asyncio client, with hiredis).
 
 One Redis Stream per run. An entry carries a batch of events (an append is one entry): from
 Python, one entry per event cannot reach 100k events/s, a batch per entry can. The cursor of an

@@ -8,7 +8,7 @@ Encoding and decoding need no protobuf runtime: the generated codec (agui_genera
 writes and reads the wire form itself, which is what makes the bytes identical (no runtime writes
 object entries in JavaScript's order) and keeps the key order of objects. `to_message` and
 `from_message` convert to and from the protobuf runtime's message objects, for code that works
-with those (`pip install 'agui[proto]'`).
+with those (`pip install 'agui-spec[proto]'`).
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def _pb2() -> Any:
         from agui_generated import proto_pb2
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "to_message/from_message need the protobuf runtime: pip install 'agui[proto]'"
+            "to_message/from_message need the protobuf runtime: pip install 'agui-spec[proto]'"
         ) from exc
     return proto_pb2
 

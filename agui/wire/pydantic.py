@@ -3,7 +3,7 @@
 Both directions go through the wire form, so a conversion is exactly what sending the document
 from one binding to the other would do. The pydantic class is the one with the same name as the
 attrs class. pydantic and agui_pydantic are imported on the first call only: `import agui` never
-needs them (`pip install 'agui[pydantic]'` brings them).
+needs them (`pip install 'agui-spec[pydantic]'` brings them).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def _binding() -> Any:
         import agui_pydantic
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise ImportError(
-            "the pydantic binding needs pydantic: pip install 'agui[pydantic]'"
+            "the pydantic binding needs pydantic: pip install 'agui-spec[pydantic]'"
         ) from exc
     return agui_pydantic
 

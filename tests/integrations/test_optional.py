@@ -65,7 +65,7 @@ def test_without_ag_ui_protocol_building_an_adapter_says_how_to_install_it() -> 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
         "AgUiProtocolAgent needs the official SDK, ag-ui-protocol: pip install "
-        "'agui[ag-ui-protocol]' (or pip install ag-ui-protocol)"
+        "'agui-spec[ag-ui-protocol]' (or pip install ag-ui-protocol)"
     )
 
 

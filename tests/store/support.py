@@ -27,7 +27,7 @@ def redis_unavailable() -> str | None:
     if shutil.which("redis-server") is None:
         return "redis-server is not on PATH (apt-get install redis-server)"
     if importlib.util.find_spec("redis") is None:
-        return "redis-py is not installed (pip install 'agui[redis]')"
+        return "redis-py is not installed (pip install 'agui-spec[redis]')"
     return None
 
 

@@ -756,7 +756,7 @@ def test_redis_without_the_extra_says_how_to_install_it() -> None:
         check=True,
         timeout=60,
     )
-    assert "pip install 'agui[redis]'" in done.stdout
+    assert "pip install 'agui-spec[redis]'" in done.stdout
 
 
 def test_open_log_imports_only_the_backend_it_uses() -> None:
