@@ -6,6 +6,9 @@ working tree) into a temporary folder, writes tests/fork/overlay.yaml into the c
 spec/agui.yaml (as text, the way a maintainer edits it: every other line stays) and drops
 tests/fork/fixtures/ into its tests/fixtures/, then, in the copy, with nothing else changed:
 
+0. `order`: first, in a copy of its own without the fixtures, the order docs/extending.md walks
+   in (generate, then write fixtures): after `python -m codegen` the fixture tests must fail as
+   tests, naming the folder of each new definition, never as a collection error;
 1. `python -m codegen` (it prints what the ledger gained), then `python -m codegen --check`;
 2. mypy (strict, as configured in pyproject.toml) on agui/, codegen/ and the fork's generated code;
 3. pytest, the whole suite but EXCLUDED below (each with its reason);
@@ -14,8 +17,8 @@ tests/fork/fixtures/ into its tests/fixtures/, then, in the copy, with nothing e
    repository (their npm packages are the repository's .crosscheck/, installed by the session).
 
 It stops at the first step that fails and exits 1, keeping the copy to look at. `--keep` leaves the copy in
-place (its path is printed); `--only STEP[,STEP]` runs some steps (generate, mypy, pytest,
-crosscheck); arguments after `--` go to pytest.
+place (its path is printed); `--only STEP[,STEP]` runs some steps (order, generate, mypy,
+pytest, crosscheck); arguments after `--` go to pytest.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OVERLAY = HERE / "overlay.yaml"
 FIXTURES = HERE / "fixtures"
-STEPS = ("generate", "mypy", "pytest", "crosscheck")
+STEPS = ("order", "generate", "mypy", "pytest", "crosscheck")
 
 EXCLUDED = {
     "tests/test_codegen_every_form.py": (
@@ -139,7 +142,7 @@ def files() -> list[str]:
     return [p for p in out.split("\0") if p and (ROOT / p).is_file()]
 
 
-def make_fork(base: Path) -> None:
+def make_fork(base: Path, fixtures: bool = True) -> None:
     for path in files():
         target = base / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +155,7 @@ def make_fork(base: Path) -> None:
     spec_file.write_text(text, "utf-8")
     # a repository of its own, so that what asks git (which files it ignores) still can
     subprocess.run(["git", "init", "-q", str(base)], check=True)
-    for fixture in sorted(FIXTURES.rglob("*.json")):
+    for fixture in sorted(FIXTURES.rglob("*.json")) if fixtures else ():
         target = base / "tests" / "fixtures" / fixture.relative_to(FIXTURES)
         if target.exists():
             raise SystemExit(f"{fixture}: the repository already has {target.relative_to(base)}")
@@ -169,13 +172,52 @@ class StepFailed(Exception):
     pass
 
 
-def run(step: str, argv: list[str], base: Path) -> None:
-    env = {
+FIXTURE_TESTS = [
+    "tests/test_fixtures.py",
+    "tests/test_jsonschema.py",
+    "tests/test_pydantic_binding.py",
+]
+"""What `nox -s generate` runs after generating: the tests that must say which fixtures a fork
+still lacks."""
+
+
+def check_order(python: str) -> None:
+    """docs/extending.md in its own order: the spec is extended and generated before any fixture
+    exists. The fixture tests must then fail as tests (no collection error), naming each folder the
+    fork's new definitions' fixtures go into."""
+    base = Path(tempfile.mkdtemp(prefix="agui-fork-order-"))
+    try:
+        make_fork(base, fixtures=False)
+        run("order", [python, "-m", "codegen"], base)
+        argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *FIXTURE_TESTS]
+        print(f"\nfork: order: {' '.join(argv)} (before the fixtures: must fail, naming them)")
+        done = subprocess.run(argv, cwd=base, env=_env(base), capture_output=True, text=True)
+        # the fork's new definitions (an existing one has the repository's fixtures already)
+        new = {p.relative_to(FIXTURES).parts[0] for p in FIXTURES.rglob("*.json")}
+        new -= {p.name for p in (ROOT / "tests" / "fixtures").iterdir()}
+        folders = sorted(f"tests/fixtures/{name}/valid" for name in new)
+        unnamed = [f for f in folders if f not in done.stdout]
+        if done.returncode != 1 or "error" in done.stdout.splitlines()[-1] or unnamed:
+            print(done.stdout[-4000:], done.stderr[-2000:], sep="\n")
+            raise StepFailed(
+                f"fork: order: exit {done.returncode}; folders not named: {unnamed or 'none'}"
+            )
+        print(f"fork: order: failed as it should, naming {', '.join(folders)}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _env(base: Path) -> dict[str, str]:
+    return {
         **os.environ,
         # the fork's packages, ahead of the repository's (the environment installs agui editable)
         "PYTHONPATH": os.pathsep.join([str(base), str(base / "generated")]),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+
+
+def run(step: str, argv: list[str], base: Path) -> None:
+    env = _env(base)
     print(f"\nfork: {step}: {' '.join(argv)}", flush=True)
     started = time.monotonic()
     code = subprocess.run(argv, cwd=base, env=env, check=False).returncode
@@ -198,6 +240,8 @@ def main() -> int:
     python = sys.executable
     keep = args.keep
     try:
+        if "order" in steps:
+            check_order(python)
         make_fork(base)
         print(f"fork: {base} (the repository, with {OVERLAY.relative_to(ROOT)} and its fixtures)")
         if "generate" in steps:
