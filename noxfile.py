@@ -1,5 +1,5 @@
-"""Sessions: generate, demo, tests, docs, interop, integrations, crosscheck, fork, bench. Each one
-builds its own environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...`
+"""Sessions: generate, demo, tests, docs, interop, integrations, crosscheck, fork, workflows,
+bench. Each one builds its own environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...`
 picks another)."""
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def tests(session: nox.Session) -> None:
 
     Those two need node: without it, they are left out with a warning, or, when
     AGUI_REQUIRE_INTEROP=1 (as .ci/run sets), this session fails. Last `docs` and `fork` (the
-    fork proof: the suite again on a fork of the spec).
+    fork proof: the suite again on a fork of the spec) and `workflows` (generate, demo and
+    crosscheck on a fresh clone).
     """
     if shutil.which("node"):
         session.notify("interop")
@@ -86,6 +87,7 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
     session.notify("docs")
     session.notify("fork")
+    session.notify("workflows")
 
 
 @nox.session(python=PYTHON)
@@ -185,6 +187,33 @@ def fork(session: nox.Session) -> None:
         if not any(a.startswith("--only") for a in args):
             args = ["--only", "generate,mypy,pytest", *args]
     session.run("python", "tests/fork/run.py", *args)
+
+
+WORKFLOWS = ("generate", "demo", "crosscheck")
+"""The workflow commands `workflows` runs on a fresh clone; `tests` itself, `docs` and `fork`
+are what CI's own fresh clone runs."""
+
+
+@nox.session(python=PYTHON)
+def workflows(session: nox.Session) -> None:
+    """The documented workflow commands on an untouched clone of this checkout's HEAD (committed
+    work only, as a newcomer gets it): `nox -s generate`, `nox -s demo` and `nox -s crosscheck`,
+    each in the clone with environments of its own, must exit 0, and generating must leave the
+    clone unchanged (the generated code that is checked in is what the spec gives). Posargs name
+    other sessions to run there instead."""
+    import tempfile
+
+    root = Path(__file__).resolve().parent
+    wanted = list(session.posargs) or list(WORKFLOWS)
+    with tempfile.TemporaryDirectory(prefix="agui-clone-") as folder:
+        clone = Path(folder) / "agui"
+        session.run("git", "clone", "--quiet", "--no-local", str(root), str(clone), external=True)
+        with session.chdir(clone):
+            for name in wanted:
+                session.run(sys.executable, "-m", "nox", "-s", name, external=True)
+            changed = session.run("git", "status", "--porcelain", external=True, silent=True)
+            if changed and changed.strip():
+                session.error(f"the workflow commands changed the clone:\n{changed}")
 
 
 @nox.session(python=PYTHON)
