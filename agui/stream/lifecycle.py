@@ -18,6 +18,8 @@
   expansion, as the TypeScript client does): an event a client would reject, or an item that is
   not an event model, is not sent; the run ends in RUN_ERROR `INVALID_EVENT` saying which rule
   it broke, and the agent is closed.
+* The agent is handed a copy of the input that shares nothing with it (`agents_copy`): what it
+  changes in place never reaches the run's RUN_STARTED or the stored run.
 * After the terminal event nothing more: what the agent still yields is dropped and logged, while
   the agent is left to finish its work (saving, say) for up to `finish_grace` seconds; then it is
   cancelled. A consumer that stops iterating at the terminal event cuts that work short.
@@ -55,6 +57,7 @@ from agui_generated import (
 from agui.agent.protocol import Agent
 from agui.errors import ProtocolError
 from agui.stream.chunks import ChunkExpander
+from agui.wire.codec import decode, encode
 from agui.stream.verify import Verifier
 
 __all__ = [
@@ -202,6 +205,16 @@ def _closed(events: list[Any]) -> str:
     return ", ".join(named)
 
 
+def agents_copy(run_input: RunAgentInput) -> RunAgentInput:
+    """A copy of the input that shares no value with it. The models are frozen, but the JSON
+    values in them (state, forwardedProps, tool schemas, ...) are plain dicts and lists, and agents
+    change them in place (ag-ui-langgraph rewrites state["messages"] with its own objects): what
+    the run records and sends (RUN_STARTED.input, the stored run) must stay what the client sent.
+    Through the wire form: a third of a millisecond for a 200-message history, where
+    copy.deepcopy takes five times that."""
+    return decode(encode(run_input), RunAgentInput)
+
+
 async def run_lifecycle(
     agent: Agent,
     run_input: RunAgentInput,
@@ -224,7 +237,7 @@ async def run_lifecycle(
     stream: AsyncIterator[Any] | None = None
     try:
         # Inside the try: an agent whose call itself raises ends in RUN_ERROR too.
-        stream = agent(run_input)
+        stream = agent(agents_copy(run_input))
         if not isinstance(stream, AsyncIterator):
             log.error(
                 "run %s: the agent returned %s, not an async iterator; %s",
