@@ -57,8 +57,8 @@ from agui_generated import (
 from agui.agent.protocol import Agent
 from agui.errors import ProtocolError
 from agui.stream.chunks import ChunkExpander
-from agui.wire.codec import decode, encode
 from agui.stream.verify import Verifier
+from agui.wire.codec import decode, encode
 
 __all__ = [
     "AGENT_ERROR",

@@ -79,7 +79,7 @@ def test_two_turns_with_a_store_keep_what_the_client_sent(
         answer = post(f"{base}/agent", json.dumps(sent).encode())
         assert answer.status == 200, answer
         events = [frame.event for frame in answer.frames]
-        assert [e["type"] for e in events][0] == "RUN_STARTED"
+        assert events[0]["type"] == "RUN_STARTED"
         assert events[-1]["type"] == "RUN_FINISHED", events[-1]
         # What the log keeps for the run, read back: its RUN_STARTED holds the input as sent.
         replay = stream(f"{base}/agent/runs/{turn}/events").frames
