@@ -17,7 +17,9 @@
 * Every event is checked as a client checks it (`agui.stream.verify.Verifier`, after chunk
   expansion, as the TypeScript client does): an event a client would reject, or an item that is
   not an event model, is not sent; the run ends in RUN_ERROR `INVALID_EVENT` saying which rule
-  it broke, and the agent is closed.
+  it broke, and the agent is closed. So is a STATE_DELTA that does not apply to the state the
+  client holds by then (the input's state, then the snapshots and deltas sent): clients would log
+  it and keep the old state, going on out of step with the agent.
 * The agent is handed a copy of the input that shares nothing with it (`agents_copy`): what it
   changes in place never reaches the run's RUN_STARTED or the stored run.
 * After the terminal event nothing more: what the agent still yields is dropped and logged, while
@@ -31,6 +33,7 @@ a local agent and the same agent behind a server give the same events.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import inspect
 import logging
@@ -47,6 +50,8 @@ from agui_generated import (
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
     TextMessageChunkEvent,
     TextMessageContentEvent,
     ToolCallArgsEvent,
@@ -58,7 +63,7 @@ from agui.agent.protocol import Agent
 from agui.errors import ProtocolError
 from agui.stream.chunks import ChunkExpander
 from agui.stream.verify import Verifier
-from agui.wire.codec import decode, encode
+from agui.wire.codec import decode, encode, to_json
 
 __all__ = [
     "AGENT_ERROR",
@@ -145,11 +150,15 @@ class RunTracker(Verifier):
     closes nothing). A producer that ends a run itself (a stop, a shutdown) passes one to
     `run_lifecycle` and asks it what to close (`finishing`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: Any = None) -> None:
         super().__init__()
         self.expander: ChunkExpander | None = None
         self.started: RunStartedEvent | None = None
         """The run's RUN_STARTED, once sent."""
+        self.state: Any = state
+        """The state the client holds by now: the input's, then the snapshots and deltas sent.
+        Shared with the input or the last snapshot until a delta applies (`_owned`)."""
+        self._owned = False
 
     def start(self, started: RunStartedEvent) -> None:
         """The run's RUN_STARTED is sent: check what follows against it (and against its own
@@ -159,7 +168,14 @@ class RunTracker(Verifier):
         self.feed(started)
 
     def admit(self, event: Any) -> None:
-        """Take one event a client will receive; raises ProtocolError when it would reject it."""
+        """Take one event a client will receive; raises ProtocolError when it would reject it,
+        or when it is a STATE_DELTA that does not apply to the state the client holds (the
+        clients then keep the old state with a warning: the run would go on out of step)."""
+        kind = type(event)
+        if kind is StateDeltaEvent:
+            self._apply(event)
+        elif kind is StateSnapshotEvent:
+            self.state, self._owned = event.snapshot, False
         if self.expander is None:
             if type(event) not in _CHUNKS:
                 self.feed(event)
@@ -167,6 +183,26 @@ class RunTracker(Verifier):
             self.expander = ChunkExpander()  # with no stream pending it is a pass-through
         for expanded in self.expander.feed(event):
             self.feed(expanded)
+
+    def _apply(self, event: StateDeltaEvent) -> None:
+        import jsonpatch  # only runs that send deltas pay for the import
+        import jsonpointer
+
+        if not self._owned:  # a private copy, patched in place from now on
+            self.state, self._owned = copy.deepcopy(self.state), True
+        try:
+            self.state = jsonpatch.apply_patch(
+                self.state, [to_json(op) for op in event.delta], in_place=True
+            )
+        except (
+            jsonpatch.JsonPatchException,
+            jsonpointer.JsonPointerException,
+            TypeError,  # the reducer's list: a patch into a scalar, say
+            ValueError,
+        ) as exc:
+            raise ProtocolError(
+                f"STATE_DELTA does not apply to the state the client holds: {exc}"
+            ) from None
 
     def finishing(self, finished: RunFinishedEvent) -> list[Any]:
         """The events that close what is open, to send before `finished`, already checked; then
@@ -233,6 +269,7 @@ async def run_lifecycle(
     terminal = False  # a terminal event was yielded
     returned = False  # the agent's stream ended by itself
     check = RunTracker() if tracker is None else tracker
+    check.state = run_input.state
     quick = False  # content events may take the fast path (check.quick)
     stream: AsyncIterator[Any] | None = None
     try:
