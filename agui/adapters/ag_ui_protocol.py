@@ -31,7 +31,9 @@ run whose agent yields something that is not an event: the problems are logged (
 number and the start of its JSON), the run ends in RUN_ERROR `INVALID_EVENT` ("The agent produced
 an invalid event."), and the agent's iterator is closed. An exception in the agent goes on to the
 lifecycle (RUN_ERROR `AGENT_ERROR`, logged with its traceback); so does an input the official
-model refuses, and a failing `clone()`.
+model refuses, and a failing `clone()`. A RUN_ERROR the agent sends itself (the integrations'
+way of reporting an exception, with its text) reaches the client with a generic message, the
+agent's going to the log (`error_messages=True` passes it on, for development).
 
 ag-ui-protocol is imported when an `AgUiProtocolAgent` is built, never when this module is:
 install it yourself, or with `pip install 'agui-spec[ag-ui-protocol]'`.
@@ -44,10 +46,11 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from agui_generated import DecodeError, Event, Problem, RunAgentInput, UnknownEvent
+import attrs
+from agui_generated import DecodeError, Event, Problem, RunAgentInput, RunErrorEvent, UnknownEvent
 
 from agui.errors import AguiError, SSEError
-from agui.stream.lifecycle import INVALID_EVENT, run_error
+from agui.stream.lifecycle import AGENT_FAILED, INVALID_EVENT, run_error
 from agui.wire.codec import decode, decode_json, to_json
 from agui.wire.sse import SSEDecoder
 
@@ -82,11 +85,20 @@ class AgUiProtocolAgent:
     instance would mix). None (the default): clone when the agent has a `clone` method; True:
     require one; False: every run on `agent` itself.
 
+    error_messages: pass the message of a RUN_ERROR the agent sends on to the client. The
+    integrations turn an exception into RUN_ERROR with the exception's text as the message
+    (ag-ui-langgraph, PydanticAI, ADK), and that text can hold anything (a connection string, a
+    query, a path): by default the client gets "The agent failed while running." with the
+    agent's code, and the message is logged, as for an exception in an agui agent. True is for
+    development.
+
     Raises TypeError when `agent` has no `run` method (or no `clone` with clone=True), and
     ModuleNotFoundError when ag-ui-protocol is not installed.
     """
 
-    def __init__(self, agent: SdkAgent, *, clone: bool | None = None) -> None:
+    def __init__(
+        self, agent: SdkAgent, *, clone: bool | None = None, error_messages: bool = False
+    ) -> None:
         if not callable(getattr(agent, "run", None)):
             raise TypeError(
                 f"{type(agent).__qualname__} has no run method: an agent of the official SDK "
@@ -99,6 +111,8 @@ class AgUiProtocolAgent:
         """The official SDK's agent."""
         self.clone = can_clone if clone is None else clone
         """Whether each run runs on `agent.clone()`."""
+        self.error_messages = error_messages
+        """Whether the agent's RUN_ERROR messages reach the client as they are."""
         self._input_type: Any = _official_input_type()
 
     async def __call__(self, input: RunAgentInput, /) -> AsyncGenerator[Event | UnknownEvent, None]:
@@ -111,6 +125,8 @@ class AgUiProtocolAgent:
             try:
                 async for item in stream:
                     for event in reader.read(item):
+                        if type(event) is RunErrorEvent and not self.error_messages:
+                            event = _withheld(event, input.run_id)
                         yield event
                 for event in reader.close():
                     yield event
@@ -123,6 +139,19 @@ class AgUiProtocolAgent:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+
+def _withheld(event: RunErrorEvent, run_id: str) -> RunErrorEvent:
+    """The agent's RUN_ERROR with a generic message; its own goes to the log."""
+    log.error(
+        "run %s: the agent ended the run in RUN_ERROR (code %r): %s; the client gets %r "
+        "(AgUiProtocolAgent(..., error_messages=True) passes the message on)",
+        run_id,
+        event.code,
+        event.message,
+        AGENT_FAILED,
+    )
+    return attrs.evolve(event, message=AGENT_FAILED)
 
 
 def _official_input_type() -> Any:

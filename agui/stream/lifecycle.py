@@ -67,6 +67,7 @@ from agui.wire.codec import decode, encode, to_json
 
 __all__ = [
     "AGENT_ERROR",
+    "AGENT_FAILED",
     "DEFAULT_FINISH_GRACE",
     "INVALID_EVENT",
     "RunTracker",
@@ -80,6 +81,8 @@ log = logging.getLogger("agui.agent")
 
 AGENT_ERROR = "AGENT_ERROR"
 """The RUN_ERROR code of a run whose agent raised."""
+AGENT_FAILED = "The agent failed while running."
+"""The RUN_ERROR message a client gets for a failure whose own text stays in the log."""
 INVALID_EVENT = "INVALID_EVENT"
 """The RUN_ERROR code of a run whose agent produced something that cannot be sent."""
 DEFAULT_FINISH_GRACE = 10.0
@@ -289,7 +292,7 @@ async def run_lifecycle(
             check.start(started)
             yield started
             terminal = True
-            yield run_error("The agent failed while running.", AGENT_ERROR)
+            yield run_error(AGENT_FAILED, AGENT_ERROR)
             return
         async for event in stream:
             kind = type(event)
@@ -384,7 +387,7 @@ async def run_lifecycle(
             yield started
         if not terminal:
             terminal = True
-            yield run_error("The agent failed while running.", AGENT_ERROR)
+            yield run_error(AGENT_FAILED, AGENT_ERROR)
     finally:
         if isinstance(stream, AsyncGenerator):
             try:

@@ -384,3 +384,30 @@ def test_what_cannot_be_adapted_is_refused_when_built() -> None:
     assert isinstance(Official(events), SdkAgent)
     # An AgentApp takes it as it takes any agent.
     assert agui.AgentApp(AgUiProtocolAgent(Official(events))).agent is not None
+
+
+@pytest.mark.parametrize("passed_on", [False, True], ids=["default", "error_messages"])
+def test_the_agents_own_run_error_keeps_its_text_in_the_log(
+    passed_on: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The integrations report an exception as RUN_ERROR with its text (ag-ui-langgraph,
+    PydanticAI, ADK): the client gets a generic message and the agent's code, the text goes to
+    the log; `error_messages=True` passes it on."""
+
+    def script(input: Any) -> list[Any]:
+        return [
+            core.TextMessageStartEvent(message_id="m1", role="assistant"),
+            core.RunErrorEvent(message="db password is hunter2", code="ValueError"),
+        ]
+
+    adapter = AgUiProtocolAgent(Official(script), error_messages=passed_on)
+    got = asyncio.run(collect(run_lifecycle(adapter, run_input())))
+    assert [e.type for e in got] == ["RUN_STARTED", "TEXT_MESSAGE_START", "RUN_ERROR"]
+    assert got[-1].code == "ValueError"
+    if passed_on:
+        assert got[-1].message == "db password is hunter2"
+        assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    else:
+        assert got[-1].message == "The agent failed while running."
+        (logged,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert "hunter2" in logged.getMessage() and "error_messages=True" in logged.getMessage()
