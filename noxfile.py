@@ -1,5 +1,5 @@
 """Sessions: generate, demo, tests, docs, interop, integrations, crosscheck, fork, workflows,
-bench. Each one builds its own environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...`
+wheel, bench. Each one builds its own environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...`
 picks another)."""
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def tests(session: nox.Session) -> None:
 
     Those two need node: without it, they are left out with a warning, or, when
     AGUI_REQUIRE_INTEROP=1 (as .ci/run sets), this session fails. Last `docs` and `fork` (the
-    fork proof: the suite again on a fork of the spec) and `workflows` (generate, demo and
-    crosscheck on a fresh clone).
+    fork proof: the suite again on a fork of the spec), `workflows` (generate, demo and
+    crosscheck on a fresh clone) and `wheel` (the built wheel, installed as the docs say).
     """
     if shutil.which("node"):
         session.notify("interop")
@@ -88,6 +88,7 @@ def tests(session: nox.Session) -> None:
     session.notify("docs")
     session.notify("fork")
     session.notify("workflows")
+    session.notify("wheel")
 
 
 @nox.session(python=PYTHON)
@@ -139,9 +140,12 @@ def integrations(session: nox.Session) -> None:
     """agui.adapters against the SDKs it adapts, at the versions pinned in INTEGRATIONS
     (tests/integrations): AgUiProtocolAgent with a hand-written agent of the official Python SDK,
     and a LangGraph agent (ag-ui-langgraph, a fake chat model) served by AgentApp, read by the
-    official TypeScript client and by agui.Conversation. AGUI_REQUIRE_INTEGRATIONS=1: a missing
-    package or node fails the session instead of skipping its tests."""
-    session.install("-e", ".[dev,ag-ui-protocol]", *INTEGRATIONS)
+    official TypeScript client and by agui.Conversation; and docs/serving.md's LangGraph recipe,
+    its install line run as written (unpinned) in a fresh virtualenv. AGUI_REQUIRE_INTEGRATIONS=1:
+    a missing package or node fails the session instead of skipping its tests."""
+    # build: tests/integrations/test_langgraph_recipe.py builds the wheel its fresh virtualenv
+    # installs docs/serving.md's line from.
+    session.install("-e", ".[dev,ag-ui-protocol]", *INTEGRATIONS, "build")
     _npm_ci(session, Path("tests/interop"), Path(".interop"))
     session.run(
         "pytest",
@@ -214,6 +218,19 @@ def workflows(session: nox.Session) -> None:
             changed = session.run("git", "status", "--porcelain", external=True, silent=True)
             if changed and changed.strip():
                 session.error(f"the workflow commands changed the clone:\n{changed}")
+
+
+@nox.session(python=PYTHON)
+def wheel(session: nox.Session) -> None:
+    """The wheel is the product (tests/wheel/check.py): `python -m build` writes the sdist and,
+    from it, the wheel into dist/; their metadata and files are checked; every install line of
+    the README and the docs is run as written in a fresh virtualenv outside the checkout (the
+    wheel offered by `--find-links dist/`, or a copy of the checkout for `pip install .`); and
+    from a temporary folder the installed `agui --version`, `agui demo`, the console of `agui
+    serve`, the pages' scripts and the usage tests run with only what each line installs. This
+    session's own environment only drives the checks. `--keep` keeps the temporary folder."""
+    session.install("build", "trove-classifiers", "pytest", "pyyaml", "-e", ".[server]")
+    session.run("python", "tests/wheel/check.py", *session.posargs)
 
 
 @nox.session(python=PYTHON)

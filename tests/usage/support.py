@@ -37,8 +37,16 @@ K = TypeVar("K")
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 
-BIN = Path(sys.executable).parent
-COMMANDS = {"agui": BIN / "agui", "uvicorn": BIN / "uvicorn", "python": Path(sys.executable)}
+VENV_BIN = os.environ.get("AGUI_USAGE_BIN")
+"""A virtualenv's bin folder whose commands the tests run instead of this interpreter's: `nox -s
+wheel` (tests/wheel/check.py) points it at a fresh virtualenv holding only what a page's install
+line brings."""
+BIN = Path(VENV_BIN) if VENV_BIN else Path(sys.executable).parent
+COMMANDS = {
+    "agui": BIN / "agui",
+    "uvicorn": BIN / "uvicorn",
+    "python": BIN / "python" if VENV_BIN else Path(sys.executable),
+}
 """The installed commands a user types, by the name they type."""
 
 EXAMPLE_ADDRESS = "127.0.0.1:8000"
