@@ -1059,6 +1059,74 @@ def test_the_scripted_model_plays_its_turns_and_reports_usage() -> None:
     assert len(model.calls) == 3
 
 
+def test_the_scripted_model_keeps_the_latest_calls_only() -> None:
+    """`calls` holds the last `keep_calls` requests (100 by default; None: all, 0: none), and
+    `turns` counts every request: a model serving for ever keeps a bounded number of prompts."""
+
+    async def ask(model: ScriptedModel, times: int) -> None:
+        for n in range(times):
+            async for _ in model.stream([UserPrompt(content=f"m{n}")], []):
+                pass
+
+    default = ScriptedModel(lambda prompt, tools: say("ok"))
+    asyncio.run(ask(default, 150))
+    assert default.turns == 150 and len(default.calls) == 100
+    assert default.calls[0][0] == (UserPrompt(content="m50"),)  # the oldest kept
+    assert default.calls[-1][0] == (UserPrompt(content="m149"),)
+    every = ScriptedModel(lambda prompt, tools: say("ok"), keep_calls=None)
+    asyncio.run(ask(every, 150))
+    assert len(every.calls) == 150
+    none = ScriptedModel(lambda prompt, tools: say("ok"), keep_calls=0)
+    asyncio.run(ask(none, 3))
+    assert none.turns == 3 and len(none.calls) == 0
+    turns = ScriptedModel([say("one"), say("two")], keep_calls=0)  # turns still go in order
+    asyncio.run(ask(turns, 2))
+    with pytest.raises(ModelError, match="no more turns"):
+        asyncio.run(ask(turns, 1))
+    with pytest.raises(ValueError, match="keep_calls"):
+        ScriptedModel([], keep_calls=-1)
+
+
+def test_the_demo_agent_keeps_no_prompt_between_runs() -> None:
+    """The demo agent (what `agui serve` serves by default) run 1,000 times with a 32 KiB prompt
+    each: the memory it holds afterwards does not grow with the number of runs. Measured with
+    tracemalloc after 100 and after 1,000 runs: a prompt kept per run would make the second ten
+    times the first (32 MB against 3 MB); the agent keeps it within twice, and under ten prompts'
+    worth (the last 100 prompts kept would be 3 MB)."""
+    import gc
+    import tracemalloc
+
+    from agui.cli.demo import DemoAgent
+    from agui.stream.lifecycle import run_lifecycle
+
+    size = 32 * 1024
+
+    async def runs(agent: DemoAgent, first: int, last: int) -> None:
+        for n in range(first, last):
+            prompt = agui.UserMessage(id=f"u{n}", content=f"{n} " + "x" * size)
+            run = agui.RunAgentInput(thread_id="t", run_id=f"r{n}", messages=(prompt,))
+            kinds = [type(event).__name__ async for event in run_lifecycle(agent, run)]
+            assert kinds[-1] == "RunFinishedEvent", kinds
+
+    def held() -> int:
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+
+    tracemalloc.start()
+    try:
+        agent = DemoAgent(delay=0)
+        asyncio.run(runs(agent, 0, 100))
+        after_100 = held()
+        asyncio.run(runs(agent, 100, 1000))
+        after_1000 = held()
+    finally:
+        tracemalloc.stop()
+    assert after_1000 < 2 * after_100, (
+        f"{after_1000:,} bytes held after 1,000 runs, {after_100:,} after 100"
+    )
+    assert after_1000 < 10 * size, f"{after_1000:,} bytes held: the agent keeps prompts"
+
+
 # ── the command line ───────────────────────────────────────────────────────────────────────────
 
 

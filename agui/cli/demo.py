@@ -130,7 +130,12 @@ class DemoAgent(ModelAgent):
 
     def __init__(self, delay: float = 0.02, *, model: LanguageModel | None = None) -> None:
         super().__init__(
-            model or ScriptedModel(demo_script, delay=delay, provider="scripted", model="demo"),
+            # keep_calls=0: the demo serves for as long as `agui serve` runs, and a request's
+            # prompt holds the whole conversation it was sent
+            model
+            or ScriptedModel(
+                demo_script, delay=delay, provider="scripted", model="demo", keep_calls=0
+            ),
             system=DEMO_SYSTEM_PROMPT,
             tools=demo_tools(),
             max_steps=4,

@@ -9,12 +9,14 @@ The script is either a list of turns (one per request, in order) or a function o
 the tools that returns the parts of a response, which makes a model that reacts to what it is told
 (the demo agent's). A turn without a Finish gets one, with a usage counted in words. An exception
 in a turn is raised at that point of the stream (a ModelError to test provider failures).
-`calls` records every request.
+`calls` holds the last requests (`keep_calls`, 100 by default), so a model serving for ever (the
+demo agent's) keeps a bounded number of prompts; `turns` counts them all.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, TypeAlias
@@ -73,7 +75,9 @@ def _pieces(text: str) -> list[str]:
 class ScriptedModel:
     """A LanguageModel playing `script` (see the module docstring).
 
-    delay: seconds between parts. provider / model: what its usage is reported as.
+    delay: seconds between parts. provider / model: what its usage is reported as. keep_calls: how
+    many of the latest requests `calls` holds (0: none, None: every one, which grows with every
+    request for as long as the model lives).
     """
 
     def __init__(
@@ -83,18 +87,28 @@ class ScriptedModel:
         delay: float = 0.0,
         provider: str = "scripted",
         model: str = "scripted",
+        keep_calls: int | None = 100,
     ) -> None:
+        if keep_calls is not None and keep_calls < 0:
+            raise ValueError(f"keep_calls must be 0 or more (or None), not {keep_calls}")
         self.script = script
         self.delay = delay
         self.provider = provider
         self.model = model
-        self.calls: list[tuple[tuple[PromptMessage, ...], tuple[ToolSpec, ...]]] = []
+        self.turns = 0
+        """How many requests the model has answered (or is answering)."""
+        self.calls: collections.deque[tuple[tuple[PromptMessage, ...], tuple[ToolSpec, ...]]] = (
+            collections.deque(maxlen=keep_calls)
+        )
+        """The latest requests, oldest first: (prompt, tools) each."""
 
     async def stream(
         self, prompt: Sequence[PromptMessage], tools: Sequence[ToolSpec], /
     ) -> AsyncIterator[Part]:
-        turn = len(self.calls)
-        self.calls.append((tuple(prompt), tuple(tools)))
+        turn = self.turns
+        self.turns += 1
+        if self.calls.maxlen != 0:
+            self.calls.append((tuple(prompt), tuple(tools)))
         if callable(self.script):
             steps = list(self.script(prompt, tools))
         elif turn < len(self.script):
