@@ -30,10 +30,8 @@ import importlib
 import inspect
 import json
 import os
-import signal
 import socket
 import sys
-import threading
 from typing import Any, Literal
 
 from agui.errors import AguiError
@@ -106,7 +104,10 @@ def serve(args: argparse.Namespace) -> int:
         line += f" (CORS: {', '.join(origins)})"
     console = ""
     if isinstance(app, AgentApp) and app.console:
-        console = f"\nconsole: http://{host}:{port}{path}/console"  # as the "serving" URL
+        # Where the app serves it: under its own path (an AgentApp with path None answers it at
+        # any path ending in /console). An ASGI app of another kind decides its own routes.
+        at = (app.path or "").rstrip("/")
+        console = f"\nconsole: http://{host}:{port}{at}/console"  # as the "serving" URL
     if "*" in origins:
         print(
             "agui serve: --cors-origin '*' lets web pages of any origin call this agent; for "
@@ -315,20 +316,11 @@ def _log_config(level: str) -> dict[str, Any]:
     return config
 
 
-def _grace(window: float | None) -> float:
-    """How long runs may go on once the shutdown begins: the graceful window, less a margin
-    (at most a second) for their RUN_ERROR to go out before uvicorn cancels what is left."""
-    if window is None:
-        return 3600.0 * 24
-    return max(0.0, window - min(1.0, window / 2))
-
-
 def _shutting_down(server: Any) -> None:
     """Tell every AgentApp of this process that `server` (a uvicorn.Server) shuts down."""
-    from agui.http.server import AgentApp
+    from agui.http.server import AgentApp, _uvicorn_grace
 
-    grace = 0.0 if server.force_exit else _grace(server.config.timeout_graceful_shutdown)
-    AgentApp.shutdown_all(grace)
+    AgentApp.shutdown_all(_uvicorn_grace(server))
 
 
 def _server_class() -> Any:
@@ -387,18 +379,6 @@ def _hook_shutdown() -> None:
     this app (installed before it loads the app), so a worker's runs end in RUN_ERROR
     SERVER_SHUTDOWN within the window, as under `agui serve` with one process. A handler that is
     not a uvicorn server's is left alone: the runs then end when uvicorn cancels them."""
-    import uvicorn
+    from agui.http.server import _when_uvicorn_exits
 
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous = signal.getsignal(signum)
-        server = getattr(previous, "__self__", None)
-        if not isinstance(server, uvicorn.Server) or not callable(previous):
-            continue
-
-        def chained(sig: int, frame: Any, previous: Any = previous, server: Any = server) -> None:
-            previous(sig, frame)
-            _shutting_down(server)
-
-        signal.signal(signum, chained)
+    _when_uvicorn_exits(_shutting_down)

@@ -74,6 +74,7 @@ from agui.http.server import (
     _let_finish,
     _Outbox,
     _relative,
+    _send_body,
     _send_frames,
     _stop_agent,
     _wait_for_disconnect,
@@ -452,6 +453,8 @@ class Durable:
         downgrade = tail.downgrade  # a pre-1.0 peer's translation, or None
         tail.run_id = run_id
         fresh = after is None  # from the run's start: it must open with RUN_STARTED
+        tail.started = not fresh
+        tail.ended = False
         last = after
 
         async def opening(data: bytes) -> None:
@@ -466,6 +469,7 @@ class Durable:
                 thread = "" if record is None else record.thread_id
             started = RunStartedEvent(thread_id=thread, run_id=run_id)
             await put(proto_frame(started) if binary else sse_frame(started))
+            tail.started = True
 
         async def pump(source: AsyncIterator[EventBatch]) -> bytes:
             """Queue the frames of `source`'s batches; the last event's data (b"": none)."""
@@ -500,6 +504,8 @@ class Durable:
                 tail.count += len(events)
                 if chunk and not offer(chunk):
                     await put(chunk)
+                tail.started = True
+                tail.ended = data.startswith(_TERMINAL_PREFIXES)
             return data
 
         if backlog is not None:
@@ -548,6 +554,12 @@ class Durable:
             tail.stop(app._stop_at)
         try:
             await self._watch(tail, producer, sender, watcher)
+        except asyncio.CancelledError:
+            # The server cancels the request: uvicorn does when its graceful-shutdown window
+            # ends (it was not told when the shutdown began). A run executing here still ends
+            # in RUN_ERROR SERVER_SHUTDOWN, in the log and for this client.
+            await self._cancelled(tail, producer, sender, send, binary)
+            raise
         finally:
             app._runs.discard(tail)
             downgrade = tail.downgrade
@@ -568,6 +580,56 @@ class Durable:
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     log.error("a durable response failed", exc_info=task.exception())
+
+    async def _cancelled(
+        self,
+        tail: _Tail,
+        producer: asyncio.Task[None],
+        sender: asyncio.Task[None],
+        send: Send,
+        binary: bool,
+    ) -> None:
+        """The request's task was cancelled: stop the run followed when it executes here (its
+        RUN_ERROR SERVER_SHUTDOWN is stored), and write what is queued and that RUN_ERROR (no
+        cursor) directly, if the connection still takes it. A response following another
+        worker's run ends without a terminal event, as at a shutdown: the client resumes it.
+
+        The writes come first, before anything else is awaited: the server may be about to stop
+        its event loop, and a send that finds the transport writable completes without waiting."""
+        producer.cancel()
+        sender.cancel()
+        if sender.done() and not sender.cancelled() and sender.exception() is None:
+            return  # the response was complete
+        frames: list[bytes] = []
+        for frame in tail.outbox.take_now():
+            if frame is None:
+                break
+            frames.append(frame)
+        execution = None if tail.run_id is None else self.executions.get(tail.run_id)
+        if execution is not None:
+            execution.stop(execution.loop.time())
+            if not tail.ended:
+                log.warning(
+                    "run %s: the server cancelled the response; it ends in RUN_ERROR", tail.run_id
+                )
+                ending: list[Any] = []
+                if not tail.started:
+                    ending.append(run_started(execution.input))
+                ending.append(run_error("The server is shutting down.", SERVER_SHUTDOWN))
+                for event in ending:
+                    if binary:
+                        frames.append(proto_frame(event))
+                    elif tail.downgrade is not None:
+                        frames.append(tail.downgrade.sse(event))
+                    else:
+                        frames.append(sse_frame(event))
+        try:
+            async with asyncio.timeout(_STOP_WAIT):
+                if frames:
+                    await _send_body(send, frames)
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except Exception:  # the connection is gone: nothing more to tell the client
+            log.info("a durable response: its end could not be sent")
 
     async def _watch(
         self, tail: _Tail, producer: asyncio.Task[None], sender: Any, watcher: Any
@@ -668,13 +730,26 @@ class Durable:
 class _Tail:
     """One response following runs: its queue of frames, what it follows, its progress."""
 
-    __slots__ = ("clock", "count", "downgrade", "loop", "outbox", "run_id", "stop_at", "wake")
+    __slots__ = (
+        "clock",
+        "count",
+        "downgrade",
+        "ended",
+        "loop",
+        "outbox",
+        "run_id",
+        "started",
+        "stop_at",
+        "wake",
+    )
 
     def __init__(self, queue_size: int) -> None:
         self.loop = asyncio.get_running_loop()
         self.outbox = _Outbox(queue_size)
         self.clock = _Clock()
         self.run_id: str | None = None  # the run followed live
+        self.started = False  # its RUN_STARTED is queued
+        self.ended = False  # its terminal event is queued
         self.count = 0  # events queued so far
         self.downgrade: Downgrade | None = None  # the translation for a pre-1.0 peer
         self.stop_at: float | None = None

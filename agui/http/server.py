@@ -2,10 +2,10 @@
 when the request asks for them: Accept naming application/vnd.ag-ui.event+proto).
 
 `AgentApp(agent)` runs on its own under uvicorn or inside Starlette / FastAPI
-(`api.add_route("/agent", AgentApp(agent), methods=["POST"])`). It validates the request before
-any event is sent and wraps every run in a correct lifecycle (agui.stream.lifecycle): RUN_STARTED
-first, exactly one RUN_FINISHED or RUN_ERROR last, nothing a client must reject, whatever the
-agent does.
+(`AgentApp(agent).include_in(api, "/agent")`: every route, and the app's lifespan). It validates
+the request before any event is sent and wraps every run in a correct lifecycle
+(agui.stream.lifecycle): RUN_STARTED first, exactly one RUN_FINISHED or RUN_ERROR last, nothing a
+client must reject, whatever the agent does.
 
 Three tasks serve a run: the producer drives the agent and queues frames, the sender writes them
 (taking everything already queued at once and coalescing it into writes, so nothing waits), and a
@@ -20,13 +20,17 @@ finish its work for up to `finish_grace` seconds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import math
 import re
+import signal
+import sys
+import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
@@ -73,6 +77,7 @@ __all__ = [
     "SERVER_SHUTDOWN",
     "TIMEOUT",
     "AgentApp",
+    "RouteTable",
 ]
 
 log = logging.getLogger("agui.server")
@@ -137,6 +142,13 @@ CORS_EXPOSED_HEADERS = ("Retry-After",)
 them): when to retry a refused run."""
 _RETRY_AFTER = ((b"retry-after", b"1"),)
 _CLOSE = ((b"connection", b"close"),)
+
+
+class RouteTable(Protocol):
+    """What `AgentApp.include_in` adds its routes to: a FastAPI or Starlette application, a
+    FastAPI APIRouter or a Starlette Router (their `add_route`)."""
+
+    def add_route(self, path: str, route: Any, /, *, include_in_schema: bool = ...) -> None: ...
 
 
 class _Stoppable(Protocol):
@@ -272,6 +284,7 @@ class AgentApp:
                 lease_seconds=lease_seconds,
             )
         self._stop_at: float | None = None  # time.monotonic() by which runs must end
+        self._lifespans = 0  # lifespans entered and not yet exited
         AgentApp._apps.add(self)
 
     # ── shutdown ─────────────────────────────────────────────────────────────
@@ -294,6 +307,83 @@ class AgentApp:
         for app in list(cls._apps):
             app.shutdown(grace)
 
+    # ── inside FastAPI or Starlette ──────────────────────────────────────────
+    def include_in(self, target: RouteTable, path: str | None = None) -> None:
+        """Add every route of this app to `target` (a FastAPI or Starlette application, an
+        APIRouter or a Router) under `path` (default: the app's own), with this app as their
+        endpoint: `{path}` (the run) and `{path}/capabilities`; with a store the durable routes
+        (`{path}/runs/{runId}/events`, `{path}/runs/{runId}/stop`,
+        `{path}/threads/{threadId}/events`); with the console `{path}/console` and its files.
+        Every method goes to the app, which answers a wrong one with its own 405; the routes are
+        left out of an OpenAPI schema. An app with a path of its own serves only that one
+        (ValueError for another).
+
+        The app's `lifespan` joins the target's, inside it (as FastAPI's include_router does with
+        a router's): the application's lifespan then starts the app's store and closes it, and
+        tells the app when uvicorn's shutdown begins. A router keeps it in its own lifespan:
+        include it in the application (include_router) after this call; Starlette runs no
+        lifespan of a router it mounts, so enter `lifespan` in the application's then."""
+        base = self._route_base(path)
+        run = base or "/"
+        paths = [run, f"{base}/capabilities"]
+        if self._durable is not None:
+            paths += [
+                f"{base}/runs/{{run_id:path}}/events",
+                f"{base}/runs/{{run_id:path}}/stop",
+                f"{base}/threads/{{thread_id:path}}/events",
+            ]
+        if self._console is not None:
+            paths += [f"{base}/console", f"{base}/console/{{file:path}}"]
+        for route in paths:
+            target.add_route(route, self, include_in_schema=False)
+        holder: Any = getattr(target, "router", target)
+        inner = getattr(holder, "lifespan_context", None)
+        if callable(inner):
+            holder.lifespan_context = _nested(inner, self.lifespan)
+
+    def _route_base(self, path: str | None) -> str:
+        """The routes' prefix for `include_in(target, path)`: the path without its trailing
+        slash ("" for "/")."""
+        if path is None:
+            path = self.path
+            if path is None:
+                raise ValueError("give the path to serve the agent at: include_in(api, '/agent')")
+        if not path.startswith("/"):
+            raise ValueError(f"the path must start with '/': {path!r}")
+        if self.path is not None and self.path.rstrip("/") != path.rstrip("/"):
+            raise ValueError(
+                f"this AgentApp serves {self.path} only, not {path}: leave its path unset "
+                "(AgentApp(agent)) and give the path here"
+            )
+        return path.rstrip("/")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: object = None) -> AsyncIterator[None]:
+        """This app's part of the server's lifespan, for a FastAPI or Starlette application
+        (`FastAPI(lifespan=agent.lifespan)`, or `async with agent.lifespan(api):` in a lifespan
+        of your own; `include_in` adds it by itself). AgentApp's own ASGI lifespan is this one.
+
+        On entry: under uvicorn, the app is told when the server's shutdown begins (its SIGINT
+        and SIGTERM handlers are chained: `shutdown(grace)`, the graceful window less a margin
+        of at most a second, as under `agui serve`); with a store, the sweep for lost runs
+        starts. On exit: with a store, the runs executing here end in RUN_ERROR
+        `SERVER_SHUTDOWN`, their ends are stored, and a log the app opened is closed. Entered
+        more than once (nested), it starts once and ends with the outermost exit."""
+        self._lifespans += 1
+        if self._lifespans == 1:
+            _when_uvicorn_exits(_shutdown_of(self))
+            if self._durable is not None:
+                self._durable.startup()
+        try:
+            yield
+        finally:
+            self._lifespans -= 1
+            if self._lifespans == 0 and self._durable is not None:
+                try:
+                    await self._durable.close()
+                except Exception:
+                    log.exception("the shutdown of the durable runs failed")
+
     @property
     def store(self) -> EventLog | None:
         """The event log runs are kept in (None: no store)."""
@@ -304,11 +394,7 @@ class AgentApp:
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            durable = self._durable
-            if durable is None:
-                await _lifespan(receive, send)
-            else:
-                await _lifespan(receive, send, durable.startup, durable.close)
+            await _lifespan(receive, send, self.lifespan())
             return
         if scope["type"] != "http":
             return
@@ -946,25 +1032,91 @@ async def _wait_for_disconnect(receive: Receive) -> None:
 
 
 async def _lifespan(
-    receive: Receive,
-    send: Send,
-    on_startup: Callable[[], None] | None = None,
-    on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    receive: Receive, send: Send, context: contextlib.AbstractAsyncContextManager[None]
 ) -> None:
+    """Answer the ASGI lifespan protocol: `context` entered at the startup, exited at the
+    shutdown."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            if on_startup is not None:
-                on_startup()
+            await context.__aenter__()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            if on_shutdown is not None:
-                try:
-                    await on_shutdown()
-                except Exception:
-                    log.exception("the shutdown of the durable runs failed")
+            await context.__aexit__(None, None, None)
             await send({"type": "lifespan.shutdown.complete"})
             return
+
+
+Lifespan = Callable[[Any], contextlib.AbstractAsyncContextManager[Any]]
+
+
+def _nested(outer: Lifespan, inner: Lifespan) -> Lifespan:
+    """A Starlette lifespan: `outer`'s (the application's, whose state it yields), with
+    `inner` entered inside it."""
+
+    @contextlib.asynccontextmanager
+    async def nested(app: Any) -> AsyncIterator[Any]:
+        async with outer(app) as state, inner(app):
+            yield state
+
+    return nested
+
+
+def _shutdown_of(app: AgentApp) -> Callable[[Any], None]:
+    """`app.shutdown(grace)` for a uvicorn server whose shutdown begins, the grace taken from
+    its window (the app is not kept alive by the signal handler)."""
+    ref = weakref.ref(app)
+
+    def notify(server: Any) -> None:
+        target = ref()
+        if target is not None:
+            target.shutdown(_uvicorn_grace(server))
+
+    return notify
+
+
+def _uvicorn_grace(server: Any) -> float:
+    """How long runs may go on once the shutdown of `server` (a uvicorn.Server) begins: its
+    graceful window (--timeout-graceful-shutdown; None: forever) less a margin, at most a
+    second, for their RUN_ERROR to go out before uvicorn cancels what is left; 0 when told to
+    hurry (a second Ctrl-C)."""
+    if server.force_exit:
+        return 0.0
+    window: float | None = server.config.timeout_graceful_shutdown
+    if window is None:
+        return 3600.0 * 24
+    return max(0.0, window - min(1.0, window / 2))
+
+
+class _ExitHook:
+    """A SIGINT / SIGTERM handler: the uvicorn server's own, then `notify(server)`."""
+
+    def __init__(self, previous: Callable[[int, Any], Any], server: Any, notify: Any) -> None:
+        self.previous, self.server, self.notify = previous, server, notify
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.previous(signum, frame)
+        self.notify(self.server)
+
+
+def _when_uvicorn_exits(notify: Callable[[Any], None]) -> None:
+    """Chain `notify(server)` onto the SIGINT and SIGTERM handlers of the uvicorn server running
+    this process (it installs them before it loads and starts the app), so that `notify` learns
+    of the shutdown when it begins, not when the graceful window ends. Nothing under another
+    server, or off the main thread (uvicorn then installs no handler either)."""
+    server_type = getattr(sys.modules.get("uvicorn"), "Server", None)
+    if not isinstance(server_type, type):
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(signum)
+        if isinstance(previous, _ExitHook):
+            server = previous.server
+        else:
+            server = getattr(previous, "__self__", None)
+        if isinstance(server, server_type) and callable(previous):
+            signal.signal(signum, _ExitHook(previous, server, notify))
 
 
 async def _json_response(

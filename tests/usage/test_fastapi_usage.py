@@ -1,17 +1,21 @@
-"""docs/serving.md's FastAPI example, used as written, from a fresh folder.
+"""docs/serving.md's FastAPI recipe ("Inside FastAPI or Starlette"), used as written, from a fresh
+folder.
 
-The page's agent (the block defining `echo`, whose comment names the module: `uvicorn
-mymodule:app`) and its FastAPI block (`api.add_route("/agent", ...)`) are written together to
-mymodule.py, and `api` is served by `agui serve mymodule:api` and by `uvicorn mymodule:api`, each
-on a free port. `POST /agent` is answered directly (no redirect), read by HttpAgent and by a
+The recipe is one module whose first line names its file and the command that runs it
+(`# mymodule.py: run it with `uvicorn mymodule:api --timeout-graceful-shutdown 10``): it is
+written to that file, and `api` is served by that command (on a free port) and by `agui serve
+mymodule:api`. `POST /agent` is answered directly (no redirect), read by HttpAgent and by a
 Conversation, and by the official TypeScript client (AGUI_INTEROP=1): completed, the same
-messages.
+messages. Through the same routes the store's endpoints answer: the capabilities say resumable,
+a run resumes after its Last-Event-ID, a client connects to its thread, a stop names the run.
+Both servers stop on Ctrl-C cleanly (the recipe's lifespan closes the store).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from subprocess import CompletedProcess
 
@@ -27,6 +31,7 @@ from .support import (
     docs_block,
     find_node,
     interop,
+    module_name,
     python_view,
     servers,
     ts_runs,
@@ -34,35 +39,34 @@ from .support import (
 
 PAGE = "serving.md"
 WAYS = ("agui serve", "uvicorn")
+JSON = {"content-type": "application/json"}
 
 
-def agent_block() -> str:
-    return docs_block(PAGE, "async def echo(")
-
-
-def fastapi_block() -> str:
+def recipe() -> str:
     return docs_block(PAGE, "api = FastAPI()")
 
 
-def module() -> str:
-    """The module name the agent block's comment gives (`# uvicorn mymodule:app`)."""
-    found = re.search(r"# uvicorn (\w+):app", agent_block())
-    assert found, "the agent example no longer says which module it is"
-    return found.group(1)
+def command() -> list[str]:
+    """The command the recipe's first line gives (`run it with `uvicorn mymodule:api ...``)."""
+    found = re.search(r"run it with `([^`]+)`", recipe().splitlines()[0])
+    assert found, "the recipe no longer says how to run it"
+    words = shlex.split(found.group(1))
+    assert words[:2] == ["uvicorn", f"{module_name(recipe())}:api"], words
+    return words
 
 
 def route() -> str:
-    """The path the FastAPI example gives the agent (`api.add_route("/agent", ...)`)."""
-    found = re.search(r'^api\.\w+\("(/[^"]*)"', fastapi_block(), re.M)
-    assert found, "the FastAPI example no longer gives the agent a path"
+    """The path the recipe gives the agent (`agent.include_in(api, "/agent")`)."""
+    found = re.search(r'\.include_in\(api, "(/[^"]*)"\)', recipe())
+    assert found, "the recipe no longer gives the agent a path"
     return found.group(1)
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:
     folder = tmp_path_factory.mktemp("fastapi")
-    name = module()
-    (folder / f"{name}.py").write_text(agent_block() + "\n\n" + fastapi_block())
+    name = module_name(recipe())
+    (folder / f"{name}.py").write_text(recipe())
     with servers(
         folder,
         {
@@ -71,7 +75,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Serve
                 [f"serving {name}:api (an ASGI app) at http://127.0.0.1:{{port}}"],
             ),
             "uvicorn": (
-                ["uvicorn", f"{name}:api", "--port", "{port}"],
+                [*command(), "--port", "{port}"],
                 ["Uvicorn running on http://127.0.0.1:{port} "],
             ),
         },
@@ -90,8 +94,8 @@ def test_post_agent_is_answered_without_a_redirect(served: dict[str, Server], wa
     with httpx.Client(timeout=10, follow_redirects=False) as client:
         answer = client.post(
             url(served[way]),
-            content=agui.encode(run_input()),
-            headers={"content-type": "application/json"},
+            content=agui.encode(run_input(run_id=f"redirect-{way}", thread_id=f"redirect-{way}")),
+            headers=JSON,
         )
     assert answer.status_code == 200, answer.status_code
     assert answer.headers["content-type"] == "text/event-stream"
@@ -100,7 +104,7 @@ def test_post_agent_is_answered_without_a_redirect(served: dict[str, Server], wa
 @pytest.mark.parametrize("way", WAYS)
 def test_httpagent_and_conversation_read_it(served: dict[str, Server], way: str) -> None:
     """HttpAgent reads the run's events; a Conversation completes it with the agent's reply."""
-    events = list(agui.HttpAgent(url(served[way])).run_sync(run_input()))
+    events = list(agui.HttpAgent(url(served[way])).run_sync(run_input(thread_id=f"t-{way}")))
     assert [json.loads(agui.encode(e))["type"] for e in events] == [
         "RUN_STARTED",
         "TEXT_MESSAGE_START",
@@ -114,6 +118,45 @@ def test_httpagent_and_conversation_read_it(served: dict[str, Server], way: str)
         ("user", "Hi"),
         ("assistant", "hello"),
     ]
+
+
+def frames_of(answer: httpx.Response) -> list[tuple[str | None, dict[str, object]]]:
+    """(id, event) of each frame of an SSE answer."""
+    frames = []
+    for message in agui.SSEDecoder().feed(answer.content):
+        frames.append((message.id, json.loads(message.data)))
+    return frames
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_the_stores_routes_answer_through_the_mount(served: dict[str, Server], way: str) -> None:
+    """The recipe's store serves its routes under the agent's path: capabilities (resumable),
+    resume after Last-Event-ID, connect to the thread, stop (a finished run: 409)."""
+    base = url(served[way])
+    thread, run = f"durable-{way}", f"durable-run-{way}"
+    with httpx.Client(timeout=10, follow_redirects=False) as client:
+        capabilities = client.get(base + "/capabilities")
+        assert capabilities.status_code == 200
+        assert capabilities.json()["transport"]["resumable"] is True
+        started = client.post(
+            base, content=agui.encode(run_input(run_id=run, thread_id=thread)), headers=JSON
+        )
+        frames = frames_of(started)
+        assert [e["type"] for _, e in frames][-1] == "RUN_FINISHED"
+        assert all(cursor for cursor, _ in frames)
+        after = frames[1][0] or ""
+        resumed = client.get(f"{base}/runs/{run}/events", headers={"Last-Event-ID": after})
+        assert resumed.status_code == 200
+        assert frames_of(resumed) == frames[2:]
+        connected = client.get(f"{base}/threads/{thread}/events")
+        assert [e["type"] for _, e in frames_of(connected)] == [
+            "RUN_STARTED",
+            "MESSAGES_SNAPSHOT",
+            "STATE_SNAPSHOT",
+            "RUN_FINISHED",
+        ]
+        stop = client.post(f"{base}/runs/{run}/stop")
+        assert stop.status_code == 409 and "already ended" in stop.json()["error"]
 
 
 @pytest.fixture(scope="module")
