@@ -11,15 +11,22 @@ imported from the layer that holds it (`agui.wire`, `agui.agent`, `agui.stream`,
 Nothing is imported until it is first used (PEP 562), so `import agui` loads neither the models
 nor httpx, uvicorn, jsonpatch or protobuf.
 
-What agui warns about is data (the `warnings` lists) and is logged on the "agui" loggers
-("agui.stream", "agui.client"); the "agui" logger has a NullHandler, so nothing is printed unless
-the application configures logging.
+Logging: every record is on a logger under "agui". What an operator must act on, the warnings and
+errors of serving ("agui.server", "agui.agent", "agui.model", "agui.adapters": a failing agent's
+traceback, an event refused, a request refused), reaches stderr under any ASGI server even when
+the application configures no logging: a fallback handler on "agui" writes it there (time, level,
+logger, message, traceback) when no other handler of the record's loggers would take it (a
+NullHandler does not count), so once the application, `agui serve` or `uvicorn --log-config`
+configures a handler that receives agui's records, each is written once, by that handler. What
+the caller gets as data anyway (the warnings lists of "agui.stream", "agui.client" and the codec's
+"agui") is never printed by agui. See docs/errors.md (Logging).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 import agui_generated as _generated
@@ -86,9 +93,71 @@ _HOMES: dict[str, str] = {
 
 __all__ = sorted([*_HOMES, *_generated.__all__])
 
-# A library never prints on its own: without this, Python's "last resort" handler would print the
-# warnings on stderr when the application configured no logging.
-logging.getLogger("agui").addHandler(logging.NullHandler())
+
+class _Fallback(logging.Handler):
+    """Writes a warning or an error of agui's serving loggers to stderr when no other handler of
+    the record's loggers would: Python's logging.lastResort, made for agui. Unlike lastResort it
+    is not defeated by a NullHandler (the one agui used to add kept a failing agent's traceback
+    off stderr unless the application configured logging), it formats with the time, the level
+    and the logger's name, and it leaves alone the loggers whose warnings the caller gets as
+    data. Once a handler of the application's takes a record, this one stands back: nothing is
+    written twice."""
+
+    QUIET = ("agui.stream", "agui.client")
+    """Loggers (with "agui" itself, the codec's) whose records are data the caller receives
+    anyway (warnings lists, exceptions), which `agui run` prints itself: only logging the
+    application configures shows them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.set_name("agui.stderr")
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        if record.name == "agui" or record.name.startswith(self.QUIET):
+            return False
+        if self._taken_elsewhere(record):
+            return False
+        return super().handle(record)
+
+    def _taken_elsewhere(self, record: logging.LogRecord) -> bool:
+        """Whether a handler other than this one (and no NullHandler) on the record's logger or
+        the loggers it propagates to takes the record's level."""
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None:
+            for handler in logger.handlers:
+                if (
+                    handler is not self
+                    and not isinstance(handler, logging.NullHandler)
+                    and record.levelno >= handler.level
+                ):
+                    return True
+            if not logger.propagate:
+                return False
+            logger = logger.parent
+        return False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            stream = sys.stderr  # looked up now, as lastResort does: it may have been replaced
+            if stream is not None:
+                stream.write(text + "\n")
+                stream.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+
+def _install_fallback() -> None:
+    logger = logging.getLogger("agui")
+    for old in [h for h in logger.handlers if h.get_name() == "agui.stderr"]:
+        logger.removeHandler(old)  # a reloaded agui: one fallback, or each would defer to the other
+    logger.addHandler(_Fallback())
+
+
+_install_fallback()
 
 
 def __getattr__(name: str) -> Any:
