@@ -229,7 +229,9 @@ def wheel(session: nox.Session) -> None:
     from a temporary folder the installed `agui --version`, `agui demo`, the console of `agui
     serve`, the pages' scripts and the usage tests run with only what each line installs. This
     session's own environment only drives the checks. `--keep` keeps the temporary folder."""
-    session.install("build", "trove-classifiers", "pytest", "pyyaml", "-e", ".[server]")
+    session.install(
+        "build", "trove-classifiers", "virtualenv", "pytest", "pyyaml", "-e", ".[server]"
+    )
     session.run("python", "tests/wheel/check.py", *session.posargs)
 
 
