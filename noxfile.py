@@ -1,4 +1,4 @@
-"""Sessions: generate, demo, tests, docs, interop, integrations, crosscheck, fork, workflows,
+"""Sessions: generate, demo, tests, docs, interop, integrations, crosscheck, fork, workflows, busy,
 wheel, bench. Each one builds its own environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...`
 picks another)."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -68,6 +69,9 @@ def tests(session: nox.Session) -> None:
     AGUI_REQUIRE_INTEROP=1 (as .ci/run sets), this session fails. Last `docs` and `fork` (the
     fork proof: the suite again on a fork of the spec), `workflows` (generate, demo and
     crosscheck on a fresh clone) and `wheel` (the built wheel, installed as the docs say).
+
+    After `fork`, `busy`: tests/browser and tests/durable again while two CPU-bound processes
+    keep the cores busy.
     """
     if shutil.which("node"):
         session.notify("interop")
@@ -87,8 +91,34 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
     session.notify("docs")
     session.notify("fork")
+    session.notify("busy")
     session.notify("workflows")
     session.notify("wheel")
+
+
+BUSY_LOOPS = 2
+"""CPU-bound processes the `busy` session runs beside pytest (this project's CI machine has 2 cores)."""
+
+
+@nox.session(python=PYTHON)
+def busy(session: nox.Session) -> None:
+    """tests/browser and tests/durable (pytest, the `tests` session's install and environment:
+    AGUI_REQUIRE_BROWSER, AGUI_REQUIRE_REDIS pass through) while BUSY_LOOPS processes spin
+    (`while True: pass`), started before pytest and killed after it, also when it fails. A test
+    that passes only on an idle machine fails here: tests assert no wall-clock figure, what a
+    test waits for is bounded generously (a hang bound), and the figures are the benchmarks'
+    (`nox -s bench`). `nox -s tests` runs it."""
+    session.install("-e", ".[dev]")
+    loops = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(BUSY_LOOPS)
+    ]
+    try:
+        session.run("pytest", "tests/browser", "tests/durable", *session.posargs)
+    finally:
+        for loop in loops:
+            loop.kill()
+        for loop in loops:
+            loop.wait()
 
 
 @nox.session(python=PYTHON)
@@ -241,16 +271,21 @@ def bench(session: nox.Session) -> None:
     uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios. Then the
     binary transport against JSON (benchmarks/proto.py): speed both ways and bytes on the wire.
     First the import time of `agui` against `ag_ui.core` + `ag_ui.encoder` (benchmarks/imports.py),
-    then the peak memory of a long run through Conversation.run (benchmarks/memory.py), last the
+    then the peak memory of a long run through Conversation.run (benchmarks/memory.py), the
     durable runs (benchmarks/durable.py): a 100,000-event run through each event log (memory,
     SQLite, Redis) against no store and the official path, resume latency, and the server's
     memory over a 1,000,000-event run. That script starts and stops its own redis-server (on a
     free loopback port, in a temporary folder); without redis-server on PATH it leaves Redis out.
+    Last the dev console (benchmarks/console.py): a 100,000-event run shown in headless Chromium,
+    seconds to its final text, ms per 1,000 events and the longest main-thread task (no peer);
+    without Chromium or Playwright it says so and is skipped.
 
-    Posargs go to the codec benchmarks; `--quick` also shortens the transport, memory and
-    durable runs.
+    Posargs go to the codec benchmarks; `--quick` also shortens the transport, memory, durable
+    and console runs.
     """
-    session.install("-e", ".[server,proto,redis]", "ag-ui-protocol==1.0.0", "fastapi")
+    session.install(
+        "-e", ".[server,proto,redis]", "ag-ui-protocol==1.0.0", "fastapi", "playwright>=1.49"
+    )
     session.run("python", "benchmarks/imports.py")
     session.run("python", "benchmarks/run.py", *session.posargs)
     quick = ["--quick"] if "--quick" in session.posargs else []
@@ -258,6 +293,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/proto.py", *quick)
     session.run("python", "benchmarks/memory.py", *quick)
     session.run("python", "benchmarks/durable.py", *quick)
+    session.run("python", "benchmarks/console.py", *quick)
 
 
 def _npm_ci(session: nox.Session, source: Path, work: Path) -> None:

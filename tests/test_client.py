@@ -32,8 +32,9 @@ from agui.cli.demo import DemoAgent, free_port
 from .conftest import run_input
 
 Serve = Callable[[Any], str]
-QUICK = 1.0
-"""Seconds within which the server must cancel the agent of a client that left."""
+HANG = 30.0
+"""A hang bound: how long a test waits for the server to cancel the agent of a client that left
+(it takes milliseconds; the agents of these tests never end on their own)."""
 SUBPROCESS = 60.0
 """Seconds a command line run may take (a couple of seconds in practice)."""
 
@@ -85,19 +86,13 @@ def raw_app(
 
 
 class Stopped:
-    """When a server-side agent was stopped (time.monotonic(), comparable across threads)."""
+    """Whether a server-side agent was stopped (set from the server's thread)."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.at = 0.0
 
     def set(self) -> None:
-        self.at = time.monotonic()
         self.event.set()
-
-    def within(self, seconds: float, of: float) -> bool:
-        """Whether the agent was stopped at most `seconds` after the moment `of`."""
-        return self.event.wait(5 * seconds) and self.at - of <= seconds
 
 
 def forever(stopped: Stopped) -> Any:
@@ -464,22 +459,19 @@ def test_timeout_applies_between_reads_and_keep_alives_reset_it(serve: Serve) ->
 
 def test_closing_the_async_iterator_early_closes_the_connection(serve: Serve) -> None:
     """Client: `aclose()` after the first event closes the connection, so the server cancels
-    the agent within a second of the call."""
+    the agent (which would stream forever otherwise)."""
     stopped = Stopped()
     url = serve(AgentApp(forever(stopped)))
-    closed_at = 0.0
 
     async def main() -> Any:
-        nonlocal closed_at
         events = HttpAgent(url).run(run_input())
         first = await anext(events)
         assert not stopped.event.is_set()
-        closed_at = time.monotonic()
         await events.aclose()  # type: ignore[attr-defined]
         return first
 
     assert isinstance(asyncio.run(main()), agui.RunStartedEvent)
-    assert stopped.within(QUICK, of=closed_at), "the server's agent ran on after the close"
+    assert stopped.event.wait(HANG), "the server's agent ran on after the close"  # hang bound
 
 
 def test_closing_the_sync_iterator_early_closes_the_connection(serve: Serve) -> None:
@@ -489,9 +481,8 @@ def test_closing_the_sync_iterator_early_closes_the_connection(serve: Serve) -> 
     events = HttpAgent(url).run_sync(run_input())
     assert isinstance(next(events), agui.RunStartedEvent)
     assert not stopped.event.is_set()
-    closed_at = time.monotonic()
     events.close()  # type: ignore[attr-defined]
-    assert stopped.within(QUICK, of=closed_at), "the server's agent ran on after the close"
+    assert stopped.event.wait(HANG), "the server's agent ran on after the close"  # hang bound
 
 
 def test_an_injected_async_client_is_used_and_left_open(serve: Serve) -> None:
@@ -563,9 +554,8 @@ def test_a_client_leaving_the_proxy_cancels_the_upstream_agent(serve: Serve) -> 
     events = HttpAgent(proxy).run_sync(run_input())
     assert isinstance(next(events), agui.RunStartedEvent)
     assert isinstance(next(events), agui.TextMessageStartEvent)
-    closed_at = time.monotonic()
     events.close()  # type: ignore[attr-defined]
-    assert stopped.within(2 * QUICK, of=closed_at), "the upstream agent ran on"
+    assert stopped.event.wait(HANG), "the upstream agent ran on"  # hang bound
 
 
 # ── the command line ───────────────────────────────────────────────────────────────────────────

@@ -27,8 +27,9 @@ from .conftest import live_server, run_input
 
 JSON = {"content-type": "application/json"}
 BODY = agui.encode(run_input())
-QUICK = 1.0
-"""Seconds within which a disconnected client's agent must be cancelled."""
+HANG = 30.0
+"""A hang bound: how long a test waits for a disconnected client's agent to be cancelled (it takes
+milliseconds; the agents of these tests never end on their own within it)."""
 
 Serve = Callable[[Any], str]
 
@@ -514,8 +515,8 @@ def test_events_after_the_terminal_event_are_dropped_and_logged(
 
 
 def test_client_disconnect_cancels_a_streaming_agent(serve: Serve) -> None:
-    """Disconnect: a client that leaves mid-stream gets the agent cancelled within a second
-    (the agent streams forever otherwise)."""
+    """Disconnect: a client that leaves mid-stream gets the agent cancelled (the agent streams
+    forever otherwise)."""
     cancelled = threading.Event()
     produced = 0
 
@@ -542,21 +543,21 @@ def test_client_disconnect_cancels_a_streaming_agent(serve: Serve) -> None:
             assert not cancelled.is_set()  # still streaming while the client reads
             if len(got) >= 2:
                 break  # leaving iter_bytes early closes the connection
-    assert cancelled.wait(QUICK), "the agent was not cancelled after the client left"
+    assert cancelled.wait(HANG), "the agent was not cancelled after the client left"  # hang bound
     after = produced
     time.sleep(0.1)
     assert produced == after, "the agent kept running"
 
 
 def test_client_disconnect_cancels_a_silent_agent(serve: Serve) -> None:
-    """Disconnect: an agent awaiting something slow when the client leaves is cancelled within
-    a second, not when its await finishes."""
+    """Disconnect: an agent awaiting something slow (an hour) when the client leaves is
+    cancelled, not left until its await finishes."""
     cancelled = threading.Event()
 
     async def agent(input: agui.RunAgentInput) -> AsyncIterator[Any]:
         yield agui.TextMessageStartEvent(message_id="m")
         try:
-            await asyncio.sleep(30)
+            await asyncio.sleep(3600)
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -573,7 +574,7 @@ def test_client_disconnect_cancels_a_silent_agent(serve: Serve) -> None:
             got += decoder.feed(chunk)
             if len(got) >= 2:
                 break
-    assert cancelled.wait(QUICK), "the agent was not cancelled after the client left"
+    assert cancelled.wait(HANG), "the agent was not cancelled after the client left"  # hang bound
 
 
 def test_an_agent_that_swallows_its_cancellation_is_closed_at_its_next_event(
@@ -612,8 +613,8 @@ def test_an_agent_that_swallows_its_cancellation_is_closed_at_its_next_event(
             got += decoder.feed(chunk)
             if len(got) >= 2:
                 break
-    assert swallowed.wait(QUICK), "the agent was not cancelled after the client left"
-    assert closed.wait(QUICK), "the agent was left behind after the client left"
+    assert swallowed.wait(HANG), "the agent was not cancelled after the client left"  # hang bound
+    assert closed.wait(HANG), "the agent was left behind after the client left"  # hang bound
     assert "did not stop" not in caplog.text
 
 

@@ -92,7 +92,7 @@ test("SSE: an id with NUL is ignored; an unfinished message is not dispatched", 
   assert.deepEqual(parse(["id: 7\ndata: a\n\nid: x\0y\ndata: b\n\ndata: c"]).map((m) => [m.id, m.data]), [["7", "a"], ["7", "b"]]);
 });
 
-test("SSE: linear in the size of the stream", () => {
+test("SSE: a 200,000-frame stream, and a 2 MB line fed in 1,000-character pieces", () => {
   const frame = 'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}\n\n';
   const big = frame.repeat(200_000);
   let count = 0;
@@ -100,7 +100,8 @@ test("SSE: linear in the size of the stream", () => {
   const started = performance.now();
   for (let i = 0; i < big.length; i += 65536) parser.feed(big.slice(i, i + 65536));
   assert.equal(count, 200_000);
-  assert.ok(performance.now() - started < 5000);
+  // About a tenth of a second (13 MB of frames); the bound only catches a parser that chokes.
+  assert.ok(performance.now() - started < 60_000); // hang bound
   const line = "data: " + "y".repeat(2_000_000) + "\n\n";
   let got = null;
   const one = new SSEParser((m) => (got = m));

@@ -9,13 +9,14 @@ Playwright for Python) opens the page `agui serve` prints, on the server's own o
 - The interrupt variant (forwardedProps {"interrupt": true}): the interrupt is shown; approving it
   runs the next run with the resume answer, which finishes with the counted answer.
 - A recorded stream (JSON Lines of a real run, then its SSE capture) opens into the timeline.
-- A 100,000-event run (an agent streaming one message in 100,000 deltas) shows its final text
-  within 10 s with no main-thread task over 200 ms (the long-task observer); the figures are
-  printed and written to .browser/console-figures.json.
+- A 100,000-event run (an agent streaming one message in 100,000 deltas) shows its whole text,
+  every event is in the run, and the page drew the message while it streamed (seen growing in
+  several animation frames, not drawn once at the end). How fast, and the longest main-thread
+  task, are figures of the console benchmark (benchmarks/console.py, `nox -s bench`).
 - An HTTP error answering the POST (the agent's `validate` refuses the message, AgentApp answers
   400 with a JSON problem body): the status, the server's error and the problem are shown as text,
   the run as refused, and the next message is answered.
-- Stop without a store: the page shows the run disconnected within 2 s with Send usable again, and
+- Stop without a store: the page shows the run disconnected with Send usable again, and
   the agent on the server is cancelled (it writes a marker file on CancelledError/GeneratorExit).
 - The JS logic (JSON Patch, the SSE parser, the run reducer) under `node --test`
   (tests/browser/console.test.mjs), when node is on PATH.
@@ -48,6 +49,8 @@ from .test_cross_origin import CHROMIUM, SCREENSHOTS, WORK, browser, playwright,
 HERE = Path(__file__).resolve().parent
 DOCS_IMAGE = ROOT / "docs" / "images" / "console.png"
 WAIT_MS = 30_000
+RUN_HANG_MS = 120_000
+"""A hang bound: how long the 100,000-event run may take to show its final text (about a second)."""
 EVENTS = 100_000
 """The deltas of the big run."""
 
@@ -356,49 +359,47 @@ def test_a_recorded_stream_opens_into_the_timeline(
 
 
 def test_a_100000_event_run(browser: Any, console: Any, tmp_path: Path) -> None:  # noqa: F811
+    """The run comes through whole, and the page draws the message as it streams: checked once
+    per animation frame, the message is seen at several sizes before its end. (A page that read
+    the whole stream in one task, or drew it once at the end, would show it whole at the first
+    look.) No figure: the console benchmark times this run."""
     (tmp_path / "big_agent.py").write_text(textwrap.dedent(BIG_AGENT))
     served = console("big_agent:agent")
     page = Page(browser, served.url, "big")
-    started = time.monotonic()
-    figures = page.page.evaluate(
-        """(expected) => new Promise((resolve) => {
-            const t0 = performance.now();
-            window.__longtasks = [];
+    seen = page.page.evaluate(
+        """(bound) => new Promise((resolve) => {
+            // the message's size as drawn: its blocks, and the text nodes of the last one (the
+            // console appends one text node per frame that has new text)
+            const sizes = new Set();
             const check = () => {
               const text = document.querySelector("#chat .msg.assistant .text");
               const last = text && text.lastElementChild && text.lastElementChild.lastChild;
               if (last && last.data && last.data.endsWith("THE END.")) {
-                const shown = performance.now() - t0;
-                const tasks = window.__longtasks.filter(([start]) => start >= t0);
-                resolve({
-                  seconds: shown / 1000,
-                  length: text.textContent.length,
-                  longest_task_ms: Math.max(0, ...tasks.map(([, d]) => d)),
-                  long_tasks: tasks.length,
-                });
-              } else requestAnimationFrame(check);
+                resolve({ length: text.textContent.length, sizes_before_the_end: sizes.size });
+              } else {
+                if (last) sizes.add(`${text.childElementCount}/${text.lastElementChild.childNodes.length}`);
+                requestAnimationFrame(check);
+              }
             };
+            setTimeout(() => resolve({ timed_out: true, sizes_before_the_end: sizes.size }), bound);
             document.getElementById("message").value = "go";
             document.getElementById("send").click();
             requestAnimationFrame(check);
         })""",
-        len(expected_big_text()),
+        RUN_HANG_MS,
     )
-    wall = time.monotonic() - started
+    assert "timed_out" not in seen, "the final text was not shown"  # hang bound
     page.idle()
     p = page.page
     events = p.evaluate("aguiConsole.current().events.length")
     assert events == EVENTS + 4  # RUN_STARTED, START, the deltas, END, RUN_FINISHED
-    figures["events"] = events
-    figures["events_per_second"] = round(events / figures["seconds"])
-    figures["wall_seconds"] = round(wall, 2)
+    assert seen["length"] == len(expected_big_text()), seen
+    assert (
+        p.evaluate("document.querySelector('#chat .msg.assistant .text').textContent")
+        == expected_big_text()
+    )
+    assert seen["sizes_before_the_end"] >= 2, seen  # drawn while it streamed
     page.shot("done")
-    WORK.mkdir(exist_ok=True)
-    (WORK / "console-figures.json").write_text(json.dumps(figures, indent=2) + "\n")
-    print(f"\nconsole, {EVENTS:,}-event run: {json.dumps(figures)}")
-    assert figures["length"] == len(expected_big_text())
-    assert figures["seconds"] < 10, figures
-    assert figures["longest_task_ms"] < 200, figures
     page.clean()
 
 
@@ -681,7 +682,8 @@ def test_stop_without_a_store_closes_the_connection(
     assert p.is_disabled("#send") and p.is_enabled("#stop")
     assert not marker.exists()
     p.click("#stop")
-    # within 2 s: the run is shown as stopped, and Send can be used again
+    # the run is shown as stopped, and Send can be used again (in milliseconds; WAIT_MS is a hang
+    # bound, and the agent's own run would last 60 s)
     p.wait_for_function(
         """() => {
           const run = aguiConsole.current().runs[0];
@@ -690,13 +692,13 @@ def test_stop_without_a_store_closes_the_connection(
             && !document.getElementById("send").disabled
             && document.getElementById("stop").disabled;
         }""",
-        timeout=2_000,
+        timeout=WAIT_MS,
     )
     assert "stopped: the console closed the connection" in p.inner_text("#chat .msg.info")
     assert "last run disconnected" in p.inner_text("#status")
     assert p.inner_text("#runs tr td:nth-child(4)").endswith(" ms")  # its duration: it is over
     # the server saw the disconnect: the agent was cancelled
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + WAIT_MS / 1000
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marker.exists(), "the agent was not cancelled: " + "".join(served.served.stderr)

@@ -344,15 +344,14 @@ def test_stop_ends_a_running_run_cancelled(mode: str) -> None:
         assert agent_impl.began_of("run-1").wait(WAIT)
         time.sleep(0.2)
         stopper = HttpAgent(url)
-        asked = time.monotonic()
         if mode == "sync":
             stopper.stop_sync("run-1")
         else:
             asyncio.run(stopper.stop("run-1"))
+        # Left alone the run takes over 100 s (100,000 words, 1 ms apart): ending at all within
+        # the bound, and cancelled rather than completed, is the stop's doing.
         done.join(WAIT)
-        took = time.monotonic() - asked
-        assert not done.is_alive()
-        assert took < 1.0
+        assert not done.is_alive(), "the stopped run did not end"  # hang bound
         assert runner.failures == []
         assert [r.outcome for r in runner.runs] == ["cancelled"]
         with pytest.raises(agui.HttpError) as finished:
