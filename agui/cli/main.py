@@ -167,6 +167,13 @@ def parser() -> argparse.ArgumentParser:
         "workers; pip install 'agui-spec[redis]')",
     )
     s.add_argument(
+        "--authorize",
+        metavar="MODULE:ATTR",
+        help="an async hook `authorize(headers, action, thread_id, run_id)` asked before every "
+        "request: it returns the caller's principal (a string) or None to refuse (403); with "
+        "--store each principal's threads and runs are its own (see docs/durable-runs.md)",
+    )
+    s.add_argument(
         "--model-url",
         metavar="URL",
         help="the base URL of an OpenAI-compatible chat-completions server, e.g. "

@@ -76,6 +76,7 @@ def serve(args: argparse.Namespace) -> int:
         "path": args.path,
         "store": store,
         "cors_origins": origins,
+        "authorize": getattr(args, "authorize", None),
         "model": args.model,
         "model_url": args.model_url,
         "app_dir": os.path.abspath(args.app_dir),
@@ -213,6 +214,11 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
                     f"{spec} is an ASGI app: --store is for an agent (give an AgentApp its "
                     "store=URL)"
                 )
+            if settings.get("authorize"):
+                raise _Refused(
+                    f"{spec} is an ASGI app: --authorize is for an agent (give an AgentApp its "
+                    "authorize=hook)"
+                )
             if settings.get("cors_origins"):
                 raise _Refused(
                     f"{spec} is an ASGI app: --cors-origin is for an agent (give an AgentApp its "
@@ -223,11 +229,13 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     path = path or _DEFAULT_PATH
     store = settings.get("store")
     origins = settings.get("cors_origins") or ()
+    authorize = _hook(settings["authorize"]) if settings.get("authorize") else None
     try:
         app = AgentApp(
             agent,
             path=path,
             store=store or None,
+            authorize=authorize,
             cors_origins=origins,
             console=settings.get("console", True),
         )
@@ -240,6 +248,23 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     if store:
         what += f", runs kept in {_redacted(store)}"
     return app, what, path
+
+
+def _hook(spec: str) -> Any:
+    """The `--authorize MODULE:ATTR` hook: an async function (agui.http.access.Authorize)."""
+    try:
+        hook = _load(spec)
+    except _Refused as refused:
+        raise _Refused(f"--authorize: {refused}") from None
+    # a function, or an object whose class has an async __call__ (not merely callable)
+    call = hook if inspect.isfunction(hook) else getattr(type(hook), "__call__", None)  # noqa: B004
+    if not inspect.iscoroutinefunction(call):
+        raise _Refused(
+            f"--authorize {spec}: not an async function; the hook is `async def "
+            "authorize(headers, action, thread_id, run_id)` returning the caller's principal "
+            "(a string) or None to refuse"
+        )
+    return hook
 
 
 def _redacted(url: str) -> str:

@@ -32,8 +32,8 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote
 
 import attrs
@@ -51,6 +51,7 @@ from agui_generated import (
 )
 
 from agui.errors import AguiError, EncodeError, ProtocolError
+from agui.http.access import Action, Principal, Refused, ask
 from agui.http.server import (
     _ALLOW_POST,
     _MAX_SSE_FRAME,
@@ -106,7 +107,7 @@ from agui.wire.sse import sse_frame
 if TYPE_CHECKING:
     from agui.http.server import AgentApp
 
-__all__ = ["HISTORY_RUN_SUFFIX", "RUN_LOST", "STOP_POLL", "Action", "Authorize", "Durable"]
+__all__ = ["HISTORY_RUN_SUFFIX", "RUN_LOST", "STOP_POLL", "Durable"]
 
 log = logging.getLogger("agui.server")
 _RANDOM = random.Random()
@@ -120,13 +121,6 @@ HISTORY_RUN_SUFFIX = ":history"
 STOP_POLL = 0.15
 """Seconds between two reads of a run's record by its owner, for a stop request."""
 
-Action: TypeAlias = Literal["start", "resume", "connect", "stop"]
-Authorize: TypeAlias = Callable[
-    [Mapping[str, str], Action, "str | None", "str | None"], Awaitable[bool]
-]
-"""`authorize(headers, action, thread_id, run_id) -> bool`: headers with lower-case names (repeated
-ones joined with ", "); thread_id is None for resume and stop (the log is not read before the
-answer), run_id None for connect."""
 
 _DATA_LIMIT = _MAX_SSE_FRAME - 200  # an event's JSON, leaving room for the frame's id line
 _BATCH_BYTES = 1024 * 1024  # an append carries at most about this many bytes (one event at least)
@@ -156,14 +150,12 @@ class Durable:
         store: str | EventLog,
         *,
         exclusive_threads: bool,
-        authorize: Authorize | None,
         lease_seconds: float,
     ) -> None:
         self.app = app
         self.log: EventLog = open_log(store) if isinstance(store, str) else store
         self._owns_log = isinstance(store, str)
         self.exclusive_threads = exclusive_threads
-        self.authorize = authorize
         self.lease_seconds = lease_seconds
         self.idle = min(_IDLE, lease_seconds / 4)  # silence before a follower checks the lease
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -237,22 +229,15 @@ class Durable:
 
     async def _allowed(
         self, scope: Scope, action: Action, thread_id: str | None, run_id: str | None
-    ) -> None:
-        """Ask `authorize`; 403 when it refuses (before anything is read from the log)."""
-        if self.authorize is None:
-            return
-        headers: dict[str, str] = {}
-        for key, value in scope["headers"]:
-            name = key.decode("latin-1").lower()
-            text = value.decode("latin-1")
-            headers[name] = f"{headers[name]}, {text}" if name in headers else text
+    ) -> Principal:
+        """The request's principal (agui.http.access), asked of `authorize` before anything is
+        read from the log; 403 when it refuses. Every id the request names is then looked up in
+        that principal's namespace only, so another principal's run or thread is "not known
+        here", exactly as an id never used."""
         try:
-            allowed = await self.authorize(headers, action, thread_id, run_id)
-        except Exception:
-            log.exception("authorize failed on %s (thread %r, run %r)", action, thread_id, run_id)
-            raise _BadRequest(500, "the authorization check failed") from None
-        if not allowed:
-            raise _BadRequest(403, f"not allowed to {action} here")
+            return await ask(self.app.authorize, scope["headers"], action, thread_id, run_id)
+        except Refused as refused:
+            raise _BadRequest(refused.status, refused.error) from None
 
     # ── start ────────────────────────────────────────────────────────────────
 
@@ -266,14 +251,15 @@ class Durable:
         if run_input is None:  # the client left while sending its body
             return
         thread_id, run_id = run_input.thread_id, run_input.run_id
-        await self._allowed(scope, "start", thread_id, run_id)
+        principal = await self._allowed(scope, "start", thread_id, run_id)
+        run_key = principal.key(run_id)
         self._capacity()
         self._reserved += 1
         try:
             now = time.time()
             record = RunRecord(
-                thread_id=thread_id,
-                run_id=run_id,
+                thread_id=principal.key(thread_id),
+                run_id=run_key,
                 status="running",
                 owner=self.owner,
                 started_at=now,
@@ -289,15 +275,15 @@ class Durable:
                 ) from None
             except RunExists:
                 raise _BadRequest(409, f"run {run_id!r} was already started") from None
-            execution = Execution(self, run_input)
-            self.executions[run_id] = execution
+            execution = Execution(self, run_input, run_key)
+            self.executions[run_key] = execution
         finally:
             self._reserved -= 1
         execution.start()
         binary = self.app.binary_for(scope)
 
         async def produce(tail: _Tail) -> None:
-            await self._follow(tail, run_id, None, binary, thread_id=thread_id)
+            await self._follow(tail, run_key, None, binary, principal, thread_id=thread_id)
 
         await self._respond(receive, send, binary, produce, app.era_for(run_input))
 
@@ -310,8 +296,9 @@ class Durable:
                 after = value.decode("latin-1").strip() or None
         if after is None:
             after = _query(scope).get("after") or None
-        await self._allowed(scope, "resume", None, run_id)
-        backlog = aiter(self.log.read_batches(run_id, after, limit=_READ_BATCH))
+        principal = await self._allowed(scope, "resume", None, run_id)
+        key = principal.key(run_id)
+        backlog = aiter(self.log.read_batches(key, after, limit=_READ_BATCH))
         try:
             first = await anext(backlog, None)
         except UnknownRun:
@@ -323,7 +310,7 @@ class Durable:
         binary = self.app.binary_for(scope)
 
         async def produce(tail: _Tail) -> None:
-            await self._follow(tail, run_id, after, binary, first=first, backlog=backlog)
+            await self._follow(tail, key, after, binary, principal, first=first, backlog=backlog)
 
         await self._respond(receive, send, binary, produce, self._replay_era(scope))
 
@@ -333,8 +320,8 @@ class Durable:
         history = _query(scope).get("history", "compact")
         if history not in ("compact", "full"):
             raise _BadRequest(400, f"history is compact or full, not {history!r}")
-        await self._allowed(scope, "connect", thread_id, None)
-        runs = await self.log.thread_runs(thread_id)
+        principal = await self._allowed(scope, "connect", thread_id, None)
+        runs = await self.log.thread_runs(principal.key(thread_id))
         if not runs:
             raise _BadRequest(404, f"no run of thread {thread_id!r} is known here")
         binary = self.app.binary_for(scope)
@@ -359,7 +346,7 @@ class Durable:
                 ids = record.status != "finished"
                 try:
                     await self._follow(
-                        tail, record.run_id, None, binary, thread_id=thread_id, ids=ids
+                        tail, record.run_id, None, binary, principal, thread_id=thread_id, ids=ids
                     )
                 except UnknownRun:  # dropped since it was listed
                     continue
@@ -405,19 +392,20 @@ class Durable:
     # ── stop ─────────────────────────────────────────────────────────────────
 
     async def _stop(self, scope: Scope, send: Send, run_id: str) -> None:
-        await self._allowed(scope, "stop", None, run_id)
+        principal = await self._allowed(scope, "stop", None, run_id)
+        key = principal.key(run_id)
         try:
-            record = await self.log.request_stop(run_id)
+            record = await self.log.request_stop(key)
         except UnknownRun:
             raise _BadRequest(404, f"no run {run_id!r} is known here") from None
         if record.status == "finished":
             raise _BadRequest(409, f"run {run_id!r} has already ended")
-        execution = self.executions.get(run_id)
+        execution = self.executions.get(key)
         if execution is not None:
             execution.request_stop()  # here: no need to wait for the next poll
         elif record.lease_until < time.time():
-            await self._close_lost(run_id)  # nobody is left to stop it
-        body = {"runId": run_id, "threadId": record.thread_id, "status": "stopping"}
+            await self._close_lost(key)  # nobody is left to stop it
+        body = {"runId": run_id, "threadId": principal.wire(record.thread_id), "status": "stopping"}
         await _json_response(send, 202, body)
 
     # ── responses ────────────────────────────────────────────────────────────
@@ -435,6 +423,7 @@ class Durable:
         run_id: str,
         after: str | None,
         binary: bool,
+        principal: Principal,
         *,
         thread_id: str | None = None,
         first: EventBatch | None = None,
@@ -447,7 +436,8 @@ class Durable:
 
         The log is read in batches (`EventLog.read_batches`: every event stored after the last
         one read, up to _READ_BATCH), and each batch is queued as one piece: its frames joined,
-        each with its own `id:`."""
+        each with its own `id:`. `run_id` is the log's key for the run (`principal.key` of the
+        client's id), `thread_id` the client's."""
         outbox = tail.outbox
         offer, put = outbox.offer, outbox.put
         downgrade = tail.downgrade  # a pre-1.0 peer's translation, or None
@@ -466,8 +456,8 @@ class Durable:
             thread = thread_id
             if thread is None:
                 record = await self.log.get_run(run_id)
-                thread = "" if record is None else record.thread_id
-            started = RunStartedEvent(thread_id=thread, run_id=run_id)
+                thread = "" if record is None else principal.wire(record.thread_id)
+            started = RunStartedEvent(thread_id=thread, run_id=principal.wire(run_id))
             await put(proto_frame(started) if binary else sse_frame(started))
             tail.started = True
 
@@ -770,11 +760,11 @@ class Execution:
     """One run executing on this worker: the agent's events, encoded and queued for the writer,
     which appends them to the log; the lease, the stop flag, the time limit and the shutdown."""
 
-    def __init__(self, durable: Durable, run_input: RunAgentInput) -> None:
+    def __init__(self, durable: Durable, run_input: RunAgentInput, key: str) -> None:
         self.durable = durable
         self.app = durable.app
         self.input = run_input
-        self.id = run_input.run_id
+        self.id = key  # the log's key for the run: its id in its principal's namespace
         self.loop = asyncio.get_running_loop()
         self.task: asyncio.Task[None] | None = None
         self._pending: list[bytes] = []

@@ -48,6 +48,7 @@ from agui_generated import (
 
 from agui.agent.protocol import Agent, CapabilitySource, InputValidator
 from agui.errors import AguiError, EncodeError
+from agui.http.access import Action, Authorize, Refused, ask
 from agui.stream.lifecycle import (
     DEFAULT_FINISH_GRACE,
     INVALID_EVENT,
@@ -68,7 +69,7 @@ from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, KEEPALIVE, sse_frame
 
 if TYPE_CHECKING:
     from agui.console import Console
-    from agui.http.durable import Authorize, Durable
+    from agui.http.durable import Durable
     from agui.store.base import EventLog
 
 __all__ = [
@@ -180,8 +181,12 @@ class AgentApp:
     serve durable runs: a run executes detached from its request, and the routes under `path`
     resume a run, connect to a thread and stop a run (see agui.http.durable and the durable-runs
     page). exclusive_threads: a second run on a thread whose run is going gets 409.
-    authorize: an async hook `(headers, action, thread_id, run_id) -> bool` asked before every
-    durable request is served (action "start", "resume", "connect" or "stop"); False gets 403.
+    authorize: an async hook `(headers, action, thread_id, run_id) -> principal` asked before
+    every request is served, with a store or without (action "start", "resume", "connect",
+    "stop", "capabilities" or "console"): it returns the caller's principal (a string) or None
+    to refuse (403). With a store, every thread and run lives in the namespace of the principal
+    that started it: another principal's request for it is answered as for an id never used
+    (agui.http.access).
     lease_seconds: how long a run stays owned by this worker without a renewal (renewed every
     third of it); a run whose lease ran out is closed with RUN_ERROR `RUN_LOST`.
 
@@ -256,6 +261,8 @@ class AgentApp:
         self.max_run_seconds = max_run_seconds
         self.max_active_runs = max_active_runs
         self.body_timeout = body_timeout
+        self.authorize = authorize
+        """The hook asked before every request is served (agui.http.access); None: everyone."""
         self._validator = agent if isinstance(agent, InputValidator) else None
         self._compat = Compat.parse(compat)  # ValueError for a setting it does not know
         self.compat = compat
@@ -280,7 +287,6 @@ class AgentApp:
                 self,
                 store,
                 exclusive_threads=exclusive_threads,
-                authorize=authorize,
                 lease_seconds=lease_seconds,
             )
         self._stop_at: float | None = None  # time.monotonic() by which runs must end
@@ -401,10 +407,13 @@ class AgentApp:
         if self._console is not None and scope["method"] in ("GET", "HEAD"):
             name = self._console.file_for(_relative(scope), self.path)
             if name is not None:
+                if await self._refused(scope, send, "console"):
+                    return
                 await self._console.serve(name, scope, send)
                 return
         if self._at_capabilities(scope):
-            await self._serve_capabilities(scope, send)
+            if not await self._refused(scope, send, "capabilities"):
+                await self._serve_capabilities(scope, send)
             return
         if self._durable is not None:
             await self._durable.handle(scope, receive, send)
@@ -422,6 +431,17 @@ class AgentApp:
                 )
             self.check_capacity(self._served)
             run_input = await self.read_input(scope, receive)
+            if run_input is not None and self.authorize is not None:
+                try:
+                    await ask(
+                        self.authorize,
+                        scope["headers"],
+                        "start",
+                        run_input.thread_id,
+                        run_input.run_id,
+                    )
+                except Refused as refused:
+                    raise _BadRequest(refused.status, refused.error) from None
             self.check_capacity(self._served)
         except _BadRequest as bad:
             await _json_response(send, bad.status, _error_body(bad), bad.headers)
@@ -434,6 +454,18 @@ class AgentApp:
             await self._respond(run_input, receive, send, binary, self.era_for(run_input))
         finally:
             self._served -= 1
+
+    async def _refused(self, scope: Scope, send: Send, action: Action) -> bool:
+        """Ask `authorize` about a request that names no run (capabilities, console); answer
+        the refusal and say so."""
+        if self.authorize is None:
+            return False
+        try:
+            await ask(self.authorize, scope["headers"], action, None, None)
+        except Refused as refused:
+            await _json_response(send, refused.status, {"error": refused.error})
+            return True
+        return False
 
     # ── capabilities ─────────────────────────────────────────────────────────
     async def capabilities(self) -> AgentCapabilities:

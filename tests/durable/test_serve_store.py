@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-import agui
 from tests.conftest import ROOT
 from tests.test_docs import block_containing
 
 from .agents import paced
-from .support import AGUI, HERE, body, post, stream
+from .support import AGUI, HERE, Served, body, post, stream
 
 PAGE = ROOT / "docs" / "durable-runs.md"
 
@@ -58,46 +58,62 @@ def test_the_serving_line_hides_the_store_password(url: str) -> None:
     assert "***" in shown
 
 
-def test_the_authorize_example_runs(live: Callable[[Any], str]) -> None:
-    """The page's authorize hook, with an application's lookups filled in."""
-    users = {"Bearer alice": "alice", "Bearer bob": "bob"}
-    threads: dict[str, str] = {}
+def _authorize_example(folder: Path) -> Path:
+    """The page's authorize example, written to the file its first comment names."""
+    block = block_containing(PAGE, "async def authorize(")
+    name = block.splitlines()[0].split(":")[0].removeprefix("# ")
+    (folder / name).write_text(block)
+    return folder / name
 
-    async def user_of(authorization: str | None) -> str | None:
-        return users.get(authorization or "")
 
-    async def owns_thread(user: str, thread_id: str) -> bool:
-        return threads.setdefault(thread_id, user) == user
-
-    async def owns_run(user: str, run_id: str) -> bool:
-        return run_id.startswith(user + "-")
-
-    namespace: dict[str, Any] = {
-        "agent": paced,
-        "user_of": user_of,
-        "owns_thread": owns_thread,
-        "owns_run": owns_run,
-    }
-    exec(
-        compile(block_containing(PAGE, "async def authorize("), "durable-runs.md", "exec"),
-        namespace,
-    )
-    example: agui.AgentApp = namespace["app"]
-    assert example.store is not None
-    url = live(
-        agui.AgentApp(paced, path="/agent", store="memory://", authorize=namespace["authorize"])
-    )
-    alice = {"authorization": "Bearer alice"}
-    bob = {"authorization": "Bearer bob"}
-    assert post(f"{url}/agent", body("alice-1", "t-alice"), headers=alice).status == 200
-    assert post(f"{url}/agent", body("bob-1", "t-alice"), headers=bob).status == 403
+def _principals_hold(url: str) -> None:
+    """Alice's run is hers: Bob's requests for it are answered as for an unknown id."""
+    alice = {"authorization": "Bearer alice-token"}
+    bob = {"authorization": "Bearer bob-token"}
+    started = post(f"{url}/agent", body("run-1", "thread-1"), headers=alice)
+    assert started.status == 200 and started.frames[-1].type == "RUN_FINISHED"
     assert post(f"{url}/agent", body("x-1", "t-x")).status == 403  # nobody
-    assert stream(f"{url}/agent/threads/t-alice/events", headers=alice).status == 200
-    assert stream(f"{url}/agent/threads/t-alice/events", headers=bob).status == 403
-    assert stream(f"{url}/agent/runs/alice-1/events", headers=alice).status == 200
-    assert stream(f"{url}/agent/runs/alice-1/events", headers=bob).status == 403
-    assert httpx.post(f"{url}/agent/runs/alice-1/stop", headers=bob).status_code == 403
-    assert httpx.post(f"{url}/agent/runs/alice-1/stop", headers=alice).status_code == 409
+    assert stream(f"{url}/agent/threads/thread-1/events", headers=alice).status == 200
+    assert stream(f"{url}/agent/runs/run-1/events", headers=alice).status == 200
+    for who, status in ((bob, 404), ({}, 403)):
+        assert stream(f"{url}/agent/threads/thread-1/events", headers=who).status == status
+        assert stream(f"{url}/agent/runs/run-1/events", headers=who).status == status
+        assert httpx.post(f"{url}/agent/runs/run-1/stop", headers=who).status_code == status
+    assert httpx.post(f"{url}/agent/runs/run-1/stop", headers=alice).status_code == 409  # ended
+    # Bob's run under the same ids is his own.
+    mine = post(f"{url}/agent", body("run-1", "thread-1", text="bob"), headers=bob)
+    assert mine.status == 200 and mine.frames[-1].type == "RUN_FINISHED"
+
+
+def test_the_authorize_example_runs(tmp_path: Path) -> None:
+    """As written: `agui serve app:app` from the folder holding it, and the command line's
+    `agui serve app:agent --store ... --authorize app:authorize`."""
+    module = _authorize_example(tmp_path)
+    stem = module.stem
+    for args in (
+        (f"{stem}:app",),
+        (
+            f"{stem}:agent",
+            "--store",
+            f"sqlite:///{tmp_path / 'runs.db'}",
+            "--authorize",
+            f"{stem}:authorize",
+        ),
+    ):
+        server = Served("--app-dir", str(tmp_path), *args, "--no-console")
+        try:
+            _principals_hold(server.url.removesuffix("/agent"))
+        finally:
+            server.stop()
+
+
+def test_authorize_must_be_an_async_function() -> None:
+    err = refused("agents:paced", "--authorize", "agents:paced_sync_hook")
+    assert "--authorize: cannot load 'agents:paced_sync_hook'" in err
+    err = refused("agents:paced", "--authorize", "agents:app")
+    assert "not an async function" in err
+    err = refused("agents:asgi", "--authorize", "agents:paced")
+    assert "--authorize is for an agent" in err
 
 
 def test_the_retention_example_runs(live: Callable[[Any], str]) -> None:
