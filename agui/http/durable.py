@@ -39,6 +39,7 @@ from urllib.parse import parse_qs, unquote
 import attrs
 from agui_generated import (
     MessagesSnapshotEvent,
+    Problem,
     RunAgentInput,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -251,6 +252,13 @@ class Durable:
         if run_input is None:  # the client left while sending its body
             return
         thread_id, run_id = run_input.thread_id, run_input.run_id
+        empty = tuple(
+            Problem(f"/{name}", "empty", f"{name} is empty: a durable run needs one to be found")
+            for name, ident in (("threadId", thread_id), ("runId", run_id))
+            if not ident
+        )
+        if empty:  # its run could never be resumed, connected to or stopped
+            raise _BadRequest(400, "the body is not a RunAgentInput a store can keep", empty)
         principal = await self._allowed(scope, "start", thread_id, run_id)
         run_key = principal.key(run_id)
         self._capacity()

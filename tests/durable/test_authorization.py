@@ -220,3 +220,22 @@ def test_a_hook_that_answers_nonsense_is_a_500_and_logged(
     assert answer.status == 500
     assert json.loads(answer.body) == {"error": "the authorization check failed"}
     assert any("a principal is a non-empty string" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("thread_id", "run_id", "pointers"),
+    [("", "r1", ["/threadId"]), ("t1", "", ["/runId"]), ("", "", ["/threadId", "/runId"])],
+)
+def test_a_durable_run_needs_ids(
+    live: Callable[[Any], str], thread_id: str, run_id: str, pointers: list[str]
+) -> None:
+    """An empty id cannot be resumed, connected to or stopped: refused before it is stored."""
+    base = live(agui.AgentApp(paced, path="/agent", store="memory://"))
+    answer = post(f"{base}/agent", body(run_id, thread_id))
+    assert answer.status == 400
+    problems = json.loads(answer.body)["problems"]
+    assert [(p["pointer"], p["kind"]) for p in problems] == [(p, "empty") for p in pointers]
+    plain = live(agui.AgentApp(paced, path="/agent"))  # without a store nothing is kept: served
+    assert (
+        post(f"{plain}/agent", body(run_id, thread_id, count=1)).frames[-1].type == "RUN_FINISHED"
+    )
