@@ -296,6 +296,32 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/console.py", *quick)
 
 
+@nox.session(python=PYTHON)
+@nox.parametrize("redis", ["5.0.2", "latest"])
+def redis_versions(session: nox.Session, redis: str) -> None:
+    """The Redis backend on the oldest redis-py the redis extra allows (`redis>=5.0.2`) and on the
+    newest: their defaults differ (no socket timeout before 8.0, 5 s since), and RedisLog must set
+    every timeout itself. Installs the dev extra, then that redis-py, and runs the Redis tests:
+    tests/store on Redis and the silent-agent tests (tests/durable/test_redis_silence.py), with
+    AGUI_REQUIRE_REDIS=1 (a missing redis-server fails instead of skipping)."""
+    session.install("-e", ".[dev]")
+    if redis == "latest":
+        session.install("--upgrade", "redis")
+    else:
+        session.install(f"redis=={redis}")
+    session.run("python", "-c", "import redis; print('redis-py', redis.__version__)")
+    session.run(
+        "pytest",
+        "-q",
+        "tests/store",
+        "tests/durable/test_redis_silence.py",
+        "-k",
+        "redis",
+        *session.posargs,
+        env={"AGUI_REQUIRE_REDIS": "1"},
+    )
+
+
 def _npm_ci(session: nox.Session, source: Path, work: Path) -> None:
     """Install the npm packages pinned by source/package-lock.json into the git-ignored `work`."""
     work.mkdir(exist_ok=True)

@@ -12,7 +12,8 @@ lease, requesting a stop. A follower reads the stream with XRANGE, then waits wi
 Keys, under a prefix (`agui:` unless the URL says `?prefix=`):
 
 * `run:{run_id}`: a hash, the run's record (`thread`, `status`, `owner`, `started`, `lease`,
-  `stop`, `last`, `kept`: events kept, `finished`) and its RunAgentInput (`input`);
+  `stop`, `last`, `kept`: events kept, `finished`), its RunAgentInput (`input`), and the token of
+  the last write (`token`) with the entry it added (`entry`);
 * `events:{run_id}`: the stream; an entry's fields are `c` (how many events), `d` (the events
   concatenated), `l` (their lengths, comma-separated, when more than one) and `t` (present on the
   entry that ends with the terminal event);
@@ -26,16 +27,38 @@ least `max_events_per_run` (so it keeps up to one batch more); a finished run's 
 `run_ttl_seconds` after the run finished (PEXPIRE), and so does its thread's index once no run of
 the thread runs; `max_runs_per_thread` is applied when a run starts. Scripts touch keys they
 build from the prefix, so a Redis Cluster is not supported (a primary with replicas is).
+
+Timeouts: every timeout agui depends on is set here, never left to redis-py's defaults (they
+changed: 5.x-7.x had no socket timeout, 8.x has 5 s, the length of the XREAD BLOCK agui used, so
+a run silent for 5 s cut every stream following it). A command's reply must come within
+`socket_timeout`; a follower's blocked XREAD waits `block` seconds, on connections of its own
+whose socket timeout is `block + socket_timeout`, so the read is never cut by the client and a
+dead server is still noticed. A dropped connection or a timeout is retried with backoff; the
+writes that are not idempotent by themselves (starting a run, appending, closing a lost run)
+carry a token, and a retry of a write that was stored answers what the first one did, so a
+lost reply never stores events twice.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import math
+import secrets
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.asyncio.retry import Retry
+from redis.backoff import EqualJitterBackoff
+from redis.exceptions import (
+    ConnectionError as RedisConnectionError,
+    RedisError,
+    TimeoutError as RedisTimeoutError,
+)
 
 from .base import (
     Cursor,
@@ -61,8 +84,49 @@ thousand events), and a reader resuming a long run wants its first events before
 BATCH = 4096
 """The most events `read_batches` gives in one batch when the caller sets no limit."""
 
+# ── timeouts (RedisLog's parameters; the URL's query options of the same name) ─────────────
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds to open a connection (TCP, and TLS for rediss://): `connect_timeout`, or the URL's
+`socket_connect_timeout`."""
+
+SOCKET_TIMEOUT = 10.0
+"""Seconds a command's whole reply may take (an append of a big batch, an XRANGE of 500 entries
+included): `socket_timeout`, or the URL's `socket_timeout`. Longer means Redis is gone or stuck."""
+
 BLOCK_MS = 5000
-"""How long one XREAD BLOCK waits before the follower checks that its run still exists."""
+"""How long one XREAD BLOCK waits before the follower checks that its run still exists, in
+milliseconds: the default of `block` (seconds), read when a RedisLog is made. The followers'
+connections time out after `block + socket_timeout`, never during the wait."""
+
+HEALTH_CHECK_INTERVAL = 30.0
+"""A connection idle for longer is PINGed before its next command, and replaced if the PING
+fails (a connection a proxy or a firewall dropped): `health_check_interval`, or the URL's; 0:
+never. Longer than `block`, so a follower's XREADs go without."""
+
+KEEPALIVE = 30.0
+"""Seconds a connection is idle before the kernel's first TCP keep-alive probe (then one every
+KEEPALIVE_INTERVAL, KEEPALIVE_PROBES unanswered drop it): `keepalive`; 0, or the URL's
+`socket_keepalive=false`: no keep-alive."""
+
+KEEPALIVE_INTERVAL = 5
+KEEPALIVE_PROBES = 3
+
+RETRIES = 3
+"""Retries of a command whose connection dropped or timed out (the connection is replaced), after
+EqualJitterBackoff(base=BACKOFF_BASE, cap=BACKOFF_CAP): 0.25-0.5 s, 0.5-1 s, 1-2 s: `retries`."""
+
+BACKOFF_BASE = 0.25
+BACKOFF_CAP = 2.0
+
+URL_OPTIONS = {
+    "socket_connect_timeout": "connect_timeout",
+    "socket_timeout": "socket_timeout",
+    "health_check_interval": "health_check_interval",
+    "socket_keepalive": "keepalive",
+}
+"""The query options of a Redis URL (redis-py's names) that RedisLog reads itself: each sets the
+RedisLog parameter named here when that parameter is not given."""
 
 COMMAND_CONNECTIONS = 64
 """Connections for commands (appends, reads, records) per instance."""
@@ -90,8 +154,12 @@ end
 
 START = """
 -- KEYS: run, thread, running, leases, seq
--- ARGV: run_id, thread_id, owner, started, lease, stop, input, exclusive, max_runs, prefix
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+-- ARGV: run_id, thread_id, owner, started, lease, stop, input, exclusive, max_runs, prefix, token
+if redis.call('EXISTS', KEYS[1]) == 1 then
+    -- the same token: a retry of this very start, whose reply was lost
+    if redis.call('HGET', KEYS[1], 'token') == ARGV[11] then return 'ok' end
+    return 'exists'
+end
 if ARGV[8] == '1' then
     for _, id in ipairs(redis.call('SMEMBERS', KEYS[3])) do
         if redis.call('HGET', ARGV[10] .. 'run:' .. id, 'status') == 'running' then
@@ -102,7 +170,7 @@ if ARGV[8] == '1' then
 end
 redis.call('HSET', KEYS[1], 'thread', ARGV[2], 'status', 'running', 'owner', ARGV[3],
     'started', ARGV[4], 'lease', ARGV[5], 'stop', ARGV[6], 'last', '', 'kept', 0,
-    'input', ARGV[7])
+    'input', ARGV[7], 'token', ARGV[11])
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), ARGV[1])
 redis.call('PERSIST', KEYS[2])
 redis.call('SADD', KEYS[3], ARGV[1])
@@ -127,9 +195,11 @@ APPEND = (
     _FINISH
     + """
 -- KEYS: run, events
--- ARGV: run_id, count, lengths, data, final, max_events, ttl_ms, prefix, now
-local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'kept')
+-- ARGV: run_id, count, lengths, data, final, max_events, ttl_ms, prefix, now, token
+local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'kept', 'token', 'entry')
 if not record[1] then return 'unknown' end
+-- the same token: a retry of this very append, whose reply was lost; it was stored
+if record[4] == ARGV[10] then return record[5] end
 if record[1] ~= 'running' then return 'finished' end
 local count = tonumber(ARGV[2])
 local id
@@ -161,7 +231,8 @@ if max_events > 0 and kept > max_events then
     end
     redis.call('XTRIM', KEYS[2], 'MINID', keep_from)
 end
-redis.call('HSET', KEYS[1], 'kept', kept, 'last', id .. '.' .. (count - 1))
+redis.call('HSET', KEYS[1], 'kept', kept, 'last', id .. '.' .. (count - 1), 'token', ARGV[10],
+    'entry', id)
 if ARGV[5] == '1' then
     finish(KEYS[1], ARGV[1], record[2], ARGV[9], tonumber(ARGV[7]), ARGV[8])
 end
@@ -173,11 +244,13 @@ CLOSE_LOST = (
     _FINISH
     + """
 -- KEYS: run, events
--- ARGV: run_id, event, now, ttl_ms, prefix
-local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'lease', 'kept')
+-- ARGV: run_id, event, now, ttl_ms, prefix, token
+local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'lease', 'kept', 'token')
+if record[5] == ARGV[6] then return 1 end  -- a retry of this very call: it closed the run
 if record[1] ~= 'running' or tonumber(record[3]) >= tonumber(ARGV[3]) then return 0 end
 local id = redis.call('XADD', KEYS[2], '*', 'c', 1, 'd', ARGV[2], 't', 1)
-redis.call('HSET', KEYS[1], 'kept', tonumber(record[4]) + 1, 'last', id .. '.0')
+redis.call('HSET', KEYS[1], 'kept', tonumber(record[4]) + 1, 'last', id .. '.0', 'token', ARGV[6],
+    'entry', id)
 finish(KEYS[1], ARGV[1], record[2], ARGV[3], tonumber(ARGV[4]), ARGV[5])
 return 1
 """
@@ -252,25 +325,192 @@ def to_record(run_id: str, values: Sequence[bytes | None]) -> RunRecord | None:
     )
 
 
+def _seconds(name: str, value: Any, *, zero: bool = False) -> float:
+    """A number of seconds, positive (or zero when `zero`) and finite; StoreError otherwise."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise StoreError(
+            f"Redis store: {name} must be a number of seconds, not {value!r}"
+        ) from None
+    if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+        least = "zero or more" if zero else "more than zero"
+        raise StoreError(f"Redis store: {name} must be {least} seconds, not {value!r}")
+    return number
+
+
+def _settings(url: str, given: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The URL without the query options RedisLog reads itself (URL_OPTIONS), and the settings:
+    each parameter `given` (not None), else its URL option, else the default."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    from_url: dict[str, Any] = {}
+    for option, value in query:
+        if option in URL_OPTIONS:
+            from_url[URL_OPTIONS[option]] = value
+    if from_url.get("keepalive") is not None:  # socket_keepalive=false: off; true: the default
+        off = from_url["keepalive"].upper() in ("0", "F", "FALSE", "N", "NO")
+        from_url["keepalive"] = 0.0 if off else KEEPALIVE
+    defaults = {
+        "connect_timeout": CONNECT_TIMEOUT,
+        "socket_timeout": SOCKET_TIMEOUT,
+        "block": BLOCK_MS / 1000,
+        "health_check_interval": HEALTH_CHECK_INTERVAL,
+        "keepalive": KEEPALIVE,
+        "retries": RETRIES,
+    }
+    chosen = {
+        name: given[name] if given.get(name) is not None else from_url.get(name, default)
+        for name, default in defaults.items()
+    }
+    settings: dict[str, Any] = {
+        name: _seconds(name, chosen[name], zero=name in ("health_check_interval", "keepalive"))
+        for name in defaults
+        if name != "retries"
+    }
+    retries = chosen["retries"]
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise StoreError(f"Redis store: retries must be a whole number, 0 or more: {retries!r}")
+    settings["retries"] = retries
+    rest = urlencode([(option, value) for option, value in query if option not in URL_OPTIONS])
+    return parts._replace(query=rest).geturl(), settings
+
+
+class _Closed:
+    """Whether a RedisLog was closed: shared by the backoffs of all its connections."""
+
+    __slots__ = ("closed",)
+
+    def __init__(self) -> None:
+        self.closed = False
+
+
+class _Backoff(EqualJitterBackoff):
+    """redis-py's EqualJitterBackoff, that ends the retries once the log is closed: closing
+    disconnects the followers' connections, and their XREAD must then fail, not reconnect."""
+
+    def __init__(self, state: _Closed) -> None:
+        super().__init__(cap=BACKOFF_CAP, base=BACKOFF_BASE)
+        self.state = state
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Backoff:
+        return _Backoff(self.state)  # each connection copies its Retry: the state stays shared
+
+    def compute(self, failures: int) -> float:
+        if self.state.closed:
+            raise RedisConnectionError("the Redis store was closed")
+        delay: float = super().compute(failures)
+        return delay
+
+
+async def _handshake(connection: Any) -> None:
+    """A new connection's handshake (redis-py's `on_connect`), without a health check: the
+    connection was just made. redis-py 5.x health-checks the handshake's commands too, and when
+    the server does not answer the PING, its retry reconnects and handshakes again, and so on
+    without end: a stopped server would hang every command instead of timing it out."""
+    loop = asyncio.get_running_loop()
+    connection.next_health_check = loop.time() + connection.health_check_interval
+    await connection.on_connect()
+
+
+def _connection_options(
+    settings: dict[str, Any], socket_timeout: float, state: _Closed
+) -> dict[str, Any]:
+    """What each connection of a pool is given: every timeout agui depends on, explicitly."""
+    keepalive = settings["keepalive"]
+    keepalive_options: dict[int, int] = {}
+    if keepalive:
+        idle = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)
+        for option, value in (
+            (idle, max(1, math.ceil(keepalive))),
+            (getattr(socket, "TCP_KEEPINTVL", None), KEEPALIVE_INTERVAL),
+            (getattr(socket, "TCP_KEEPCNT", None), KEEPALIVE_PROBES),
+        ):
+            if option is not None:
+                keepalive_options[option] = value
+    backoff = _Backoff(state)
+    return {
+        "socket_connect_timeout": settings["connect_timeout"],
+        "socket_timeout": socket_timeout,
+        "health_check_interval": settings["health_check_interval"],
+        "socket_keepalive": bool(keepalive),
+        "socket_keepalive_options": keepalive_options,
+        "retry": Retry(backoff, settings["retries"]),
+        # redis-py 5.x retries only the errors listed here (and a pipeline's timeouts only with
+        # retry_on_timeout); later versions read them from `retry`, and accept both
+        "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+        "retry_on_timeout": True,
+        "redis_connect_func": _handshake,
+    }
+
+
 class RedisLog(EventLog):
-    """The event log in Redis (`redis://HOST:PORT/DB`)."""
+    """The event log in Redis (`redis://HOST:PORT/DB`).
+
+    The timeouts (module constants of the same names in capitals give the defaults):
+    `connect_timeout` seconds to connect; `socket_timeout` seconds for a command's reply;
+    `block` seconds of one XREAD BLOCK of a follower, whose connection times out after
+    `block + socket_timeout`; `health_check_interval` seconds idle before a connection is
+    PINGed before use (0: never); `keepalive` seconds idle before TCP keep-alive probes (0: off);
+    `retries` of a command whose connection dropped or timed out, with backoff. A parameter left
+    None takes the URL's query option of redis-py's name (`socket_connect_timeout`,
+    `socket_timeout`, `health_check_interval`, `socket_keepalive`) when the URL has it, else the
+    default: a parameter wins over the URL, the URL over the default. The URL's other options go
+    to redis-py as they are."""
 
     def __init__(
-        self, url: str, retention: Retention | None = None, *, prefix: str = "agui:"
+        self,
+        url: str,
+        retention: Retention | None = None,
+        *,
+        prefix: str = "agui:",
+        connect_timeout: float | None = None,
+        socket_timeout: float | None = None,
+        block: float | None = None,
+        health_check_interval: float | None = None,
+        keepalive: float | None = None,
+        retries: int | None = None,
     ) -> None:
         self.retention = retention if retention is not None else Retention()
         self.prefix = prefix
+        given = {
+            "connect_timeout": connect_timeout,
+            "socket_timeout": socket_timeout,
+            "block": block,
+            "health_check_interval": health_check_interval,
+            "keepalive": keepalive,
+            "retries": retries,
+        }
+        try:
+            url, settings = _settings(url, given)
+        except ValueError as error:
+            raise StoreError(f"cannot use the Redis store URL {url!r}: {error}") from None
+        self.settings: dict[str, Any] = settings
+        """The timeouts in use (the parameters' names), after the URL's options and defaults."""
+        self._block_ms = max(1, round(settings["block"] * 1000))
+        tail_timeout = settings["block"] + settings["socket_timeout"]
+        self._closed = _Closed()
         try:
             # Commands share a bounded pool (a caller waits for a free connection); each follower
             # waiting for new events holds a connection of the tails' pool for its XREAD BLOCK.
             # Typed Any: with decode_responses=False the replies are bytes, not the unions of
             # redis-py's annotations.
             commands = aioredis.BlockingConnectionPool.from_url(
-                url, max_connections=COMMAND_CONNECTIONS, timeout=None
+                url,
+                max_connections=COMMAND_CONNECTIONS,
+                timeout=None,
+                **_connection_options(settings, settings["socket_timeout"], self._closed),
             )
-            tails = aioredis.ConnectionPool.from_url(url, max_connections=TAIL_CONNECTIONS)
+            tails = aioredis.ConnectionPool.from_url(
+                url,
+                max_connections=TAIL_CONNECTIONS,
+                **_connection_options(settings, tail_timeout, self._closed),
+            )
         except (ValueError, RedisError) as error:
             raise StoreError(f"cannot use the Redis store URL {url!r}: {error}") from None
+        # A write's token: unique among every worker's writes (a random prefix per instance).
+        self._instance = secrets.token_hex(8)
+        self._writes = itertools.count()
         self._redis: Any = aioredis.Redis(connection_pool=commands)
         self._tails: Any = aioredis.Redis(connection_pool=tails)
         self._start = self._redis.register_script(START)
@@ -284,6 +524,11 @@ class RedisLog(EventLog):
         self._max_events = 0 if limit is None else max(1, limit)  # 0: no limit
         limit = self.retention.max_runs_per_thread
         self._max_runs = 0 if limit is None else max(1, limit)
+
+    def _token(self) -> str:
+        """A new write's token: a retry of the write (redis-py resends the same arguments) is
+        known by it, and answered with what the write did instead of being done again."""
+        return f"{self._instance}.{next(self._writes)}"
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -309,6 +554,7 @@ class RedisLog(EventLog):
             int(exclusive),
             self._max_runs,
             self.prefix,
+            self._token(),
         ]
         try:
             answer = await self._start(keys, arguments)
@@ -340,6 +586,7 @@ class RedisLog(EventLog):
             self._ttl_ms,
             self.prefix,
             repr(time.time()),
+            self._token(),
         ]
         try:
             answer = await self._append(
@@ -379,6 +626,7 @@ class RedisLog(EventLog):
             repr(now),
             self._ttl_ms,
             self.prefix,
+            self._token(),
         ]
         try:
             return bool(await self._close_lost(keys, arguments))
@@ -485,7 +733,9 @@ class RedisLog(EventLog):
             else:
                 position = "0-0" if skip is None else skip[0]
             while True:  # what comes
-                reply = await self._tails.xread({stream: position}, count=CHUNK, block=BLOCK_MS)
+                reply = await self._tails.xread(
+                    {stream: position}, count=CHUNK, block=self._block_ms
+                )
                 if not reply:
                     if not await self._redis.exists(run_key):
                         return  # dropped by retention while followed
@@ -544,5 +794,6 @@ class RedisLog(EventLog):
         return entry, index
 
     async def aclose(self) -> None:
+        self._closed.closed = True  # no retry from now on: the followers end, as they should
         await self._redis.aclose(close_connection_pool=True)
         await self._tails.aclose(close_connection_pool=True)
