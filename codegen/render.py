@@ -57,6 +57,17 @@ LEDGER = "../spec/proto-ledger.txt"
 PYDANTIC_MODELS = f"{PYDANTIC}/models.py"
 STATIC = {f"{PACKAGE}/py.typed": "", f"{PYDANTIC}/py.typed": ""}
 
+MAX_JSON_DEPTH = 128
+"""The deepest an any-JSON value may nest, in levels of arrays and objects (the value itself is
+the first), decoding and encoding alike, JSON and protobuf alike: _runtime.MAX_JSON_DEPTH and
+proto_wire.MAX_DEPTH are this number. One limit both ways means whatever decodes encodes again.
+
+It sits well inside what the libraries underneath take: orjson reads 1024 levels and writes 254
+(since 3.11.5; `orjson.dumps` refuses the 255th), and the spec puts at most 6 levels of models
+above an any-JSON value (RUN_STARTED.input.messages[i].toolCalls[j].metadata), so a document at
+the limit is at most 134 levels deep: orjson writes it in one call, with 120 levels to spare, and
+pydantic-core's parser (201 levels) reads it too. tests/test_nesting.py checks these numbers."""
+
 
 def docstring(text: str, indent: int) -> str:
     """A triple-quoted docstring, wrapped to the line length, indented for its position."""
@@ -121,6 +132,7 @@ def environment() -> jinja2.Environment:
     env.filters["pyregex"] = python_regex
     env.filters["comment"] = comment
     env.filters["bytes_chunks"] = bytes_chunks
+    env.globals["max_json_depth"] = MAX_JSON_DEPTH
     return env
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agui_generated._runtime import MAX_JSON_DEPTH
 
 from .conftest import FIXTURES
 
@@ -321,10 +322,16 @@ def _nested(depth: int) -> dict[str, Any]:
     return value
 
 
-@pytest.mark.parametrize("depth", [300, 250])
+def _deep_pointer(at: str, depth: int) -> str:
+    """The pointer of the innermost object of `_nested(depth)` held at `at`."""
+    return at + "".join(f"/k{i}" for i in reversed(range(depth - 1)))
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, MAX_JSON_DEPTH - 1])
 def test_deeply_nested_metadata_is_valid_and_kept_whole(depth: int, tmp_path: Path) -> None:
-    """Opaque JSON (metadata) is kept as is however deep, below and above the 255 levels orjson
-    writes: ok with no error or warning, exit 0, and `wire` is the event in spec order."""
+    """Opaque JSON (metadata) nested up to the limit (MAX_JSON_DEPTH levels, which encoding
+    takes too) is kept as is: ok with no error or warning, exit 0, and `wire` is the event in
+    spec order."""
     doc = tmp_path / "deep.json"
     event = {"type": "TEXT_MESSAGE_START", "messageId": "m1", "metadata": _nested(depth)}
     doc.write_text(json.dumps(event))
@@ -339,11 +346,34 @@ def test_deeply_nested_metadata_is_valid_and_kept_whole(depth: int, tmp_path: Pa
     assert run.seconds < QUICK  # hang bound
 
 
-def test_deeply_nested_unknown_event_is_forwarded_whole(tmp_path: Path) -> None:
-    """The same for an event of an unknown type, which tolerant mode forwards whole: ok with the
-    one unknown_tag warning at /type, exit 0, and `wire` is the document as received."""
+def test_metadata_nested_one_level_deeper_is_a_depth_error(tmp_path: Path) -> None:
+    """One level past the limit is refused, at the object one level too deep."""
     doc = tmp_path / "deep.json"
-    document = json.dumps({"type": "FUTURE_EVENT", "metadata": _nested(300)}, separators=(",", ":"))
+    event = {
+        "type": "TEXT_MESSAGE_START",
+        "messageId": "m1",
+        "metadata": _nested(MAX_JSON_DEPTH + 1),
+    }
+    doc.write_text(json.dumps(event))
+    result = _only_failure(validate(doc), "depth", _deep_pointer("/metadata", MAX_JSON_DEPTH + 1))
+    assert len(result["errors"]) == 1
+
+
+def test_deeply_nested_unknown_event_is_forwarded_whole(tmp_path: Path) -> None:
+    """The same for an event of an unknown type, which tolerant mode forwards whole (so the
+    event itself is the any-JSON value, its metadata one level down): ok with the one
+    unknown_tag warning at /type, exit 0, and `wire` is the document as received; one level
+    more is a depth error."""
+    too_deep = {"type": "FUTURE_EVENT", "metadata": _nested(MAX_JSON_DEPTH)}
+    (tmp_path / "too-deep.json").write_text(json.dumps(too_deep))
+    refused = _only_failure(
+        validate(tmp_path / "too-deep.json"), "depth", _deep_pointer("/metadata", MAX_JSON_DEPTH)
+    )
+    assert len(refused["errors"]) == 1
+    doc = tmp_path / "deep.json"
+    document = json.dumps(
+        {"type": "FUTURE_EVENT", "metadata": _nested(MAX_JSON_DEPTH - 1)}, separators=(",", ":")
+    )
     doc.write_text(document)
     run = validate(doc)
     assert run.code == 0, run.stdout[:500] + run.stderr[-500:]

@@ -393,8 +393,8 @@ def test_the_members_an_open_object_keeps_are_checked_too() -> None:
 
 def test_what_is_json_is_written() -> None:
     """Tuples are arrays, subclasses of str and int are strings and integers, integers of any
-    size and nesting of any depth the decoder reads are written; members holding a StrEnum or
-    an IntEnum member are written as the plain string or integer."""
+    size and nesting to the limit the decoder reads (MAX_JSON_DEPTH) are written; members holding
+    a StrEnum or an IntEnum member are written as the plain string or integer."""
 
     class Color(enum.StrEnum):
         RED = "red"
@@ -403,7 +403,7 @@ def test_what_is_json_is_written() -> None:
         HIGH = 3
 
     deep: Any = "leaf"
-    for _ in range(300):
+    for _ in range(_runtime.MAX_JSON_DEPTH - 1):  # inside `value`, the first level
         deep = [deep]
     value = {"t": (1, 2.5, None), "c": Color.RED, "l": Level.HIGH, "big": 2**70, "deep": deep}
     value["od"] = OrderedDict(a=1)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, overload
 import attrs
 import orjson
 from agui_generated import DecodeError, Event, Problem, UnknownEvent
-from agui_generated._runtime import dumps_checked, json_fragment, report
+from agui_generated._runtime import document_nests_deeper, dumps_checked, json_fragment, report
 from agui_generated.codec import (
     DEFINITIONS,
     DISCRIMINATORS,
@@ -84,14 +84,20 @@ def decode(
     strict=True accepts exactly the contract. The default, tolerant mode is for receivers: unknown
     members and unknown union members are removed and reported as warnings, and an event of an
     unknown type comes back as UnknownEvent. A known member with a wrong type is an error in both
-    modes, and nothing is coerced. Warnings are appended to `warnings` when a list is given, else
-    logged on the "agui" logger. Raises DecodeError listing every problem with its JSON pointer.
+    modes, and nothing is coerced. An any-JSON value (state, metadata, ...) may nest at most
+    MAX_JSON_DEPTH (128) levels of arrays and objects, the limit encoding has: a deeper one is an
+    error of kind "depth" at the array or object one level too deep. Warnings are appended to
+    `warnings` when a list is given, else logged on the "agui" logger. Raises DecodeError listing
+    every problem with its JSON pointer.
     """
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise DecodeError([Problem("", "json", f"not valid JSON: {exc}")]) from None
-    result, found = decode_value(value, cls, strict, cls is Event)
+    # A document no deeper than the limit (nearly all: most are too short or have too few
+    # brackets to be) cannot hold a value deeper than it; only a deeper one has its values measured.
+    deep = document_nests_deeper(data, value)
+    result, found = decode_value(value, cls, strict, cls is Event, deep)
     if found:
         return report(result, found, value, warnings)
     return result
@@ -101,7 +107,15 @@ def decode_json(
     value: Any, cls: Any = Event, *, strict: bool = False, warnings: list[Problem] | None = None
 ) -> Any:
     """Like decode, for a document already parsed into Python JSON values."""
-    result, found = decode_value(value, cls, strict, cls is Event)
+    return decode_parsed(value, cls, strict, warnings, deep=True)
+
+
+def decode_parsed(
+    value: Any, cls: Any, strict: bool, warnings: list[Problem] | None, *, deep: bool
+) -> Any:
+    """decode_json, told whether the document may nest its any-JSON values deeper than
+    MAX_JSON_DEPTH (deep=False: a reader that refused deeper ones already, the binary form's)."""
+    result, found = decode_value(value, cls, strict, cls is Event, deep)
     if found:
         return report(result, found, value, warnings)
     return result
@@ -153,8 +167,9 @@ def _encode_slowly(obj: Any) -> bytes:
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON of plain Python values. orjson stops at 255 levels of nesting while decoding
-    accepts more, so deeper values go through the standard library, written the same way."""
+    """Compact JSON of plain Python values. orjson stops at 254 levels of nesting (what agui
+    decodes and encodes stays far inside: MAX_JSON_DEPTH), so deeper values of other origins go
+    through the standard library, written the same way."""
     try:
         return orjson.dumps(value)
     except orjson.JSONEncodeError as exc:

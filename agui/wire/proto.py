@@ -24,7 +24,7 @@ from agui_generated.proto_wire import (
 )
 
 from agui.errors import EncodeError, ProtoStreamError
-from agui.wire.codec import decode_json, to_json
+from agui.wire.codec import decode_parsed, to_json
 
 __all__ = [
     "DEFAULT_MAX_PROTO_FRAME_BYTES",
@@ -53,7 +53,7 @@ _MIB = 1024 * 1024
 def encode_proto(event: Any) -> bytes:
     """The serialized `ag_ui.Event` of an event (no length prefix). Raises EncodeError for what
     the binary form cannot carry: an UnknownEvent, a value that is not JSON, or JSON values nested
-    deeper than 256 levels."""
+    deeper than MAX_JSON_DEPTH (128) levels (which `encode` refuses as well)."""
     value = to_json(event)
     try:
         return encode_event(value)
@@ -87,8 +87,9 @@ def decode_proto(
     warnings: list[Problem] | None = None,
 ) -> Any:
     """A serialized `ag_ui.Event` -> the event, checked as `agui.decode` checks JSON (strict or
-    tolerant, with the same warnings)."""
-    return decode_json(decode_proto_json(data), Event, strict=strict, warnings=warnings)
+    tolerant, with the same warnings). The reader refuses values nested deeper than
+    MAX_JSON_DEPTH itself, so the check does not measure them again."""
+    return decode_parsed(decode_proto_json(data), Event, strict, warnings, deep=False)
 
 
 class ProtoFrameDecoder:

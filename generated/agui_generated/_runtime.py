@@ -48,7 +48,7 @@ class Problem:
     """Where, as a JSON Pointer in wire names; "" is the whole document."""
     kind: str
     """What kind of problem: json, type, missing, null, unknown_property, unknown_tag, enum, const,
-    range, pattern, min_items, or too_large."""
+    range, pattern, min_items, depth, or too_large."""
     message: str
     """A plain sentence saying what is wrong."""
 
@@ -135,12 +135,15 @@ def report(result: Any, found: list[Problem], value: Any, warnings: list[Problem
 
 
 class Ctx:
-    """The state of one decode call: strictness and what was found so far."""
+    """The state of one decode call: strictness, whether any-JSON values must be measured (`deep`:
+    unless the caller knows the document cannot nest deeper than MAX_JSON_DEPTH), and what was
+    found so far."""
 
-    __slots__ = ("dropped", "problems", "strict", "warnings")
+    __slots__ = ("deep", "dropped", "problems", "strict", "warnings")
 
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, deep: bool = True) -> None:
         self.strict = strict
+        self.deep = deep
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
         self.dropped = 0
@@ -165,8 +168,9 @@ class FirstPass(Ctx):
 
     __slots__ = ()
 
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, deep: bool) -> None:
         self.strict = strict
+        self.deep = deep
         self.problems = []
         self.warnings = []
         self.dropped = 0
@@ -178,7 +182,169 @@ class FirstPass(Ctx):
         raise Restart
 
 
-FIRST_PASS: Final = {True: FirstPass(True), False: FirstPass(False)}
+FIRST_PASS: Final = {
+    deep: {True: FirstPass(True, deep), False: FirstPass(False, deep)} for deep in (True, False)
+}
+"""The shared first-pass contexts, by `deep`, then by `strict`."""
+
+
+# ── nesting ────────────────────────────────────────────────────────────────────────────────────
+
+MAX_JSON_DEPTH: Final = 128
+"""The deepest an any-JSON value (state, a result, metadata, a patch value, a tool's parameters,
+an unknown event) may nest, in levels of arrays and objects: the value itself is the first, so
+`{}` and `[]` are one level and `[[1]]` two. Decoding refuses a deeper value (a Problem of kind
+"depth" whose pointer is the array or object one level too deep) and encoding refuses it
+(EncodeError, the same pointer), so whatever decodes encodes again; the binary form holds the
+same (proto_wire.MAX_DEPTH). The number comes from codegen/render.py, which says why it is this
+one: well inside the 1024 levels orjson reads and the 254 it writes, models around the value
+included."""
+_SHALLOW_TEXT: Final = 2 * MAX_JSON_DEPTH
+"""JSON text this long or shorter cannot nest deeper (a level costs two brackets)."""
+_WALK_BUDGET: Final = 256
+"""Members a measure looks at itself before it asks orjson instead (nests_deeper)."""
+
+
+def may_nest_deeper(text: bytes | bytearray | memoryview | str) -> bool:
+    """Whether JSON text may nest deeper than MAX_JSON_DEPTH. False is certain: the text is too
+    short, or it has too few opening brackets (counted at memchr speed); most documents are such."""
+    if len(text) <= _SHALLOW_TEXT:
+        return False
+    if isinstance(text, str):
+        objects = text.count("{")
+        return objects > MAX_JSON_DEPTH or objects + text.count("[") > MAX_JSON_DEPTH
+    if isinstance(text, memoryview):
+        text = text.tobytes()  # no count() of its own
+    objects = text.count(b"{")  # a second count only when the first does not settle it
+    return objects > MAX_JSON_DEPTH or objects + text.count(b"[") > MAX_JSON_DEPTH
+
+
+def document_nests_deeper(text: bytes | bytearray | memoryview | str, document: Any) -> bool:
+    """Whether a document parsed from `text` nests deeper than MAX_JSON_DEPTH, the models around
+    its values included: when it does not (nearly always), none of its any-JSON values can, and a
+    decode need not measure them (decode_value's `deep`)."""
+    return may_nest_deeper(text) and _nests_deeper_large(document)
+
+
+def nests_deeper(value: Any) -> bool:
+    """Whether an array or object (a dict, a list or a tuple) nests deeper than MAX_JSON_DEPTH.
+
+    A small value is measured level by level; once that has looked at _WALK_BUDGET members,
+    orjson is asked (_nests_deeper_large), which measures a large value at its own speed."""
+    if type(value) is not dict and type(value) is not list:
+        value = _container(value)  # a tuple, a subclass, an enum member holding one
+        if value is None:
+            return False
+    level: list[Any] = [value]
+    looked = 0
+    for _ in range(MAX_JSON_DEPTH):
+        inner: list[Any] = []
+        for v in level:
+            items = v.values() if isinstance(v, dict) else v
+            looked += len(items)
+            for x in items:
+                t = type(x)
+                if t is dict or t is list:
+                    inner.append(x)
+                elif not (t is str or t is int or t is float or t is bool or x is None):
+                    x = _container(x)
+                    if x is not None:
+                        inner.append(x)
+        if not inner:
+            return False
+        if looked > _WALK_BUDGET:
+            return _nests_deeper_large(value)
+        level = inner
+    return True
+
+
+def _container(value: Any) -> Any:
+    """The array or object a value is written as (itself, or an enum member's value), or None."""
+    if isinstance(value, Enum):
+        value = value.value
+    return value if isinstance(value, dict | list | tuple) else None
+
+
+def _nests_deeper_large(value: Any) -> bool:
+    """nests_deeper for a large value, asked of orjson: wrapped in one-item arrays, as many as
+    orjson writes beyond MAX_JSON_DEPTH - 1 levels, it is written exactly when it nests no deeper
+    than that, in about the time writing it takes (a walk takes several times as long). One level
+    of slack, since orjson does not count an empty tuple: what it refuses (at or past the limit,
+    or something else it does not write) is measured by a walk, and so is everything when
+    orjson sets no nesting limit."""
+    pad = _orjson_pad()
+    if pad is not None:
+        wrapped = value
+        for _ in range(pad):
+            wrapped = [wrapped]
+        try:
+            _dumps(wrapped, option=_JSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            return False
+    return too_deep_at(value, ()) is not None
+
+
+@functools.cache
+def _orjson_pad() -> int | None:
+    """How many one-item arrays make orjson.dumps refuse a value that nests MAX_JSON_DEPTH levels
+    (orjson 3.11.5 and later write 254 levels: 127), found once by trying; None when orjson
+    writes 1024 levels (releases before 3.11.5 set no limit)."""
+
+    def nested(levels: int) -> Any:
+        value: Any = 0
+        for _ in range(levels):
+            value = [value]
+        return value
+
+    def writes(levels: int) -> bool:
+        try:
+            _dumps(nested(levels))
+        except TypeError:
+            return False
+        return True
+
+    low, high = MAX_JSON_DEPTH, 1024
+    if writes(high) or not writes(low):
+        return None
+    while high - low > 1:  # orjson writes `low` levels and refuses `high`
+        middle = (low + high) // 2
+        if writes(middle):
+            low = middle
+        else:
+            high = middle
+    return low - MAX_JSON_DEPTH + 1
+
+
+def too_deep_at(value: Any, at: At) -> At | None:
+    """The location of the first array or object (in document order) one level deeper than
+    MAX_JSON_DEPTH in a value located at `at`; None when it nests no deeper."""
+    stack: list[tuple[Any, At, int]] = [(value, at, 1)]
+    while stack:
+        v, where, level = stack.pop()
+        t = type(v)
+        if t is not dict and t is not list:
+            v = _container(v)
+            if v is None:
+                continue
+        if level > MAX_JSON_DEPTH:
+            return where
+        if isinstance(v, dict):
+            stack.extend((x, (where, k), level + 1) for k, x in reversed(list(v.items())))
+        else:
+            stack.extend((x, (where, i), level + 1) for i, x in reversed(list(enumerate(v))))
+    return None
+
+
+def depth(cx: Ctx, value: Any, at: At) -> None:
+    """Report an any-JSON array or object that nests deeper than MAX_JSON_DEPTH. The decoders call
+    it for each such value when the document may nest that deep (cx.deep)."""
+    if nests_deeper(value):
+        found = too_deep_at(value, at)
+        cx.error(
+            at if found is None else found, "depth", f"nests deeper than {MAX_JSON_DEPTH} levels"
+        )
 
 
 def describe(value: Any) -> str:
@@ -328,10 +494,12 @@ def values(
 
 
 def json_items(cx: Ctx, items: list[Any], at: At) -> tuple[Any, ...]:
-    """An array of any JSON values but null."""
+    """An array of any JSON values but null, each nesting no deeper than MAX_JSON_DEPTH."""
     for i, item in enumerate(items):
         if item is None:
             cx.error((at, i), "null", "null is not allowed here")
+        elif cx.deep and (type(item) is dict or type(item) is list):
+            depth(cx, item, (at, i))
     return tuple(items)
 
 
@@ -452,12 +620,15 @@ def extra(
     """Members other than the known ones, and nulls on optional members.
 
     Closed objects: an error in strict mode, removed with a warning in tolerant mode.
-    Open objects (`keep`): unknown members are legal and returned to be kept verbatim."""
+    Open objects (`keep`): unknown members are legal and returned to be kept verbatim (any JSON,
+    so measured like any)."""
     kept: dict[str, Any] = {}
     for key, value in d.items():
         if key not in known:
             if keep:
                 kept[key] = value
+                if cx.deep and (type(value) is dict or type(value) is list):
+                    depth(cx, value, (at, key))
             elif cx.strict:
                 cx.error((at, key), "unknown_property", f"unknown member '{key}'")
             else:
@@ -488,8 +659,6 @@ reach the slow path and are reported like any other object that is not JSON."""
 _dumps = orjson.dumps
 _Fragment = orjson.Fragment
 _has_null = re.compile(b"null").search
-MAX_JSON_DEPTH: Final = 1000
-"""The deepest nesting an any-JSON value may have (the json module cannot write deeper ones)."""
 _LEAVE: Final = object()
 
 
@@ -500,14 +669,18 @@ def json_plain(value: Any, key: str | int | None) -> Any:
 
     The check is orjson itself (it refuses sets, non-string keys and objects it cannot write),
     plus a look for NaN and the infinities, which orjson writes as null: only when its output
-    holds "null" are the value's floats looked at. Enum members and UUIDs pass, since orjson
-    writes them as JSON (a member as its value, a UUID as its string)."""
+    holds "null" are the value's floats looked at; and the value's nesting, measured only when
+    its output is long enough and has enough brackets to nest deeper than MAX_JSON_DEPTH. Enum
+    members and UUIDs pass, since orjson writes them as JSON (a member as its value, a UUID as
+    its string)."""
     try:
         out = _dumps(value, option=_JSON_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError included
         _json_slowly(value, key)
         return value
-    if _has_null(out) is not None and not _finite(value):
+    if (_has_null(out) is not None and not _finite(value)) or (
+        len(out) > _SHALLOW_TEXT and _deep(out, value)
+    ):
         _json_slowly(value, key)
     return value
 
@@ -520,13 +693,22 @@ def json_fragment(value: Any, key: str | int | None) -> Any:
         out = _dumps(value, option=_JSON_OPTIONS)
     except TypeError:
         return _Fragment(_json_slowly(value, key))
-    if _has_null(out) is not None and not _finite(value):
+    if (_has_null(out) is not None and not _finite(value)) or (
+        len(out) > _SHALLOW_TEXT and _deep(out, value)
+    ):
         _json_slowly(value, key)
     return _Fragment(out)
 
 
+def _deep(out: bytes, value: Any) -> bool:
+    """Whether a value orjson wrote as `out` (longer than _SHALLOW_TEXT) nests deeper than
+    MAX_JSON_DEPTH: out's brackets first, too few of them settle it; then orjson measures."""
+    return may_nest_deeper(out) and _nests_deeper_large(value)
+
+
 def _finite(value: Any) -> bool:
-    """No NaN or infinity anywhere in a value orjson accepted (so at most 255 levels deep)."""
+    """No NaN or infinity anywhere in a value orjson accepted (so at most the 254 levels it
+    writes)."""
     t = type(value)
     if t is dict:
         items: Any = value.values()
@@ -552,9 +734,9 @@ def _finite(value: Any) -> bool:
 
 
 def _json_slowly(value: Any, key: str | int | None) -> bytes:
-    """What orjson refused, or a null in its output: raise for the first thing that is not JSON;
-    if there is none (an integer beyond 64 bits, nesting deeper than orjson writes, a subclass of
-    float or tuple), write the value with the json module."""
+    """What orjson refused, a null in its output, or a nesting to measure: raise for the first
+    thing that is not JSON (or nests deeper than MAX_JSON_DEPTH); if there is none (an integer
+    beyond 64 bits, a subclass of float or tuple), write the value with the json module."""
     prefix = "" if key is None else "/" + segment(key)
     found = locate(value)
     if found is not None:
@@ -571,8 +753,9 @@ def _json_slowly(value: Any, key: str | int | None) -> bytes:
 
 def dumps_checked(value: Any) -> bytes:
     """Compact JSON of checked Python values (what encode_value returns) that orjson would not
-    write: deeper than its 255 levels, an integer beyond 64 bits, or a string with a lone
-    surrogate (reported with its pointer)."""
+    write: an integer beyond 64 bits, or a string with a lone surrogate (reported with its
+    pointer). A checked value nests no deeper than orjson writes: MAX_JSON_DEPTH and the models
+    around it."""
     return _json_slowly(value, None)
 
 
@@ -594,10 +777,11 @@ def locate(value: Any) -> tuple[At, str] | None:
     """The first thing in a value (in document order) that is not JSON, with what is wrong with it;
     None if it is all JSON: dicts with string keys, lists, tuples, strings (encodable as UTF-8),
     integers, finite floats, booleans, None, and what orjson writes as JSON (enum members by their
-    value, UUIDs, orjson.Fragment). Iterative, so any depth and any cycle is safe."""
+    value, UUIDs, orjson.Fragment), nesting at most MAX_JSON_DEPTH levels (an array or object one
+    level deeper is reported). Iterative, so any depth and any cycle is safe."""
     stack: list[tuple[Any, Any, int]] = [(value, (), 0)]
     active: set[int] = set()  # the containers on the current path: meeting one again is a cycle
-    done: set[int] = set()  # the containers checked already: a shared one is checked once
+    done: dict[int, int] = {}  # the containers checked already, and at which depth
     while stack:
         v, at, depth = stack.pop()
         if v is _LEAVE:
@@ -623,11 +807,11 @@ def locate(value: Any) -> tuple[At, str] | None:
             ident = id(v)
             if ident in active:
                 return at, f"the {type(v).__name__} contains itself"
-            if ident in done:
-                continue
+            if done.get(ident, -1) >= depth:
+                continue  # checked already, where it had as much room to nest or less
             if depth >= MAX_JSON_DEPTH:
                 return at, f"nests deeper than {MAX_JSON_DEPTH} levels"
-            done.add(ident)
+            done[ident] = depth
             active.add(ident)
             stack.append((_LEAVE, ident, 0))
             if isinstance(v, dict):

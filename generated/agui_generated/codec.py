@@ -259,6 +259,8 @@ def _d_TextPart(d: dict[str, Any], at: At, cx: Ctx) -> TextPart:
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
+            if cx.deep and (type(v_metadata) is dict or type(v_metadata) is list):
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_TextPart, _O_TextPart, False)
@@ -505,6 +507,8 @@ def _d_ImagePart(d: dict[str, Any], at: At, cx: Ctx) -> ImagePart:
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
+            if cx.deep and (type(v_metadata) is dict or type(v_metadata) is list):
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ImagePart, _O_ImagePart, False)
@@ -573,6 +577,8 @@ def _d_AudioPart(d: dict[str, Any], at: At, cx: Ctx) -> AudioPart:
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
+            if cx.deep and (type(v_metadata) is dict or type(v_metadata) is list):
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_AudioPart, _O_AudioPart, False)
@@ -641,6 +647,8 @@ def _d_VideoPart(d: dict[str, Any], at: At, cx: Ctx) -> VideoPart:
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
+            if cx.deep and (type(v_metadata) is dict or type(v_metadata) is list):
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_VideoPart, _O_VideoPart, False)
@@ -709,6 +717,8 @@ def _d_DocumentPart(d: dict[str, Any], at: At, cx: Ctx) -> DocumentPart:
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
+            if cx.deep and (type(v_metadata) is dict or type(v_metadata) is list):
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_DocumentPart, _O_DocumentPart, False)
@@ -864,6 +874,8 @@ def _d_ToolCall(d: dict[str, Any], at: At, cx: Ctx) -> ToolCall:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolCall, _O_ToolCall, False)
@@ -960,6 +972,8 @@ def _d_DeveloperMessage(d: dict[str, Any], at: At, cx: Ctx) -> DeveloperMessage:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_DeveloperMessage, _O_DeveloperMessage, False)
@@ -1066,6 +1080,8 @@ def _d_SystemMessage(d: dict[str, Any], at: At, cx: Ctx) -> SystemMessage:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_SystemMessage, _O_SystemMessage, False)
@@ -1171,6 +1187,8 @@ def _d_AssistantMessage(d: dict[str, Any], at: At, cx: Ctx) -> AssistantMessage:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_content = d.get("content")
         if v_content is not None:
@@ -1316,6 +1334,8 @@ def _d_UserMessage(d: dict[str, Any], at: At, cx: Ctx) -> UserMessage:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_UserMessage, _O_UserMessage, False)
@@ -1443,6 +1463,8 @@ def _d_ToolMessage(d: dict[str, Any], at: At, cx: Ctx) -> ToolMessage:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolMessage, _O_ToolMessage, False)
@@ -1536,6 +1558,8 @@ def _d_ActivityMessage(d: dict[str, Any], at: At, cx: Ctx) -> ActivityMessage:
     v_content = d.get("content")
     if type(v_content) is not dict:
         v_content = _rt.bad(cx, d, at, "content", "an object")
+    elif cx.deep:
+        _rt.depth(cx, v_content, (at, "content"))
 
     n = 4
     if len(d) == n:
@@ -1553,6 +1577,8 @@ def _d_ActivityMessage(d: dict[str, Any], at: At, cx: Ctx) -> ActivityMessage:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ActivityMessage, _O_ActivityMessage, False)
@@ -1642,6 +1668,8 @@ def _d_ReasoningMessage(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningMessage:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ReasoningMessage, _O_ReasoningMessage, False)
@@ -1739,6 +1767,8 @@ def _d_AddOperation(d: dict[str, Any], at: At, cx: Ctx) -> AddOperation:
     v_value = d.get("value", _MISSING)
     if v_value is _MISSING:
         v_value = _rt.bad(cx, d, at, "value", "a JSON value")
+    if cx.deep and (type(v_value) is dict or type(v_value) is list):
+        _rt.depth(cx, v_value, (at, "value"))
 
     n = 3
     v_extra = (
@@ -1838,6 +1868,8 @@ def _d_ReplaceOperation(d: dict[str, Any], at: At, cx: Ctx) -> ReplaceOperation:
     v_value = d.get("value", _MISSING)
     if v_value is _MISSING:
         v_value = _rt.bad(cx, d, at, "value", "a JSON value")
+    if cx.deep and (type(v_value) is dict or type(v_value) is list):
+        _rt.depth(cx, v_value, (at, "value"))
 
     n = 3
     v_extra = (
@@ -2006,6 +2038,8 @@ def _d_TestOperation(d: dict[str, Any], at: At, cx: Ctx) -> TestOperation:
     v_value = d.get("value", _MISSING)
     if v_value is _MISSING:
         v_value = _rt.bad(cx, d, at, "value", "a JSON value")
+    if cx.deep and (type(v_value) is dict or type(v_value) is list):
+        _rt.depth(cx, v_value, (at, "value"))
 
     n = 3
     v_extra = (
@@ -2099,12 +2133,16 @@ def _d_Tool(d: dict[str, Any], at: At, cx: Ctx) -> Tool:
         v_parameters = d.get("parameters")
         if v_parameters is not None:
             n += 1
+            if cx.deep and (type(v_parameters) is dict or type(v_parameters) is list):
+                _rt.depth(cx, v_parameters, (at, "parameters"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_Tool, _O_Tool, False)
@@ -2213,12 +2251,16 @@ def _d_ResumeEntry(d: dict[str, Any], at: At, cx: Ctx) -> ResumeEntry:
         v_payload = d.get("payload")
         if v_payload is not None:
             n += 1
+            if cx.deep and (type(v_payload) is dict or type(v_payload) is list):
+                _rt.depth(cx, v_payload, (at, "payload"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ResumeEntry, _O_ResumeEntry, False)
@@ -2324,6 +2366,8 @@ def _d_RunAgentInput(d: dict[str, Any], at: At, cx: Ctx) -> RunAgentInput:
         v_state = d.get("state")
         if v_state is not None:
             n += 1
+            if cx.deep and (type(v_state) is dict or type(v_state) is list):
+                _rt.depth(cx, v_state, (at, "state"))
 
         v_tools = d.get("tools")
         if v_tools is not None:
@@ -2358,6 +2402,8 @@ def _d_RunAgentInput(d: dict[str, Any], at: At, cx: Ctx) -> RunAgentInput:
         v_forwarded_props = d.get("forwardedProps")
         if v_forwarded_props is not None:
             n += 1
+            if cx.deep and (type(v_forwarded_props) is dict or type(v_forwarded_props) is list):
+                _rt.depth(cx, v_forwarded_props, (at, "forwardedProps"))
 
         v_resume = d.get("resume")
         if v_resume is not None:
@@ -2542,6 +2588,8 @@ def _d_Interrupt(d: dict[str, Any], at: At, cx: Ctx) -> Interrupt:
             n += 1
             if type(v_response_schema) is not dict:
                 v_response_schema = _rt.bad(cx, d, at, "responseSchema", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_response_schema, (at, "responseSchema"))
 
         v_expires_at = d.get("expiresAt")
         if v_expires_at is not None:
@@ -2554,6 +2602,8 @@ def _d_Interrupt(d: dict[str, Any], at: At, cx: Ctx) -> Interrupt:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_Interrupt, _O_Interrupt, False)
@@ -3104,12 +3154,16 @@ def _d_TextMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageS
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -3233,12 +3287,16 @@ def _d_TextMessageContentEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessag
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -3334,12 +3392,16 @@ def _d_TextMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageEnd
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -3443,12 +3505,16 @@ def _d_TextMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageC
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -3600,12 +3666,16 @@ def _d_ToolCallStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallStartEv
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -3718,12 +3788,16 @@ def _d_ToolCallArgsEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallArgsEven
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -3819,12 +3893,16 @@ def _d_ToolCallEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallEndEvent:
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -3937,12 +4015,16 @@ def _d_ToolCallChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallChunkEv
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -4102,12 +4184,16 @@ def _d_ToolCallResultEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallResult
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -4213,6 +4299,8 @@ def _d_StateSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateSnapshotEv
     v_snapshot = d.get("snapshot", _MISSING)
     if v_snapshot is _MISSING:
         v_snapshot = _rt.bad(cx, d, at, "snapshot", "a JSON value")
+    if cx.deep and (type(v_snapshot) is dict or type(v_snapshot) is list):
+        _rt.depth(cx, v_snapshot, (at, "snapshot"))
 
     n = 2
     if len(d) == n:
@@ -4233,12 +4321,16 @@ def _d_StateSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateSnapshotEv
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -4330,12 +4422,16 @@ def _d_StateDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateDeltaEvent:
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -4435,12 +4531,16 @@ def _d_MessagesSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> MessagesSnap
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_MessagesSnapshotEvent, _O_MessagesSnapshotEvent, False)
@@ -4531,6 +4631,8 @@ def _d_ActivitySnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivitySnap
     v_content = d.get("content")
     if type(v_content) is not dict:
         v_content = _rt.bad(cx, d, at, "content", "an object")
+    elif cx.deep:
+        _rt.depth(cx, v_content, (at, "content"))
 
     n = 4
     if len(d) == n:
@@ -4552,12 +4654,16 @@ def _d_ActivitySnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivitySnap
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -4689,12 +4795,16 @@ def _d_ActivityDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivityDeltaEv
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -4787,6 +4897,8 @@ def _d_RawEvent(d: dict[str, Any], at: At, cx: Ctx) -> RawEvent:
     v_event = d.get("event", _MISSING)
     if v_event is _MISSING:
         v_event = _rt.bad(cx, d, at, "event", "a JSON value")
+    if cx.deep and (type(v_event) is dict or type(v_event) is list):
+        _rt.depth(cx, v_event, (at, "event"))
 
     n = 2
     if len(d) == n:
@@ -4808,12 +4920,16 @@ def _d_RawEvent(d: dict[str, Any], at: At, cx: Ctx) -> RawEvent:
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -4898,6 +5014,8 @@ def _d_CustomEvent(d: dict[str, Any], at: At, cx: Ctx) -> CustomEvent:
     v_value = d.get("value", _MISSING)
     if v_value is _MISSING:
         v_value = _rt.bad(cx, d, at, "value", "a JSON value")
+    if cx.deep and (type(v_value) is dict or type(v_value) is list):
+        _rt.depth(cx, v_value, (at, "value"))
 
     n = 3
     if len(d) == n:
@@ -4918,12 +5036,16 @@ def _d_CustomEvent(d: dict[str, Any], at: At, cx: Ctx) -> CustomEvent:
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -5035,12 +5157,16 @@ def _d_RunStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunStartedEvent:
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_protocol_version = d.get("protocolVersion")
         if v_protocol_version is not None:
@@ -5175,16 +5301,22 @@ def _d_RunFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunFinishedEvent:
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_result = d.get("result")
         if v_result is not None:
             n += 1
+            if cx.deep and (type(v_result) is dict or type(v_result) is list):
+                _rt.depth(cx, v_result, (at, "result"))
 
         v_outcome = d.get("outcome")
         if v_outcome is not None:
@@ -5326,12 +5458,16 @@ def _d_RunErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunErrorEvent:
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_code = d.get("code")
         if v_code is not None:
@@ -5448,12 +5584,16 @@ def _d_StepStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepStartedEvent:
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -5544,12 +5684,16 @@ def _d_StepFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepFinishedEven
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -5640,12 +5784,16 @@ def _d_ReasoningStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningStart
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -5740,12 +5888,16 @@ def _d_ReasoningMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoni
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -5852,12 +6004,16 @@ def _d_ReasoningMessageContentEvent(
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -5959,12 +6115,16 @@ def _d_ReasoningMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoning
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -6056,12 +6216,16 @@ def _d_ReasoningMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoni
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -6171,12 +6335,16 @@ def _d_ReasoningEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningEndEven
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -6301,12 +6469,16 @@ def _d_ReasoningEncryptedValueEvent(
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_subagent_run_id = d.get("subagentRunId")
         if v_subagent_run_id is not None:
@@ -6456,12 +6628,16 @@ def _d_SubagentStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentStart
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_description = d.get("description")
         if v_description is not None:
@@ -6595,16 +6771,22 @@ def _d_SubagentFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentFini
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_result = d.get("result")
         if v_result is not None:
             n += 1
+            if cx.deep and (type(v_result) is dict or type(v_result) is list):
+                _rt.depth(cx, v_result, (at, "result"))
 
         v_outcome = d.get("outcome")
         if v_outcome is not None:
@@ -6718,12 +6900,16 @@ def _d_SubagentErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentErrorEv
         v_raw_event = d.get("rawEvent")
         if v_raw_event is not None:
             n += 1
+            if cx.deep and (type(v_raw_event) is dict or type(v_raw_event) is list):
+                _rt.depth(cx, v_raw_event, (at, "rawEvent"))
 
         v_metadata = d.get("metadata")
         if v_metadata is not None:
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
         v_code = d.get("code")
         if v_code is not None:
@@ -6983,6 +7169,8 @@ def _d_IdentityCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> IdentityCapab
             n += 1
             if type(v_metadata) is not dict:
                 v_metadata = _rt.bad(cx, d, at, "metadata", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_metadata, (at, "metadata"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_IdentityCapabilities, _O_IdentityCapabilities, False)
@@ -8160,6 +8348,8 @@ def _d_AgentCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> AgentCapabilitie
             n += 1
             if type(v_custom) is not dict:
                 v_custom = _rt.bad(cx, d, at, "custom", "an object")
+            elif cx.deep:
+                _rt.depth(cx, v_custom, (at, "custom"))
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_AgentCapabilities, _O_AgentCapabilities, False)
@@ -8709,23 +8899,27 @@ DISCRIMINATORS: Final[dict[str, str]] = {
 
 
 def decode_value(
-    value: Any, cls: Any, strict: bool, drop_unknown: bool = False
+    value: Any, cls: Any, strict: bool, drop_unknown: bool = False, deep: bool = True
 ) -> tuple[Any, list[Problem]]:
     """Decode parsed JSON as `cls` (a model class or a union); return it with the warnings.
 
     With `drop_unknown`, a union member with an unknown tag at the root is returned as DROP (with a
-    warning) in tolerant mode instead of failing. Raises DecodeError listing every problem;
-    TypeError if `cls` is not a spec definition."""
+    warning) in tolerant mode instead of failing. `deep=False` skips measuring the nesting of the
+    any-JSON values, for a caller that knows the document cannot nest deeper than
+    _runtime.MAX_JSON_DEPTH (`_runtime.may_nest_deeper(text)` is False). Raises DecodeError
+    listing every problem; TypeError if `cls` is not a spec definition."""
     entry = _ENTRIES.get(id(cls))
     if entry is None:
         raise TypeError(f"{cls!r} is not a definition of the AG-UI spec")
     try:
         if entry[3]:  # a union: the common case, kept free of extra calls
-            return entry[0](value, (), _FIRST_PASS[strict], drop_unknown), _NO_WARNINGS
-        return _run(entry, value, _FIRST_PASS[strict], drop_unknown), _NO_WARNINGS
+            return entry[0](value, (), _FIRST_PASS[deep][strict], drop_unknown), _NO_WARNINGS
+        return _run(entry, value, _FIRST_PASS[deep][strict], drop_unknown), _NO_WARNINGS
     except _rt.Restart:
-        cx = Ctx(strict)
+        cx = Ctx(strict, deep)
         result = _run(entry, value, cx, drop_unknown)
+        if result is _DROP and deep:  # kept whole as an UnknownEvent: any JSON, measured as such
+            _rt.depth(cx, value, ())
         if cx.problems:
             raise DecodeError(cx.problems) from None
         return result, cx.warnings

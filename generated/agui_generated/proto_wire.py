@@ -15,9 +15,11 @@ import math
 import struct
 from typing import Any, Final
 
-MAX_DEPTH: Final = 256
-"""The deepest nesting of arrays and objects inside a JSON value carried as
-google.protobuf.Value; deeper values are refused both ways."""
+MAX_DEPTH: Final = 128
+"""The deepest a JSON value carried as google.protobuf.Value or Struct may nest, in levels of
+arrays and objects (the value itself the first): _runtime.MAX_JSON_DEPTH, the JSON codec's limit,
+so both forms carry the same values. Deeper values are refused both ways. A `depth` argument
+below is the level of the array or object at hand (a Struct field's object is level 1)."""
 
 
 class ProtoDecodeError(ValueError):
@@ -449,7 +451,7 @@ def _w_Message(d: dict[str, Any]) -> bytearray:
     v = d.get("metadata")
     if v is not None:
         out += b"\x4a"
-        _put_msg(out, _struct(v, 0))
+        _put_msg(out, _struct(v, 1))
     v = d.get("subagentRunId")
     if v is not None:
         out += b"\x52"
@@ -465,7 +467,7 @@ def _w_Message(d: dict[str, Any]) -> bytearray:
     v = d.get("content")
     if type(v) is dict:
         out += b"\x6a"
-        _put_msg(out, _struct(v, 0))
+        _put_msg(out, _struct(v, 1))
     return out
 
 
@@ -487,7 +489,7 @@ def _w_ToolCall(d: dict[str, Any]) -> bytearray:
     v = d.get("metadata")
     if v is not None:
         out += b"\x22"
-        _put_msg(out, _struct(v, 0))
+        _put_msg(out, _struct(v, 1))
     v = d.get("encryptedValue")
     if v is not None:
         out += b"\x2a"
@@ -566,7 +568,7 @@ def _w_Tool(d: dict[str, Any]) -> bytearray:
     v = d.get("metadata")
     if v is not None:
         out += b"\x22"
-        _put_msg(out, _struct(v, 0))
+        _put_msg(out, _struct(v, 1))
     return out
 
 
@@ -601,7 +603,7 @@ def _w_ResumeEntry(d: dict[str, Any]) -> bytearray:
     v = d.get("metadata")
     if v is not None:
         out += b"\x22"
-        _put_msg(out, _struct(v, 0))
+        _put_msg(out, _struct(v, 1))
     return out
 
 
@@ -731,7 +733,7 @@ def _w_BaseEvent(d: dict[str, Any]) -> bytearray:
     v = d.get("metadata")
     if v is not None:
         out += b"\x22"
-        _put_msg(out, _struct(v, 0))
+        _put_msg(out, _struct(v, 1))
     return out
 
 
@@ -981,7 +983,7 @@ def _w_ActivitySnapshotEvent(d: dict[str, Any]) -> bytearray:
     v = d.get("content")
     if v is not None:
         out += b"\x2a"
-        _put_msg(out, _struct(v, 0))
+        _put_msg(out, _struct(v, 1))
     v = d.get("replace")
     if v is not None:
         out += b"\x30"
@@ -2028,7 +2030,7 @@ def _r_Message(buf: bytes, pos: int, end: int) -> dict[str, Any]:
             pos += n
         elif key == 74:
             n, pos = _rl(buf, pos, end)
-            d["metadata"] = _r_struct(buf, pos, pos + n, 0)
+            d["metadata"] = _r_struct(buf, pos, pos + n, 1)
             pos += n
         elif key == 82:
             d["subagentRunId"], pos = _rs(buf, pos, end)
@@ -2038,7 +2040,7 @@ def _r_Message(buf: bytes, pos: int, end: int) -> dict[str, Any]:
             d["activityType"], pos = _rs(buf, pos, end)
         elif key == 106:
             n, pos = _rl(buf, pos, end)
-            ob_activity_content = _r_struct(buf, pos, pos + n, 0)
+            ob_activity_content = _r_struct(buf, pos, pos + n, 1)
             pos += n
         else:
             pos = _skip(buf, pos, end, key)
@@ -2083,7 +2085,7 @@ def _r_ToolCall(buf: bytes, pos: int, end: int) -> dict[str, Any]:
             pos += n
         elif key == 34:
             n, pos = _rl(buf, pos, end)
-            d["metadata"] = _r_struct(buf, pos, pos + n, 0)
+            d["metadata"] = _r_struct(buf, pos, pos + n, 1)
             pos += n
         elif key == 42:
             d["encryptedValue"], pos = _rs(buf, pos, end)
@@ -2206,7 +2208,7 @@ def _r_Tool(buf: bytes, pos: int, end: int) -> dict[str, Any]:
             pos += n
         elif key == 34:
             n, pos = _rl(buf, pos, end)
-            d["metadata"] = _r_struct(buf, pos, pos + n, 0)
+            d["metadata"] = _r_struct(buf, pos, pos + n, 1)
             pos += n
         else:
             pos = _skip(buf, pos, end, key)
@@ -2260,7 +2262,7 @@ def _r_ResumeEntry(buf: bytes, pos: int, end: int) -> dict[str, Any]:
             pos += n
         elif key == 34:
             n, pos = _rl(buf, pos, end)
-            d["metadata"] = _r_struct(buf, pos, pos + n, 0)
+            d["metadata"] = _r_struct(buf, pos, pos + n, 1)
             pos += n
         else:
             pos = _skip(buf, pos, end, key)
@@ -2412,7 +2414,7 @@ def _r_BaseEvent(buf: bytes, pos: int, end: int, d: dict[str, Any]) -> dict[str,
             pos += n
         elif key == 34:
             n, pos = _rl(buf, pos, end)
-            d["metadata"] = _r_struct(buf, pos, pos + n, 0)
+            d["metadata"] = _r_struct(buf, pos, pos + n, 1)
             pos += n
         else:
             pos = _skip(buf, pos, end, key)
@@ -2803,7 +2805,7 @@ def _r_ActivitySnapshotEvent(buf: bytes, pos: int, end: int) -> dict[str, Any]:
             d["activityType"], pos = _rs(buf, pos, end)
         elif key == 42:
             n, pos = _rl(buf, pos, end)
-            d["content"] = _r_struct(buf, pos, pos + n, 0)
+            d["content"] = _r_struct(buf, pos, pos + n, 1)
             pos += n
         elif key == 48:
             n, pos = _rv(buf, pos, end)
