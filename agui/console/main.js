@@ -255,7 +255,8 @@ function send(thread = current) {
   return follow(thread, run, (signal) =>
     fetch(endpoint, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      // the console resumes a cut stream (Last-Event-ID): a durable server keeps the run going
+      headers: { "content-type": "application/json", accept: "text/event-stream", "agui-resume": "1" },
       body: JSON.stringify(input),
       signal,
     }),

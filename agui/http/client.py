@@ -252,9 +252,12 @@ class HttpAgent:
             # This is a 1.0 client: a server sends a request without a version the stream of a
             # pre-1.0 release (AgentApp's compat), with what those cannot show dropped.
             input = attrs.evolve(input, protocol_version=PROTOCOL_VERSION)
-        return _Request(
-            "POST", self.url, self._request_headers(), encode(input), position, resumable=True
-        )
+        headers = self._request_headers()
+        if self.resume is not None:
+            # A durable agui server keeps the run going when the stream is cut only for a
+            # client that says it resumes (AgentApp's detach).
+            headers.setdefault("agui-resume", "1")
+        return _Request("POST", self.url, headers, encode(input), position, resumable=True)
 
     def _rejoin(self, run_id: str, after: str | None, position: StreamPosition | None) -> _Request:
         position = _fresh(position, run_id, after)

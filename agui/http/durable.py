@@ -108,7 +108,7 @@ from agui.wire.sse import sse_frame
 if TYPE_CHECKING:
     from agui.http.server import AgentApp
 
-__all__ = ["HISTORY_RUN_SUFFIX", "RUN_LOST", "STOP_POLL", "Durable"]
+__all__ = ["HISTORY_RUN_SUFFIX", "RESUME_HEADER", "RUN_LOST", "STOP_POLL", "Durable"]
 
 log = logging.getLogger("agui.server")
 _RANDOM = random.Random()
@@ -131,6 +131,13 @@ _IDLE = 1.0  # seconds of silence after which a response following a run checks 
 _PRUNE_EVERY = 60.0  # seconds between two prunes of the log's expired runs (by the sweep)
 _RUN_STARTED_PREFIX = b'{"type":"RUN_STARTED"'
 _TERMINAL_PREFIXES = (b'{"type":"RUN_FINISHED"', b'{"type":"RUN_ERROR"')
+RESUME_HEADER = "Agui-Resume"
+"""The request header of a start whose client resumes a cut stream (`Agui-Resume: 1`): its run
+goes on when the request goes away. Without it, and unless AgentApp(detach="always"), a run
+whose request went away before its end is stopped."""
+_RESUME_KEY = RESUME_HEADER.lower().encode()
+_SUPERSEDE_WAIT = 5.0  # seconds a new run on a thread waits for the end of a run being stopped
+_STOP_NOTICE = 0.5  # seconds it looks for a stop of the thread's run (its client just left)
 _ROUTE = re.compile(r"/(runs|threads)/([^/]+)/(events|stop)$")
 _ALLOW_GET = ((b"allow", b"GET"),)
 
@@ -278,9 +285,18 @@ class Durable:
                     record, encode(run_input), exclusive=self.exclusive_threads
                 )
             except ThreadBusy:
-                raise _BadRequest(
-                    409, f"thread {thread_id!r} has a run going; stop it or wait for its end"
-                ) from None
+                if not await self._superseded(record.thread_id):
+                    raise _BadRequest(
+                        409, f"thread {thread_id!r} has a run going; stop it or wait for its end"
+                    ) from None
+                try:
+                    await self.log.start_run(record, encode(run_input), exclusive=True)
+                except ThreadBusy:
+                    raise _BadRequest(
+                        409, f"thread {thread_id!r} has a run going; stop it or wait for its end"
+                    ) from None
+                except RunExists:
+                    raise _BadRequest(409, f"run {run_id!r} was already started") from None
             except RunExists:
                 raise _BadRequest(409, f"run {run_id!r} was already started") from None
             execution = Execution(self, run_input, run_key)
@@ -294,6 +310,47 @@ class Durable:
             await self._follow(tail, run_key, None, binary, principal, thread_id=thread_id)
 
         await self._respond(receive, send, binary, produce, app.era_for(run_input))
+        if not (app.detach == "always" or _asks_to_resume(scope)):
+            await self._end_unread(execution)
+
+    async def _end_unread(self, execution: Execution) -> None:
+        """The run's request went away before its end and its client did not ask to resume it
+        (`detach`): a client that only knows AG-UI 1.0 (@ag-ui/client, CopilotKit's runtime)
+        stops a run by aborting its request, and will never read the rest. Unless another reader
+        follows it here, it is stopped as `POST runs/{id}/stop` stops it (RUN_FINISHED, outcome
+        cancelled, stored), so the thread is free for the next turn."""
+        if execution.final or self.executions.get(execution.id) is not execution:
+            return  # it ended, or is ending
+        if any(isinstance(r, _Tail) and r.run_id == execution.id for r in self.app._runs):
+            return  # a resume or connect on this worker follows it
+        log.info(
+            "run %s: its request went away and its client did not ask to resume it "
+            "(no %s header): stopped",
+            execution.id,
+            RESUME_HEADER,
+        )
+        execution.request_stop()
+        try:  # the flag, for a new run on the thread elsewhere waiting for this one's end
+            await self.log.request_stop(execution.id)
+        except (StoreError, UnknownRun):
+            pass  # the run stops here all the same; its end is what the log gets
+
+    async def _superseded(self, thread_key: str) -> bool:
+        """A new run came for a thread whose run is going: wait for that run's end when it is
+        being stopped (a stop request, or a client that left without asking to resume it), for
+        up to _SUPERSEDE_WAIT seconds. True when the thread is free. A run nobody stops (its
+        client may still resume it) leaves the thread busy: after a moment's look, False."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        while True:
+            busy = [r for r in await self.log.thread_runs(thread_key) if r.status != "finished"]
+            if not busy:
+                return True
+            waited = loop.time() - started
+            stopping = all(r.stop_requested for r in busy)
+            if waited >= (_SUPERSEDE_WAIT if stopping else _STOP_NOTICE):
+                return False
+            await asyncio.sleep(0.05)
 
     # ── resume ───────────────────────────────────────────────────────────────
 
@@ -1069,6 +1126,15 @@ def _proto_of(data: bytes, run_id: str) -> bytes | None:
     if type(event) is UnknownEvent:
         return None
     return proto_frame(event)
+
+
+def _asks_to_resume(scope: Scope) -> bool:
+    """The request says its client resumes a cut stream (the Agui-Resume header, "1" or
+    "true"): agui's HttpAgent and the console send it."""
+    for key, value in scope["headers"]:
+        if key.lower() == _RESUME_KEY:
+            return value.strip().lower() in (b"1", b"true")
+    return False
 
 
 def _query(scope: Scope) -> dict[str, str]:

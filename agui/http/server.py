@@ -31,7 +31,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import attrs
 import orjson
@@ -135,7 +135,7 @@ _CAPABILITIES = "/capabilities"
 _CAPABILITIES_HEADERS = [(b"content-type", b"application/json"), (b"cache-control", b"no-cache")]
 _ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#\s]+")
 
-CORS_REQUEST_HEADERS = ("Content-Type", "Accept", "Authorization", "Last-Event-ID")
+CORS_REQUEST_HEADERS = ("Content-Type", "Accept", "Authorization", "Last-Event-ID", "Agui-Resume")
 """The request headers a page on another origin may send (`cors_origins`): the run's JSON body,
 the transport it asks for, a bearer token, and the cursor a durable stream resumes after."""
 CORS_EXPOSED_HEADERS = ("Retry-After",)
@@ -180,7 +180,14 @@ class AgentApp:
     store: keep every run in an event log (a URL for `agui.store.open_log`, or an EventLog) and
     serve durable runs: a run executes detached from its request, and the routes under `path`
     resume a run, connect to a thread and stop a run (see agui.http.durable and the durable-runs
-    page). exclusive_threads: a second run on a thread whose run is going gets 409.
+    page). exclusive_threads: a second run on a thread whose run is going gets 409, unless
+    that run is being stopped: then the new one waits for its end (a few seconds at most).
+    detach: which runs go on when their request goes away before their end. "requested" (the
+    default): those whose client said it resumes a cut stream (the `Agui-Resume: 1` request
+    header, which agui's HttpAgent and the console send); any other is stopped then, unless a
+    resume or connect on this worker follows it, as a client that knows only AG-UI 1.0
+    (@ag-ui/client, CopilotKit's runtime) stops a run by aborting its request. "always": every
+    run goes on until its end, whoever left.
     authorize: an async hook `(headers, action, thread_id, run_id) -> principal` asked before
     every request is served, with a store or without (action "start", "resume", "connect",
     "stop", "capabilities" or "console"): it returns the caller's principal (a string) or None
@@ -235,6 +242,7 @@ class AgentApp:
         body_timeout: float | None = 30.0,
         store: str | EventLog | None = None,
         exclusive_threads: bool = True,
+        detach: Literal["requested", "always"] = "requested",
         authorize: Authorize | None = None,
         lease_seconds: float = 10.0,
         compat: str = "auto",
@@ -250,6 +258,10 @@ class AgentApp:
             raise ValueError("max_active_runs must be at least 1 (None: no limit)")
         if lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
+        if detach not in ("requested", "always"):
+            raise ValueError(f"detach is 'requested' or 'always', not {detach!r}")
+        self.detach = detach
+        """With a store: which runs go on when their request goes away (see the docstring)."""
         self.agent = agent
         self.path = path
         self.max_body_bytes = max_body_bytes

@@ -107,8 +107,16 @@ def stream(
         return Answer(response.status_code, response.headers, frames, b"")
 
 
-def post(url: str, content: bytes, **options: Any) -> Answer:
-    return stream(url, method="POST", content=content, **options)
+RESUMES = {"agui-resume": "1"}
+"""What a client that resumes cut streams sends with its POST (agui's HttpAgent does): the run
+goes on when the client leaves (AgentApp's detach)."""
+
+
+def post(url: str, content: bytes, *, resumes: bool = True, **options: Any) -> Answer:
+    """POST a run as a client that resumes cut streams (`resumes=False`: as one that does not,
+    such as @ag-ui/client, whose run is stopped when it leaves)."""
+    headers = {**(RESUMES if resumes else {}), **(options.pop("headers", None) or {})}
+    return stream(url, method="POST", content=content, headers=headers, **options)
 
 
 def deltas(frames: list[Frame]) -> list[str]:

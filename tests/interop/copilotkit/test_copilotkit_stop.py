@@ -11,10 +11,11 @@ and a fourth sent as soon as the third has ended, which must answer normally.
 CopilotKit's stop never reaches `POST {path}/runs/{runId}/stop`: the client posts
 `{runtime}/agent/default/stop/{threadId}` to the runtime, whose runner aborts the HttpAgent's
 fetch, so this server sees the run's POST disconnect and nothing else. Without a store that
-cancels the agent and the next turn runs. With a store (durable runs) the run goes on detached
-and the next turn gets 409 "thread ... has a run going", which the client shows as RUN_ERROR
-INCOMPLETE_STREAM: those cases are xfail (strict) until the server stops or supersedes a run
-that nobody reads (project issue 19 item 8, issue 22).
+cancels the agent and the next turn runs. With a store (durable runs), before AgentApp's
+`detach`, the run went on detached and the next turn got 409 "thread ... has a run going",
+shown as RUN_ERROR INCOMPLETE_STREAM (ThreadStillLocked below). Now a run whose client did not
+ask to resume it (no Agui-Resume header) is stopped when its request goes away, and the next turn
+waits the moment that stop takes.
 
 Runs under AGUI_INTEROP=1, like the rest of tests/interop (`nox -s interop`), with the packages
 of tests/interop/package.json installed under .interop/.
@@ -58,16 +59,9 @@ SLOW = 40  # text deltas of the turn that is stopped, SLOW_DELAY apart: 4 s in a
 SLOW_DELAY = 0.1
 STOP_AFTER = 2  # the client stops the slow turn once this many deltas arrived
 
-LOCKED = (
-    "behind CopilotKit's runtime a stop only aborts the run's POST; with a store the run goes on "
-    "detached and the next turn on the thread gets 409 'thread ... has a run going' (RUN_ERROR "
-    "INCOMPLETE_STREAM): xfail until the server stops or supersedes a run nobody reads"
-)
-
-
 class ThreadStillLocked(AssertionError):
     """The turn after the stop got 409 "thread ... has a run going": the stopped run still holds
-    the thread. The xfail cases expect exactly this failure, so any other one fails them."""
+    the thread (what a store gave before AgentApp's detach)."""
 
 
 @pytest.fixture(scope="module")
@@ -246,18 +240,11 @@ def summary(report: Any, requests: Requests) -> str:
     return "\n".join(lines)
 
 
-LOCKED_TODAY = pytest.mark.xfail(strict=True, raises=ThreadStillLocked, reason=LOCKED)
-
 CASES = [
     pytest.param(None, "top", id="no-store"),
-    pytest.param("memory://", "top", id="memory", marks=LOCKED_TODAY),
-    pytest.param("sqlite", "top", id="sqlite", marks=LOCKED_TODAY),
-    pytest.param(
-        "memory://",
-        "runtime",
-        id="memory-client-0.0.59",
-        marks=LOCKED_TODAY,
-    ),
+    pytest.param("memory://", "top", id="memory"),
+    pytest.param("sqlite", "top", id="sqlite"),
+    pytest.param("memory://", "runtime", id="memory-client-0.0.59"),
 ]
 
 
@@ -295,8 +282,8 @@ def test_a_turn_after_a_copilotkit_stop_answers(
         assert reply("slow", SLOW).startswith(stopped["reply"]), seen
         assert len(stopped["reply"]) < len(reply("slow", SLOW)), seen
 
-        # The turn after the stop: today, with a store, 409 (the stopped run still holds the
-        # thread), shown as RUN_ERROR INCOMPLETE_STREAM.
+        # The turn after the stop: 409 (the stopped run still holding the thread, shown as
+        # RUN_ERROR INCOMPLETE_STREAM) was what a store gave before detach.
         if any("has a run going" in error["message"] for error in after["errors"]):
             raise ThreadStillLocked(seen)
         assert after["errors"] == [] and after["coreErrors"] == [], seen
