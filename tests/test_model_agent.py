@@ -1089,10 +1089,11 @@ def test_the_scripted_model_keeps_the_latest_calls_only() -> None:
 
 def test_the_demo_agent_keeps_no_prompt_between_runs() -> None:
     """The demo agent (what `agui serve` serves by default) run 1,000 times with a 32 KiB prompt
-    each: the memory it holds afterwards does not grow with the number of runs. Measured with
-    tracemalloc after 100 and after 1,000 runs: a prompt kept per run would make the second ten
-    times the first (32 MB against 3 MB); the agent keeps it within twice, and under ten prompts'
-    worth (the last 100 prompts kept would be 3 MB)."""
+    each: the memory it holds does not grow with the number of runs. Measured with tracemalloc
+    after 100 and after 1,000 runs: the 900 runs between add less than one prompt (kept per run,
+    they would add 28 MB), and what is held in all is under ten prompts' worth (the last 100
+    kept would be 3 MB). A bound on the growth, not a ratio of the two: in a process where the
+    rest is cached already, the first measure is a few kilobytes, which noise doubles."""
     import gc
     import tracemalloc
 
@@ -1121,7 +1122,7 @@ def test_the_demo_agent_keeps_no_prompt_between_runs() -> None:
         after_1000 = held()
     finally:
         tracemalloc.stop()
-    assert after_1000 < 2 * after_100, (
+    assert after_1000 - after_100 < size, (
         f"{after_1000:,} bytes held after 1,000 runs, {after_100:,} after 100"
     )
     assert after_1000 < 10 * size, f"{after_1000:,} bytes held: the agent keeps prompts"

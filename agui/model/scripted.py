@@ -16,7 +16,6 @@ demo agent's) keeps a bounded number of prompts; `turns` counts them all.
 from __future__ import annotations
 
 import asyncio
-import collections
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, TypeAlias
@@ -95,11 +94,10 @@ class ScriptedModel:
         self.delay = delay
         self.provider = provider
         self.model = model
+        self.keep_calls = keep_calls
         self.turns = 0
         """How many requests the model has answered (or is answering)."""
-        self.calls: collections.deque[tuple[tuple[PromptMessage, ...], tuple[ToolSpec, ...]]] = (
-            collections.deque(maxlen=keep_calls)
-        )
+        self.calls: list[tuple[tuple[PromptMessage, ...], tuple[ToolSpec, ...]]] = []
         """The latest requests, oldest first: (prompt, tools) each."""
 
     async def stream(
@@ -107,8 +105,11 @@ class ScriptedModel:
     ) -> AsyncIterator[Part]:
         turn = self.turns
         self.turns += 1
-        if self.calls.maxlen != 0:
+        keep = self.keep_calls
+        if keep is None or keep > 0:
             self.calls.append((tuple(prompt), tuple(tools)))
+            if keep is not None and len(self.calls) > keep:
+                del self.calls[: len(self.calls) - keep]
         if callable(self.script):
             steps = list(self.script(prompt, tools))
         elif turn < len(self.script):
