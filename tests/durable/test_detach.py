@@ -211,6 +211,7 @@ def test_a_thousand_abandoned_runs_end_and_free_their_memory(
     ends = [_end(sqlite_url, f"r{i}") for i in range(1000)]
     assert all(e is not None and e.get("outcome") == {"type": "cancelled"} for e in ends)
     grown = rss() - before
+    print(f"1,000 abandoned runs: the worker grew by {grown / 2**20:.1f} MiB")
     assert grown < 64 * 1024 * 1024, f"the worker grew by {grown / 2**20:.1f} MiB"
     served_after = post(url, body("after", "after", count=2))
     assert served_after.status == 200 and served_after.frames[-1].type == "RUN_FINISHED"
