@@ -71,7 +71,8 @@ def tests(session: nox.Session) -> None:
     crosscheck on a fresh clone) and `wheel` (the built wheel, installed as the docs say).
 
     After `fork`, `busy`: tests/browser and tests/durable again while two CPU-bound processes
-    keep the cores busy.
+    keep the cores busy. Last `redis_versions`: the Redis tests on the oldest and the newest
+    redis-py the redis extra allows.
     """
     if shutil.which("node"):
         session.notify("interop")
@@ -94,6 +95,7 @@ def tests(session: nox.Session) -> None:
     session.notify("busy")
     session.notify("workflows")
     session.notify("wheel")
+    session.notify("redis_versions")
 
 
 BUSY_LOOPS = 2
