@@ -305,7 +305,9 @@ def test_a_wrong_member_is_reported_at_its_path(union: str, member: str, fixture
     validating against its own definition gives: best_match names the member's path, not "not
     valid under any of the given schemas"."""
     if fixture.is_dir() or not fixture.exists():
-        pytest.fail(f"{fixture.relative_to(ROOT).as_posix()}: no valid fixture of {member}; add one")
+        pytest.fail(
+            f"{fixture.relative_to(ROOT).as_posix()}: no valid fixture of {member}; add one"
+        )
     for wire, broken in _wrong_members(member, json.loads(fixture.read_bytes())):
         through_union = best_error(union, broken)
         alone = best_error(member, broken)

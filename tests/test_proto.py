@@ -214,7 +214,9 @@ def test_an_unknown_content_part_is_dropped_with_a_warning() -> None:
 # ── the protobuf runtime agrees ─────────────────────────────────────────────────────────────────
 @pytest.fixture
 def pb2() -> Any:
-    return pytest.importorskip("agui_generated.proto_pb2", reason="needs the agui-spec[proto] extra")
+    return pytest.importorskip(
+        "agui_generated.proto_pb2", reason="needs the agui-spec[proto] extra"
+    )
 
 
 @pytest.mark.parametrize("path", EVENT_FIXTURES, ids=fixture_id)

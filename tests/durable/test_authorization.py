@@ -103,7 +103,7 @@ def test_the_same_ids_from_another_principal_are_another_run(
 ) -> None:
     """Bob's POST with Alice's run id and thread id starts a run of his own (no 409 to tell him
     hers exists), and neither sees the other's."""
-    base, reader, frames = alice_running
+    base, reader, _frames = alice_running
     bob = post(f"{base}/agent", body("alice-run3", "alice:t1", count=3, text="bob's"), headers=BOB)
     assert bob.status == 200, bob
     assert bob.frames[-1].type == "RUN_FINISHED" and deltas(bob.frames) == ["0,", "1,", "2,"]

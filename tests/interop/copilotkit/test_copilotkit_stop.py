@@ -59,6 +59,7 @@ SLOW = 40  # text deltas of the turn that is stopped, SLOW_DELAY apart: 4 s in a
 SLOW_DELAY = 0.1
 STOP_AFTER = 2  # the client stops the slow turn once this many deltas arrived
 
+
 class ThreadStillLocked(AssertionError):
     """The turn after the stop got 409 "thread ... has a run going": the stopped run still holds
     the thread (what a store gave before AgentApp's detach)."""
