@@ -4,8 +4,12 @@ agui.cli's docstring); each command lives in its own module, imported when it ru
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any, Literal
 
-__all__ = ["main", "parser"]
+__all__ = ["SERVE_SETTINGS", "Setting", "main", "parser"]
 
 
 # Each command is imported only when it runs (so `agui validate` never loads httpx or uvicorn).
@@ -85,6 +89,412 @@ TIMEOUT_HELP = (
 )
 
 
+# ── the settings of agui serve ─────────────────────────────────────────────────────────────────
+# Each one is read from its option, else from its environment variable, else its default
+# (agui.cli.serve.settings_of). A reader takes the text and returns the value, or raises
+# ValueError with what is wrong (argparse then names the option; settings_of the variable).
+
+_OFF = ("none", "off")
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"not a whole number: {text!r}") from None
+
+
+def _seconds(text: str) -> float:
+    """A duration: a number of seconds above 0."""
+    value = _number(text)
+    if value <= 0:
+        raise ValueError(f"must be more than 0 seconds, not {text!r}")
+    return value
+
+
+def _seconds_or_off(text: str) -> float | None:
+    """A duration that can be turned off: seconds above 0, or none/off (None)."""
+    return None if text.strip().lower() in _OFF else _seconds(text)
+
+
+def _grace(text: str) -> float:
+    """A grace period: seconds, 0 or more (0: none at all)."""
+    value = _number(text)
+    if value < 0:
+        raise ValueError(f"must be 0 seconds or more, not {text!r}")
+    return value
+
+
+def _grace_or_off(text: str) -> float | None:
+    """A grace period that can be unbounded: seconds, 0 or more, or none/off (None)."""
+    return None if text.strip().lower() in _OFF else _grace(text)
+
+
+def _count(text: str) -> int:
+    """A whole number, 1 or more."""
+    value = _whole(text)
+    if value < 1:
+        raise ValueError(f"must be at least 1, not {text!r}")
+    return value
+
+
+def _count_or_off(text: str) -> int | None:
+    """A bound on a number of things: 1 or more, or none/off (None: no limit)."""
+    return None if text.strip().lower() in _OFF else _count(text)
+
+
+def _days_or_off(text: str) -> float | None:
+    """A retention period in days above 0 (read as seconds), or none/off (None)."""
+    if text.strip().lower() in _OFF:
+        return None
+    value = _number(text)
+    if value <= 0:
+        raise ValueError(f"must be more than 0 days, not {text!r}")
+    return value * 86400.0
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0 (a free one) to 65535."""
+    value = _whole(text)
+    if not 0 <= value <= 65535:
+        raise ValueError(f"a port is 0 to 65535, not {text!r}")
+    return value
+
+
+def _url_path(text: str) -> str:
+    """A path to serve at: it starts with '/'."""
+    if not text.startswith("/"):
+        raise ValueError(f"a path starts with '/': {text!r}")
+    return text
+
+
+def _text(value: str) -> str:
+    """Any text but an empty one."""
+    if not value.strip():
+        raise ValueError("empty")
+    return value
+
+
+def _origins(value: str) -> list[str]:
+    """Origins, separated by commas (an origin holds none)."""
+    return [origin.strip() for origin in value.split(",") if origin.strip()]
+
+
+def _switch(value: str) -> bool:
+    """1, true, yes or on; 0, false, no or off."""
+    word = value.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not 0 or 1 (or true/false, yes/no, on/off): {value!r}")
+
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
+def _log_level(value: str) -> str:
+    """One of LOG_LEVELS."""
+    if value.lower() not in LOG_LEVELS:
+        raise ValueError(f"not one of {', '.join(LOG_LEVELS)}: {value!r}")
+    return value.lower()
+
+
+def _argument_type(read: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`read` for argparse: its ValueError's message becomes argparse's (which names the option
+    and exits with status 2)."""
+
+    def argument(value: str) -> Any:
+        try:
+            return read(value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    argument.__name__ = read.__name__
+    return argument
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One setting of `agui serve`: its option, its environment variable, how their text is
+    read, its default and its help."""
+
+    name: str
+    """The setting's name (the option's dest); for an "app" or "retention" setting, the AgentApp
+    or agui.store.Retention parameter it sets."""
+    flag: str
+    env: str
+    read: Callable[[str], Any]
+    default: Any
+    """What applies when neither the option nor the variable is given. An "app" or "retention"
+    setting is then not passed at all, so AgentApp's or Retention's own default applies, which
+    this one is (the tests compare them)."""
+    help: str
+    target: Literal["serve", "app", "retention"] = "serve"
+    """Who takes it: agui serve itself (uvicorn, what to serve), AgentApp, or the store's
+    Retention."""
+    metavar: str | None = None
+    shown: str | None = None
+    """The default as --help shows it (default: the value's text, None as "none")."""
+    repeat: bool = False
+    """The option may be given more than once (each value read as the variable is)."""
+    boolean: bool = False
+    """A switch: --NAME and --no-NAME, the variable 0 or 1."""
+
+    @property
+    def default_text(self) -> str:
+        return self.shown if self.shown is not None else _shown(self.default)
+
+    @property
+    def help_text(self) -> str:
+        """The help --help shows: the setting's, its default and its variable."""
+        return f"{self.help} (default: {self.default_text}; env {self.env})"
+
+    def add_to(self, command: argparse.ArgumentParser) -> None:
+        """Add the option to `command`. Not given, it leaves no attribute (SUPPRESS), so that
+        a value given as none/off is told apart from no value."""
+        if self.boolean:
+            command.add_argument(
+                self.flag,
+                dest=self.name,
+                action=argparse.BooleanOptionalAction,
+                default=argparse.SUPPRESS,
+                help=self.help_text,
+            )
+            return
+        command.add_argument(
+            self.flag,
+            dest=self.name,
+            type=_argument_type(self.read),
+            action="append" if self.repeat else "store",
+            default=argparse.SUPPRESS,
+            metavar=self.metavar,
+            help=self.help_text,
+        )
+
+
+SERVE_SETTINGS: tuple[Setting, ...] = (
+    Setting("host", "--host", "AGUI_HOST", _text, "127.0.0.1", "the address to listen on"),
+    Setting(
+        "port", "--port", "AGUI_PORT", _port, 8000, "the port to listen on; 0 picks a free one"
+    ),
+    Setting(
+        "path",
+        "--path",
+        "AGUI_PATH",
+        _url_path,
+        "/agent",
+        "where an agent is served; not for an ASGI app",
+    ),
+    Setting(
+        "console",
+        "--console",
+        "AGUI_CONSOLE",
+        _switch,
+        True,
+        "serve the dev console at PATH/console; --no-console (AGUI_CONSOLE=0) leaves it out; "
+        "not for an ASGI app, which has its own settings",
+        shown="on",
+        boolean=True,
+    ),
+    Setting(
+        "workers",
+        "--workers",
+        "AGUI_WORKERS",
+        _count,
+        1,
+        "worker processes; each imports MODULE:ATTR itself and gets the same settings",
+        metavar="N",
+    ),
+    Setting(
+        "log_level",
+        "--log-level",
+        "AGUI_LOG_LEVEL",
+        _log_level,
+        "warning",
+        "for uvicorn's logs and agui's: " + ", ".join(LOG_LEVELS),
+        metavar="LEVEL",
+    ),
+    Setting(
+        "timeout_graceful_shutdown",
+        "--timeout-graceful-shutdown",
+        "AGUI_TIMEOUT_GRACEFUL_SHUTDOWN",
+        _grace,
+        10.0,
+        "on SIGTERM or Ctrl-C, runs still going this long after it (less a margin of at most a "
+        "second) end in RUN_ERROR SERVER_SHUTDOWN, and the server stops",
+        metavar="SECONDS",
+    ),
+    Setting(
+        "store",
+        "--store",
+        "AGUI_STORE",
+        _text,
+        None,
+        "keep every run in an event log and serve durable runs (resume, connect, stop): "
+        "memory:// (one process), sqlite:///PATH (one machine), redis://HOST:PORT/DB (many "
+        "workers; pip install 'agui-spec[redis]')",
+        metavar="URL",
+        shown="none, runs are not kept",
+    ),
+    Setting(
+        "authorize",
+        "--authorize",
+        "AGUI_AUTHORIZE",
+        _text,
+        None,
+        "an async hook `authorize(headers, action, thread_id, run_id)` asked before every "
+        "request: it returns the caller's principal (a string) or None to refuse (403); with "
+        "--store each principal's threads and runs are its own (see docs/durable-runs.md)",
+        metavar="MODULE:ATTR",
+        shown="none, every caller is served",
+    ),
+    Setting(
+        "cors_origins",
+        "--cors-origin",
+        "AGUI_CORS_ORIGINS",
+        _origins,
+        [],
+        "let web pages of this origin call the agent from a browser, e.g. http://localhost:3000 "
+        "(repeatable; the variable is comma-separated; '*' allows any origin, for development "
+        "only); not for an ASGI app, which sets up its own CORS",
+        metavar="ORIGIN",
+        shown="none",
+        repeat=True,
+    ),
+    # The limits (AgentApp's parameters; docs/serving.md#limits).
+    Setting(
+        "max_run_seconds",
+        "--max-run-seconds",
+        "AGUI_MAX_RUN_SECONDS",
+        _seconds_or_off,
+        "auto",
+        "a run still going after this many seconds ends in RUN_ERROR TIMEOUT; none: no limit",
+        target="app",
+        metavar="SECONDS",
+        shown="3600 with --store, none without",
+    ),
+    Setting(
+        "max_active_runs",
+        "--max-active-runs",
+        "AGUI_MAX_ACTIVE_RUNS",
+        _count_or_off,
+        1000,
+        "runs executing on each worker at once (with --store a run counts until it ends); one "
+        "more gets 503 with Retry-After; none: no limit",
+        target="app",
+        metavar="N",
+    ),
+    Setting(
+        "body_timeout",
+        "--body-timeout",
+        "AGUI_BODY_TIMEOUT",
+        _seconds_or_off,
+        30.0,
+        "seconds a request body may take to arrive; a slower one gets 408; none: no limit",
+        target="app",
+        metavar="SECONDS",
+    ),
+    Setting(
+        "max_body_bytes",
+        "--max-body-bytes",
+        "AGUI_MAX_BODY_BYTES",
+        _count,
+        8 * 1024 * 1024,
+        "the largest request body accepted (413 beyond); the history travels with every run",
+        target="app",
+        metavar="BYTES",
+        shown="8388608, 8 MiB",
+    ),
+    Setting(
+        "keepalive",
+        "--keepalive",
+        "AGUI_KEEPALIVE",
+        _seconds_or_off,
+        15.0,
+        "seconds of silence before an SSE stream gets a keep-alive comment; none: never",
+        target="app",
+        metavar="SECONDS",
+    ),
+    Setting(
+        "finish_grace",
+        "--finish-grace",
+        "AGUI_FINISH_GRACE",
+        _grace_or_off,
+        10.0,
+        "seconds an agent may go on working after its terminal event, then it is cancelled; "
+        "none: as long as it takes",
+        target="app",
+        metavar="SECONDS",
+    ),
+    Setting(
+        "lease_seconds",
+        "--lease-seconds",
+        "AGUI_LEASE_SECONDS",
+        _seconds,
+        10.0,
+        "with --store: how long a run stays owned by its worker without a renewal (renewed "
+        "every third of it); a run whose lease ran out ends in RUN_ERROR RUN_LOST",
+        target="app",
+        metavar="SECONDS",
+    ),
+    # What the store keeps (agui.store.Retention; docs/durable-runs.md#retention).
+    Setting(
+        "run_ttl_seconds",
+        "--retention-days",
+        "AGUI_RETENTION_DAYS",
+        _days_or_off,
+        7 * 86400.0,
+        "with --store: a finished run is dropped this many days after it finished; none: kept "
+        "until --max-runs-per-thread pushes it out",
+        target="retention",
+        metavar="DAYS",
+        shown="7",
+    ),
+    Setting(
+        "max_events_per_run",
+        "--max-events-per-run",
+        "AGUI_MAX_EVENTS_PER_RUN",
+        _count_or_off,
+        1_000_000,
+        "with --store: a run's log keeps its latest this many events (the terminal one always); "
+        "none: every event",
+        target="retention",
+        metavar="N",
+    ),
+    Setting(
+        "max_runs_per_thread",
+        "--max-runs-per-thread",
+        "AGUI_MAX_RUNS_PER_THREAD",
+        _count_or_off,
+        100,
+        "with --store: a thread keeps its latest this many runs; none: every run",
+        target="retention",
+        metavar="N",
+    ),
+)
+"""The settings of `agui serve` that have an environment variable, in the order --help lists
+them (docs/cli.md#agui-serve lists them too)."""
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="agui", description="The AG-UI protocol for Python.")
     top.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -110,7 +520,9 @@ def parser() -> argparse.ArgumentParser:
         description="Serve an agent (wrapped in AgentApp at --path) or an ASGI app (an AgentApp, "
         "a FastAPI or Starlette application, as it is) under uvicorn. MODULE:ATTR is an ASGI app "
         "when its call takes (scope, receive, send) and an agent when it takes the RunAgentInput "
-        "alone; anything else is refused at start.",
+        "alone; anything else is refused at start. Each setting below with a variable is read from "
+        "its option, else from that environment variable, else its default ('none' or 'off' "
+        "turns off a limit that says so); a bad value is refused (exit 2).",
     )
     s.add_argument(
         "agent",
@@ -118,14 +530,8 @@ def parser() -> argparse.ArgumentParser:
         metavar="MODULE:ATTR",
         help="the agent or ASGI app to serve (default: the demo agent)",
     )
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000, help="default 8000; 0 picks a free port")
-    s.add_argument("--path", help="where an agent is served (default: /agent; not for an ASGI app)")
-    s.add_argument(
-        "--no-console",
-        action="store_true",
-        help="do not serve the dev console at PATH/console (served by default; not for an ASGI app)",
-    )
+    for setting in SERVE_SETTINGS:
+        setting.add_to(s)
     s.add_argument(
         "--app-dir",
         default=".",
@@ -133,45 +539,10 @@ def parser() -> argparse.ArgumentParser:
         help="look for MODULE in DIR, put first on sys.path (default: the current directory)",
     )
     s.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        metavar="N",
-        help="worker processes (default 1); each imports MODULE:ATTR itself",
-    )
-    s.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["critical", "error", "warning", "info", "debug", "trace"],
-        help="for uvicorn's logs and agui's (default: warning)",
-    )
-    s.add_argument(
         "--root-path",
         default="",
         metavar="PATH",
         help="the path prefix a proxy serves this app under (ASGI root_path)",
-    )
-    s.add_argument(
-        "--timeout-graceful-shutdown",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="on SIGTERM or Ctrl-C, runs still going this long after it (less a margin of at most "
-        "a second) end in RUN_ERROR SERVER_SHUTDOWN, and the server stops (default: 10)",
-    )
-    s.add_argument(
-        "--store",
-        metavar="URL",
-        help="keep every run in an event log and serve durable runs (resume, connect, stop): "
-        "memory:// (one process), sqlite:///PATH (one machine), redis://HOST:PORT/DB (many "
-        "workers; pip install 'agui-spec[redis]')",
-    )
-    s.add_argument(
-        "--authorize",
-        metavar="MODULE:ATTR",
-        help="an async hook `authorize(headers, action, thread_id, run_id)` asked before every "
-        "request: it returns the caller's principal (a string) or None to refuse (403); with "
-        "--store each principal's threads and runs are its own (see docs/durable-runs.md)",
     )
     s.add_argument(
         "--model-url",
@@ -182,15 +553,6 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--model", metavar="NAME", help="serve this model with the demo tools (a model agent)"
-    )
-    s.add_argument(
-        "--cors-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="let web pages of this origin call the agent from a browser, e.g. "
-        "http://localhost:3000 (repeatable; '*' allows any origin, for development only); not "
-        "for an ASGI app, which sets up its own CORS",
     )
     s.set_defaults(run=_serve)
     r = commands.add_parser(

@@ -21,6 +21,14 @@ and `--cors-origin` with an ASGI app are refused.
 
 The agent's AgentApp serves the dev console (agui.console) at `{path}/console`, whose URL is
 printed after the "serving" line; `--no-console` leaves it out (an ASGI app has its own settings).
+
+The settings of agui.cli.main.SERVE_SETTINGS (the address, the path, the store, the limits of
+AgentApp, the store's retention, ...) are read by `settings_of`: each from its option, else its
+environment variable (`AGUI_MAX_RUN_SECONDS`, ...), else its default; a bad value of either is
+refused with exit status 2 naming the option or the variable. A limit that is not given is not
+passed, so AgentApp's default applies (max_run_seconds: 3600 with a store, none without). The
+workers get the settings the parent read (as JSON in AGUI_SERVE_SETTINGS), not their own
+environment's.
 """
 
 from __future__ import annotations
@@ -32,11 +40,12 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from agui.errors import AguiError
 
-__all__ = ["serve", "serving_kind", "worker_app"]
+__all__ = ["serve", "serving_kind", "settings_of", "worker_app"]
 
 _SETTINGS = "AGUI_SERVE_SETTINGS"
 """The environment variable that carries the settings to the worker processes."""
@@ -53,35 +62,39 @@ def serve(args: argparse.Namespace) -> int:
     except ImportError:
         print("agui serve needs uvicorn: pip install 'agui-spec[server]'", file=sys.stderr)
         return 2
+    try:
+        settings = settings_of(args, os.environ)
+    except _Refused as refused:
+        print(f"agui serve: {refused}", file=sys.stderr)
+        return 2
     if args.model_url and not args.model:
         print("agui serve: --model-url needs --model NAME", file=sys.stderr)
         return 2
     if args.model and args.agent:
         print("agui serve: give MODULE:ATTR or --model, not both", file=sys.stderr)
         return 2
-    if args.workers < 1:
-        print("agui serve: --workers must be at least 1", file=sys.stderr)
-        return 2
-    store = getattr(args, "store", None)
-    if store and args.workers > 1 and store.split(":", 1)[0].lower() == "memory":
+    given: dict[str, str] = settings["given"]
+    store = settings["store"]
+    workers: int = settings["workers"]
+    if not store:
+        durable = [
+            given[name] for name in ("lease_seconds", *settings["retention"]) if name in given
+        ]
+        if durable:
+            print(
+                f"agui serve: {', '.join(durable)}: only with a store (durable runs): give "
+                "--store URL",
+                file=sys.stderr,
+            )
+            return 2
+    if store and workers > 1 and store.split(":", 1)[0].lower() == "memory":
         print(
             "agui serve: memory:// keeps runs in one process; with --workers use "
             "sqlite:///PATH or redis://HOST:PORT/DB",
             file=sys.stderr,
         )
         return 2
-    origins = list(getattr(args, "cors_origin", None) or ())
-    settings = {
-        "agent": args.agent,
-        "path": args.path,
-        "store": store,
-        "cors_origins": origins,
-        "authorize": getattr(args, "authorize", None),
-        "model": args.model,
-        "model_url": args.model_url,
-        "app_dir": os.path.abspath(args.app_dir),
-        "console": not getattr(args, "no_console", False),
-    }
+    origins: list[str] = settings["cors_origins"]
     _on_path(settings["app_dir"])
     try:
         app, what, path = _build(settings)
@@ -89,15 +102,16 @@ def serve(args: argparse.Namespace) -> int:
         print(f"agui serve: {refused}", file=sys.stderr)
         return 2
     try:
-        sock = _bind(args.host, args.port)
+        sock = _bind(settings["host"], settings["port"])
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        print(f"agui serve: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        where = f"{settings['host']}:{settings['port']}"
+        print(f"agui serve: cannot listen on {where}: {reason}", file=sys.stderr)
         return 1
     from agui.http.server import AgentApp
 
     port = sock.getsockname()[1]
-    host = f"[{args.host}]" if ":" in args.host else args.host
+    host = f"[{settings['host']}]" if ":" in settings["host"] else settings["host"]
     line = f"serving {what} at http://{host}:{port}{path}"
     if args.root_path:
         line += f" (root path {args.root_path})"
@@ -116,23 +130,63 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     options: dict[str, Any] = {
-        "log_level": args.log_level,
-        "log_config": _log_config(args.log_level),
+        "log_level": settings["log_level"],
+        "log_config": _log_config(settings["log_level"]),
         "root_path": args.root_path,
-        "timeout_graceful_shutdown": args.timeout_graceful_shutdown,
+        "timeout_graceful_shutdown": settings["timeout_graceful_shutdown"],
     }
     with sock:
-        if args.workers == 1:
+        if workers == 1:
             server = _make_server(uvicorn.Config(app, **options), line + console)
             server.run(sockets=[sock])
             return 0 if server.started else 3
         os.environ[_SETTINGS] = json.dumps(settings)
-        config = uvicorn.Config(
-            f"{__name__}:worker_app", factory=True, workers=args.workers, **options
-        )
-        print(f"{line} ({args.workers} workers){console}", file=sys.stderr, flush=True)
+        config = uvicorn.Config(f"{__name__}:worker_app", factory=True, workers=workers, **options)
+        print(f"{line} ({workers} workers){console}", file=sys.stderr, flush=True)
         _supervise(config, sock)
     return 0
+
+
+def settings_of(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+    """The settings `agui serve` runs with, from its command line and `environ` (worker_app
+    gets the same, as JSON). Each of SERVE_SETTINGS is its option's value when the option was
+    given, else its environment variable's when that is set and not empty, else its default.
+    "app" holds the AgentApp parameters and "retention" the agui.store.Retention fields that
+    were given, and only those (the others keep AgentApp's and Retention's own defaults);
+    "given" maps each setting given to where it came from (its option or its variable), for
+    the messages. Raises _Refused for a variable whose value is bad (argparse refuses a bad
+    option's)."""
+    from agui.cli.main import SERVE_SETTINGS
+
+    settings: dict[str, Any] = {"app": {}, "retention": {}, "given": {}}
+    for setting in SERVE_SETTINGS:
+        source: str | None = None
+        if hasattr(args, setting.name):  # the option was given (not given, it leaves nothing)
+            value = getattr(args, setting.name)
+            if setting.repeat:  # each occurrence read as the variable is: a list
+                value = [item for values in value for item in values]
+            source = setting.flag
+        elif environ.get(setting.env, "").strip():
+            try:
+                value = setting.read(environ[setting.env])
+            except ValueError as error:
+                raise _Refused(f"{setting.env}: {error}") from None
+            source = setting.env
+        else:
+            value = setting.default
+        if setting.target == "serve":
+            settings[setting.name] = value
+        elif source is not None:
+            settings[setting.target][setting.name] = value
+        if source is not None:
+            settings["given"][setting.name] = source
+    settings.update(
+        agent=args.agent,
+        model=args.model,
+        model_url=args.model_url,
+        app_dir=os.path.abspath(args.app_dir),
+    )
+    return settings
 
 
 # ── what to serve ──────────────────────────────────────────────────────────────────────────────
@@ -187,7 +241,7 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     """(the ASGI app, what it is for the "serving" line, the path shown after the address)."""
     from agui.http.server import AgentApp
 
-    path = settings["path"]
+    given: dict[str, str] = settings.get("given", {})
     if settings["model"]:
         agent, what = _model_agent(settings["model"], settings["model_url"])
     elif not settings["agent"]:
@@ -205,49 +259,66 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
                 f"iterator of events) nor an ASGI app (called with scope, receive, send): {exc}"
             ) from None
         if kind == "asgi":
-            if path is not None:
-                raise _Refused(
-                    f"{spec} is an ASGI app, which decides its own paths: --path is for an agent"
-                )
-            if settings.get("store"):
-                raise _Refused(
-                    f"{spec} is an ASGI app: --store is for an agent (give an AgentApp its "
-                    "store=URL)"
-                )
-            if settings.get("authorize"):
-                raise _Refused(
-                    f"{spec} is an ASGI app: --authorize is for an agent (give an AgentApp its "
-                    "authorize=hook)"
-                )
-            if settings.get("cors_origins"):
-                raise _Refused(
-                    f"{spec} is an ASGI app: --cors-origin is for an agent (give an AgentApp its "
-                    "cors_origins=[...], or wrap the app in Starlette's CORSMiddleware)"
-                )
+            _asgi_refuses(spec, given, settings)
             return target, f"{spec} (an ASGI app)", ""
         agent, what = target, spec
-    path = path or _DEFAULT_PATH
+    path = settings.get("path") or _DEFAULT_PATH
     store = settings.get("store")
     origins = settings.get("cors_origins") or ()
     authorize = _hook(settings["authorize"]) if settings.get("authorize") else None
+    kept = settings.get("retention")
+    from agui.store import Retention
+
     try:
         app = AgentApp(
             agent,
             path=path,
             store=store or None,
+            retention=Retention(**kept) if kept else None,
             authorize=authorize,
             cors_origins=origins,
             console=settings.get("console", True),
+            **settings.get("app", {}),
         )
     except TypeError as exc:
         raise _Refused(f"{what} cannot be served: {exc}") from None
     except (ValueError, ImportError) as exc:  # an origin that is not one; no Starlette
-        raise _Refused(f"--cors-origin: {exc}") from None
+        raise _Refused(f"{given.get('cors_origins', '--cors-origin')}: {exc}") from None
     except AguiError as exc:  # the store URL (agui.store.StoreError)
-        raise _Refused(f"--store {store}: {exc}") from None
+        raise _Refused(f"{given.get('store', '--store')} {store}: {exc}") from None
     if store:
         what += f", runs kept in {_redacted(store)}"
     return app, what, path
+
+
+def _asgi_refuses(spec: str, given: dict[str, str], settings: dict[str, Any]) -> None:
+    """An ASGI app is served as it is: the settings of the AgentApp agui serve would build are
+    refused (each names where it came from, an option or a variable)."""
+    if "path" in given:
+        raise _Refused(
+            f"{spec} is an ASGI app, which decides its own paths: {given['path']} is for an agent"
+        )
+    if "store" in given:
+        raise _Refused(
+            f"{spec} is an ASGI app: {given['store']} is for an agent (give an AgentApp its "
+            "store=URL)"
+        )
+    if "authorize" in given:
+        raise _Refused(
+            f"{spec} is an ASGI app: {given['authorize']} is for an agent (give an AgentApp its "
+            "authorize=hook)"
+        )
+    if "cors_origins" in given:
+        raise _Refused(
+            f"{spec} is an ASGI app: {given['cors_origins']} is for an agent (give an AgentApp "
+            "its cors_origins=[...], or wrap the app in Starlette's CORSMiddleware)"
+        )
+    for name in (*settings.get("app", {}), *settings.get("retention", {})):
+        parameter = name if name in settings.get("app", {}) else "retention"
+        raise _Refused(
+            f"{spec} is an ASGI app: {given[name]} is for an agent (give an AgentApp its "
+            f"{parameter}=...)"
+        )
 
 
 def _hook(spec: str) -> Any:

@@ -70,7 +70,7 @@ from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, KEEPALIVE, sse_frame
 if TYPE_CHECKING:
     from agui.console import Console
     from agui.http.durable import Durable
-    from agui.store.base import EventLog
+    from agui.store.base import EventLog, Retention
 
 __all__ = [
     "CORS_EXPOSED_HEADERS",
@@ -172,7 +172,11 @@ class AgentApp:
     A binary stream has no keep-alive (the format has no frame that means nothing).
     finish_grace: seconds the agent may go on working after its terminal event, once the response
     is complete (None: as long as it takes); then it is cancelled. max_run_seconds: a run still
-    going after this many seconds ends in RUN_ERROR `TIMEOUT` (None, the default: no limit).
+    going after this many seconds ends in RUN_ERROR `TIMEOUT` (None: no limit). "auto", the
+    default: 3600 with a store, None without. Without a store a run ends when its client leaves;
+    with one it can go on without its client, so a run nobody follows (an agent that never
+    returns) would hold its slot of max_active_runs and its lease until the server stops. An hour
+    is far above an interactive run and bounds what such runs hold.
     max_active_runs: runs executing on this worker at once; a request beyond it gets 503 with
     Retry-After before anything is read (None: no limit). body_timeout: seconds the request body
     may take to arrive; a slower one gets 408 and the connection is closed (None: no limit).
@@ -196,6 +200,10 @@ class AgentApp:
     (agui.http.access).
     lease_seconds: how long a run stays owned by this worker without a renewal (renewed every
     third of it); a run whose lease ran out is closed with RUN_ERROR `RUN_LOST`.
+    retention: what the log opened from a store URL keeps (an agui.store.Retention; None: its
+    defaults, a run's latest 1,000,000 events, finished runs for 7 days, a thread's latest 100
+    runs); the app closes that log at its lifespan's end. For a store given as an EventLog, give
+    the retention to the log (`open_log(url, retention=...)`): ValueError here.
 
     `GET {path}/capabilities` answers `capabilities()`: the agent's declaration (an agent that is
     an agui.agent.protocol.CapabilitySource) with the transport this app serves.
@@ -237,10 +245,11 @@ class AgentApp:
         queue_size: int = 1024,
         protobuf: bool = True,
         finish_grace: float | None = DEFAULT_FINISH_GRACE,
-        max_run_seconds: float | None = None,
+        max_run_seconds: float | Literal["auto"] | None = "auto",
         max_active_runs: int | None = 1000,
         body_timeout: float | None = 30.0,
         store: str | EventLog | None = None,
+        retention: Retention | None = None,
         exclusive_threads: bool = True,
         detach: Literal["requested", "always"] = "requested",
         authorize: Authorize | None = None,
@@ -270,7 +279,11 @@ class AgentApp:
         self.queue_size = queue_size
         self.protobuf = protobuf
         self.finish_grace = finish_grace
-        self.max_run_seconds = max_run_seconds
+        if isinstance(max_run_seconds, str):
+            if max_run_seconds != "auto":
+                raise ValueError(f"max_run_seconds is seconds, None or 'auto': {max_run_seconds!r}")
+            max_run_seconds = 3600.0 if store is not None else None  # a detached run: bounded
+        self.max_run_seconds: float | None = max_run_seconds
         self.max_active_runs = max_active_runs
         self.body_timeout = body_timeout
         self.authorize = authorize
@@ -292,6 +305,15 @@ class AgentApp:
         self._runs: set[_Stoppable] = set()
         self._served = 0  # runs served without a store, for max_active_runs
         self._durable: Durable | None = None
+        if retention is not None:
+            if not isinstance(store, str):
+                raise ValueError(
+                    "retention is for a store URL: give store=URL, or open the EventLog with it "
+                    "(agui.store.open_log(url, retention=...))"
+                )
+            from agui.store import open_log
+
+            store = open_log(store, retention=retention)
         if store is not None:
             from agui.http.durable import Durable
 
@@ -301,6 +323,8 @@ class AgentApp:
                 exclusive_threads=exclusive_threads,
                 lease_seconds=lease_seconds,
             )
+            if retention is not None:
+                self._durable._owns_log = True  # opened here from its URL: closed with the app
         self._stop_at: float | None = None  # time.monotonic() by which runs must end
         self._lifespans = 0  # lifespans entered and not yet exited
         AgentApp._apps.add(self)
