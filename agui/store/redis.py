@@ -230,6 +230,7 @@ if max_events > 0 and kept > max_events then
         keep_from = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1][1]
     end
     redis.call('XTRIM', KEYS[2], 'MINID', keep_from)
+    redis.call('HSET', KEYS[1], 'trimmed', 1)
 end
 redis.call('HSET', KEYS[1], 'kept', kept, 'last', id .. '.' .. (count - 1), 'token', ARGV[10],
     'entry', id)
@@ -702,12 +703,12 @@ class RedisLog(EventLog):
         run_key, stream = self._key("run", run_id), self._key("events", run_id)
         size = BATCH if limit is None else max(1, limit)
         try:
-            status, last = await self._redis.hmget(run_key, ("status", "last"))
+            status, last, trimmed = await self._redis.hmget(run_key, ("status", "last", "trimmed"))
             if status is None:
                 raise UnknownRun(f"no run {run_id!r} in the log")
             skip: tuple[str, int] | None = None
             if after is not None:
-                skip = await self._check(run_id, stream, after, last)
+                skip = await self._check(run_id, stream, after, last, trimmed is not None)
             start = "-" if skip is None else skip[0]
             count = FIRST_CHUNK  # the first events soon (a resume), then the rest in big steps
             cursors: list[str] = []
@@ -774,9 +775,12 @@ class RedisLog(EventLog):
                 del cursors[:size], events[:size]
 
     async def _check(
-        self, run_id: str, stream: str, after: Cursor, last: bytes | None
+        self, run_id: str, stream: str, after: Cursor, last: bytes | None, trimmed: bool
     ) -> tuple[str, int]:
-        """The entry and the index of a cursor the run produced; StoreError otherwise."""
+        """The entry and the index of a cursor the run produced; StoreError otherwise. A cursor
+        older than the oldest entry kept is one of the run's only when retention dropped its
+        first entries (`trimmed`): else it is before the run's first event, as memory and
+        SQLite answer too."""
         ms, seq, index = parse_cursor(after)
         wrong = StoreError(f"run {run_id!r} has no event at cursor {after!r}")
         if not last or (ms, seq, index) > parse_cursor(last.decode()):
@@ -789,8 +793,8 @@ class RedisLog(EventLog):
         if found:
             if index >= int(found[0][1][b"c"]):
                 raise wrong
-        elif oldest and (ms, seq) > entry_key(oldest[0][0]):
-            raise wrong  # within what is kept, but no such entry
+        elif not oldest or (ms, seq) > entry_key(oldest[0][0]) or not trimmed:
+            raise wrong  # within what is kept, but no such entry; or before the run began
         return entry, index
 
     async def aclose(self) -> None:

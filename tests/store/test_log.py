@@ -429,7 +429,7 @@ async def test_unknown_runs(log: EventLog) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "garbage", "-1", "1.2.3", "past", "padded", "0", "a\nb", "9" * 40]
+    "bad", ["", "garbage", "-1", "1.2.3", "past", "padded", "before", "0", "a\nb", "9" * 40]
 )
 async def test_a_cursor_the_run_never_produced_is_refused(log: EventLog, bad: str) -> None:
     _, cursors = await run_with(log, "run-1", 5)
@@ -437,6 +437,9 @@ async def test_a_cursor_the_run_never_produced_is_refused(log: EventLog, bad: st
         bad = cursors[-1] + "9"
     elif bad == "padded":  # a cursor written otherwise is not the cursor
         bad = "0" + cursors[0]
+    elif bad == "before":  # well formed, before the run's first event (nothing was dropped)
+        first = cursors[0]
+        bad = f"{int(first.split('-')[0]) - 1}-0.0" if "-" in first else "0"
     for follow in (False, True):
         with pytest.raises(StoreError) as raised:
             await collect(log, "run-1", bad, follow=follow)
