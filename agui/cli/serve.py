@@ -123,12 +123,8 @@ def serve(args: argparse.Namespace) -> int:
         # any path ending in /console). An ASGI app of another kind decides its own routes.
         at = (app.path or "").rstrip("/")
         console = f"\nconsole: http://{host}:{port}{at}/console"  # as the "serving" URL
-    if "*" in origins:
-        print(
-            "agui serve: --cors-origin '*' lets web pages of any origin call this agent; for "
-            "development only (name the front end's origin otherwise)",
-            file=sys.stderr,
-        )
+    # --cors-origin '*': AgentApp itself warns (on the "agui.server" logger, which reaches
+    # stderr before uvicorn's logging is set up), once.
     options: dict[str, Any] = {
         "log_level": settings["log_level"],
         "log_config": _log_config(settings["log_level"]),
