@@ -139,6 +139,7 @@ SAMPLES: dict[str, tuple[list[str], Any, str, Any]] = {
     "keepalive": (["--keepalive", "3"], 3.0, "OFF", None),
     "finish_grace": (["--finish-grace", "0"], 0.0, "None", None),
     "lease_seconds": (["--lease-seconds", "2"], 2.0, "0.5", 0.5),
+    "detach": (["--detach", "always"], "always", "Requested", "requested"),
     "run_ttl_seconds": (["--retention-days", "1"], 86400.0, "0.5", 43200.0),
     "max_events_per_run": (["--max-events-per-run", "50"], 50, "off", None),
     "max_runs_per_thread": (["--max-runs-per-thread", "5"], 5, "9", 9),

@@ -178,6 +178,14 @@ def _url_path(text: str) -> str:
     return text
 
 
+def _detach(value: str) -> str:
+    """requested or always (AgentApp's detach)."""
+    word = value.strip().lower()
+    if word not in ("requested", "always"):
+        raise ValueError(f"requested or always, not {value!r}")
+    return word
+
+
 def _text(value: str) -> str:
     """Any text but an empty one."""
     if not value.strip():
@@ -455,6 +463,18 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         "every third of it); a run whose lease ran out ends in RUN_ERROR RUN_LOST",
         target="app",
         metavar="SECONDS",
+    ),
+    Setting(
+        "detach",
+        "--detach",
+        "AGUI_DETACH",
+        _detach,
+        "requested",
+        "with --store: which runs go on when their request goes away; requested: those whose "
+        "client sends Agui-Resume: 1 (agui's client, the console), any other is stopped; "
+        "always: every run",
+        target="app",
+        metavar="WHICH",
     ),
     # What the store keeps (agui.store.Retention; docs/durable-runs.md#retention).
     Setting(

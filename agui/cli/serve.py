@@ -78,7 +78,9 @@ def serve(args: argparse.Namespace) -> int:
     workers: int = settings["workers"]
     if not store:
         durable = [
-            given[name] for name in ("lease_seconds", *settings["retention"]) if name in given
+            given[name]
+            for name in ("lease_seconds", "detach", *settings["retention"])
+            if name in given
         ]
         if durable:
             print(
