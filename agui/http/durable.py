@@ -87,6 +87,7 @@ from agui.store import (
     RunExists,
     RunRecord,
     StoreError,
+    StoreUnavailable,
     ThreadBusy,
     UnknownRun,
     open_log,
@@ -108,7 +109,15 @@ from agui.wire.sse import sse_frame
 if TYPE_CHECKING:
     from agui.http.server import AgentApp
 
-__all__ = ["HISTORY_RUN_SUFFIX", "RESUME_HEADER", "RUN_LOST", "STOP_POLL", "Durable"]
+__all__ = [
+    "HISTORY_RUN_SUFFIX",
+    "RESUME_HEADER",
+    "RUN_LOST",
+    "STOP_POLL",
+    "STORE_ERROR",
+    "Durable",
+    "StoreFailure",
+]
 
 log = logging.getLogger("agui.server")
 _RANDOM = random.Random()
@@ -117,6 +126,10 @@ tests: seeded runs, property tests that check nothing else draws from it)."""
 
 RUN_LOST = "RUN_LOST"
 """The RUN_ERROR code of a run whose worker stopped renewing its lease before the run ended."""
+STORE_ERROR = "STORE_ERROR"
+"""The RUN_ERROR code that ends a run's streams when the event log failed (a full disk, a
+read-only or deleted file, a lost connection): its events cannot be stored or read, so the run
+cannot go on. Stored as the run's terminal event when the log still takes that one write."""
 HISTORY_RUN_SUFFIX = ":history"
 """The synthetic run of a compacted history is `<threadId>:history` (thread and run ids)."""
 STOP_POLL = 0.15
@@ -147,6 +160,33 @@ def lost_event() -> bytes:
     return encode(run_error("The worker running this run stopped before the run ended.", RUN_LOST))
 
 
+_STORE_ERROR_MESSAGE = "The event log failed; the run cannot go on."
+_NOTED = 10_000  # runs whose store failure a worker remembers having logged
+
+
+def _fault(error: BaseException) -> bool:
+    """Whether `error`, raised by the log, says the backend failed (StoreUnavailable; a
+    StoreError caused by the backend's own error, as Redis raises; anything but a StoreError),
+    not the request (a conflict, an unknown run or cursor, a run another worker finished)."""
+    if isinstance(error, StoreUnavailable):
+        return True
+    if isinstance(error, (UnknownRun, RunExists, ThreadBusy)):
+        return False
+    return not isinstance(error, StoreError) or error.__cause__ is not None
+
+
+@attrs.frozen(kw_only=True)
+class StoreFailure:
+    """The last failure of the event log a worker saw (`Durable.store_failure`)."""
+
+    error: str
+    """What failed, as the log said it (`SQLite store '...': database or disk is full`)."""
+    at: float
+    """When, in seconds since the epoch."""
+    since: float
+    """When the log began failing (the first failure since it last worked)."""
+
+
 class Durable:
     """The durable side of one AgentApp: its event log, the runs executing here, the routes.
 
@@ -172,6 +212,12 @@ class Durable:
         self._sweeper: asyncio.Task[None] | None = None
         self._pruned = 0.0
         self._closed = False
+        self.store_failure: StoreFailure | None = None
+        """The event log's last failure while it is failing, None while it works: see
+        `healthy`."""
+        self._noted: dict[str, None] = {}  # runs whose store failure was logged (the latest)
+        self._outage_noted = False  # the current failure was logged
+        self._watchers: dict[str, set[asyncio.Future[None]]] = {}  # live streams, by run
 
     # ── routing ──────────────────────────────────────────────────────────────
 
@@ -538,7 +584,6 @@ class Durable:
                     fresh = False
                     await opening(events[0])
                 data = events[-1]
-                last = batch.cursors[-1]
                 if binary:
                     frames = [_proto_of(event, run_id) for event in events]
                     chunk = b"".join([frame for frame in frames if frame is not None])
@@ -559,17 +604,72 @@ class Durable:
                 tail.count += len(events)
                 if chunk and not offer(chunk):
                     await put(chunk)
+                last = batch.cursors[-1]  # queued: a read after the fault goes on from here
                 tail.started = True
                 tail.ended = data.startswith(_TERMINAL_PREFIXES)
             return data
 
-        if backlog is not None:
-            if first is not None:
-                end = await pump(_chain(first, backlog))
-                if end.startswith(_TERMINAL_PREFIXES):
+        async def reading() -> None:
+            if backlog is not None:
+                if first is not None:
+                    end = await pump(_chain(first, backlog))
+                    if end.startswith(_TERMINAL_PREFIXES):
+                        return
+            await pump(self.log.read_batches(run_id, last, follow=True, limit=_READ_BATCH))
+
+        # The log fails: the read raises, or the run's executor or lease check says the run
+        # cannot be ended in the log (`_end_streams` sets `ended`). Either way the stream ends
+        # in RUN_ERROR STORE_ERROR, after what the log still gives, instead of waiting for a
+        # terminal event that will never be stored.
+        ended: asyncio.Future[None] = tail.loop.create_future()
+        self._watchers.setdefault(run_id, set()).add(ended)
+        reader = asyncio.ensure_future(reading())
+        try:
+            await asyncio.wait((reader, ended), return_when=asyncio.FIRST_COMPLETED)
+            if reader.done():
+                error = reader.exception()
+                if error is None:
                     tail.run_id = None
                     return
-        await pump(self.log.read_batches(run_id, last, follow=True, limit=_READ_BATCH))
+                if not _fault(error):
+                    raise error
+                self._store_failed(error, run_id)
+                self._end_streams(run_id)
+            else:
+                reader.cancel()
+                await asyncio.wait((reader,))
+                try:  # what was stored before the fault, if the log still gives it
+                    async with asyncio.timeout(_IDLE):
+                        end = await pump(self.log.read_batches(run_id, last, limit=_READ_BATCH))
+                    if end.startswith(_TERMINAL_PREFIXES):
+                        tail.run_id = None
+                        return
+                except Exception:  # the log fails: the stream ends here all the same
+                    pass
+        finally:
+            if not reader.done():  # the response is over (or failed): the read ends with it
+                reader.cancel()
+                await asyncio.wait((reader,), timeout=_STOP_WAIT / 2)
+            watchers = self._watchers.get(run_id)
+            if watchers is not None:
+                watchers.discard(ended)
+                if not watchers:
+                    del self._watchers[run_id]
+        ending: list[Any] = []
+        if not tail.started:
+            execution = self.executions.get(run_id)
+            thread = thread_id or ("" if execution is None else execution.input.thread_id)
+            ending.append(RunStartedEvent(thread_id=thread, run_id=principal.wire(run_id)))
+        ending.append(run_error(_STORE_ERROR_MESSAGE, STORE_ERROR))
+        for event in ending:
+            if binary:
+                await put(proto_frame(event))
+            elif downgrade is not None:
+                await put(downgrade.sse(event))
+            else:
+                await put(sse_frame(event))
+        tail.count += len(ending)
+        tail.started = tail.ended = True
         tail.run_id = None
 
     async def _respond(
@@ -733,14 +833,86 @@ class Durable:
             if left < 0 and run_id not in self.executions:
                 await self._close_lost(run_id)
                 return self.idle
-        except Exception:
-            log.warning("run %s: its record could not be read", run_id, exc_info=True)
+        except Exception as error:
+            # The record cannot be read, or the lost run cannot be closed: nothing will end the
+            # run in the log while it fails, so its streams here end now.
+            self._store_failed(error, run_id)
+            self._end_streams(run_id)
             return self.idle
         return min(max(left + 0.05, 0.05), self.lease_seconds)
 
     async def _close_lost(self, run_id: str) -> None:
-        if await self.log.close_lost(run_id, lost_event(), time.time()):
+        closed = await self.log.close_lost(run_id, lost_event(), time.time())
+        self._store_ok()
+        if closed:
             log.warning("run %s: its worker is gone; closed with RUN_ERROR %s", run_id, RUN_LOST)
+
+    # ── the health of the log ────────────────────────────────────────────────
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the event log works, as far as this worker knows: False from a failure of the
+        log (a write, a read, a lease renewal, the sweep: a full disk, a read-only or deleted
+        file, a lost connection) until a write works again (an append, a renewal, a lost run
+        closed) or the sweep's probe does (`EventLog.probe`, every `lease_seconds` or so while
+        the log fails). `store_failure` then holds the last failure: what failed, when, and
+        since when. Meant for a readiness check: while it is False, runs started here cannot be
+        stored, and every stream the failure meets ends in RUN_ERROR `STORE_ERROR`."""
+        return self.store_failure is None
+
+    def _store_failed(self, error: BaseException, run_id: str | None = None) -> None:
+        """Record a failure of the log. One line is logged per run it meets (`run_id`), and one
+        for a failure that meets no run (the sweep, a probe) unless this outage was logged
+        already; never a traceback, never again for the same run."""
+        now = time.time()
+        text = str(error) or type(error).__name__
+        failure = self.store_failure
+        since = now if failure is None else failure.since
+        self.store_failure = StoreFailure(error=text, at=now, since=since)
+        if run_id is None:
+            if not self._outage_noted:
+                self._outage_noted = True
+                log.error("the event log failed: %s", text)
+            return
+        if run_id in self._noted:
+            return
+        self._noted[run_id] = None
+        if len(self._noted) > _NOTED:
+            del self._noted[next(iter(self._noted))]
+        self._outage_noted = True
+        log.error(
+            "run %s: the event log failed; the run's streams end in RUN_ERROR %s: %s",
+            run_id,
+            STORE_ERROR,
+            text,
+        )
+
+    def _store_ok(self) -> None:
+        """A write went through: the log works again."""
+        failure = self.store_failure
+        if failure is None:
+            return
+        self.store_failure = None
+        if self._outage_noted:
+            self._outage_noted = False
+            failed = time.time() - failure.since
+            log.warning("the event log works again (it failed for %.1f s)", failed)
+
+    def _end_streams(self, run_id: str) -> None:
+        """End the live streams of the run here with RUN_ERROR STORE_ERROR: the log cannot give
+        them its terminal event (see `_follow`)."""
+        for ended in self._watchers.get(run_id, ()):
+            if not ended.done():
+                ended.set_result(None)
+
+    async def _probe(self) -> None:
+        """One round trip of the log; the health is clear when it works."""
+        probe = getattr(self.log, "probe", None)
+        if probe is not None:
+            await probe()
+        else:  # an EventLog of an older protocol: a read
+            await self.log.expired(0.0)
+        self._store_ok()
 
     # ── the sweep, the end ───────────────────────────────────────────────────
 
@@ -749,16 +921,27 @@ class Durable:
             await asyncio.sleep(self.lease_seconds * _RANDOM.uniform(0.5, 1.0))
             try:
                 await self.sweep()
+            except StoreError as error:
+                self._store_failed(error)
             except Exception:
                 log.warning("the sweep for lost runs failed", exc_info=True)
 
     async def sweep(self) -> None:
         """Close the runs whose lease ran out (their worker is gone) with RUN_ERROR RUN_LOST, and
-        once a minute drop what the retention's TTL ended."""
+        once a minute drop what the retention's TTL ended. While the log fails (`healthy`),
+        probe it first. A lost run that cannot be closed ends its streams here (STORE_ERROR)."""
         now = time.time()
+        if self.store_failure is not None:
+            await self._probe()
         for record in await self.log.expired(now):
             if record.run_id not in self.executions:  # a run of ours is not lost: we are here
-                await self._close_lost(record.run_id)
+                try:
+                    await self._close_lost(record.run_id)
+                except StoreError as error:
+                    followed = record.run_id in self._watchers
+                    self._store_failed(error, record.run_id if followed else None)
+                    self._end_streams(record.run_id)
+                    return  # the others cannot be closed either
         if now - self._pruned >= _PRUNE_EVERY:
             self._pruned = now
             prune = getattr(self.log, "prune", None)
@@ -842,6 +1025,7 @@ class Execution:
         self._open = RunTracker()
         self.stop_at: float | None = None  # the shutdown's deadline (loop time)
         self._stop_requested = False
+        self._failure: BaseException | None = None  # the log's last failure (a renewal, a poll)
         self.wake: asyncio.Future[None] = self.loop.create_future()
 
     def start(self) -> None:
@@ -1030,14 +1214,40 @@ class Execution:
                 await log_.append(self.id, batch, final=final)
             except Exception as exc:
                 # Not retried: an append that failed may have been stored, and a retry would
-                # store its events twice. The lease runs out; the run is closed as lost.
-                log.error(
-                    "run %s: appending to the log failed; the run is abandoned: %s", self.id, exc
-                )
+                # store its events twice.
+                if _fault(exc):
+                    await self._unstorable(exc)
+                else:  # the run was closed elsewhere
+                    log.error(
+                        "run %s: appending to the log failed; the run is abandoned: %s",
+                        self.id,
+                        exc,
+                    )
                 raise _Abandoned(str(exc)) from exc
+            self.durable._store_ok()
             if final:
                 self.stored = True
                 return
+
+    async def _unstorable(self, error: BaseException) -> None:
+        """The log failed the run (an append, or renewals until the lease ran out): nothing
+        queued will be stored. Logged once; then the run ends in RUN_ERROR STORE_ERROR, stored
+        if the log takes that one small append now (not a retry of what failed: the log then
+        holds the events up to the failure, perhaps the failed batch, and this end), else sent
+        to the streams here only (`Durable._end_streams`): the lease runs out, and once the log
+        works again the sweep closes the run as lost."""
+        durable = self.durable
+        durable._store_failed(error, self.id)
+        self.final = True  # nothing more is queued
+        self._pending.clear()
+        end = encode(run_error(_STORE_ERROR_MESSAGE, STORE_ERROR))
+        try:
+            async with asyncio.timeout(_STOP_WAIT):
+                await durable.log.append(self.id, [end], final=True)
+        except Exception:
+            durable._end_streams(self.id)
+        else:
+            self.stored = True
 
     async def _supervise(self, producer: asyncio.Task[None], writer: asyncio.Task[None]) -> None:
         """Wait for the terminal event to be stored, ending the run early on a stop request, at
@@ -1051,6 +1261,7 @@ class Execution:
         expires = None if app.max_run_seconds is None else now + app.max_run_seconds
         renew_at = now + lease / 3
         poll_at = now + STOP_POLL
+        leased = time.time() + lease  # the lease as last renewed (the start's, at first)
         while not writer.done():
             now = loop.time()
             if self.stop_at is not None and now >= self.stop_at:
@@ -1063,7 +1274,7 @@ class Execution:
                 self.close_with(f"The run took longer than {app.max_run_seconds} seconds.", TIMEOUT)
             if not self.final and now >= poll_at:
                 poll_at = now + STOP_POLL
-                record = await _quietly(durable.log.get_run(self.id), self.id)
+                record = await self._quietly(durable.log.get_run(self.id))
                 if record is not None and record.stop_requested:
                     self._stop_requested = True
             if self._stop_requested and not self.final:
@@ -1071,12 +1282,23 @@ class Execution:
                 self.close_cancelled()
             if not self.stored and now >= renew_at:
                 renew_at = now + lease / 3
-                renewed = await _quietly(
-                    durable.log.renew(self.id, durable.owner, time.time() + lease), self.id
-                )
+                until = time.time() + lease
+                renewed = await self._quietly(durable.log.renew(self.id, durable.owner, until))
+                if renewed is not None:
+                    durable._store_ok()
+                if renewed:
+                    leased = until
                 if renewed is False and not self.final:
                     log.error("run %s: the run is no longer this worker's; abandoned", self.id)
                     raise _Abandoned("the lease was lost")
+                if renewed is None and time.time() >= leased and not self.stored:
+                    # The log failed every renewal until the lease ran out: another worker may
+                    # close the run any moment, and a silent agent would leave its streams
+                    # waiting for as long as the log fails.
+                    writer.cancel()
+                    await _stop_agent(producer, self.id)
+                    await self._unstorable(self._failure or StoreError("the lease ran out"))
+                    raise _Abandoned("the lease could not be renewed")
             if self.wake.done():
                 self.wake = loop.create_future()
             wait = _earliest(now, self.stop_at, expires, None if self.final else poll_at, renew_at)
@@ -1087,15 +1309,15 @@ class Execution:
         # The run is stored. The agent may still be working after its terminal event.
         await _let_finish(self, producer)
 
-
-async def _quietly(call: Awaitable[Any], run_id: str) -> Any:
-    """The call's result, or None (logged) when the log fails: a lease renewal or a poll missed
-    once is tried again."""
-    try:
-        return await call
-    except Exception:
-        log.warning("run %s: the log did not answer", run_id, exc_info=True)
-        return None
+    async def _quietly(self, call: Awaitable[Any]) -> Any:
+        """The call's result, or None when the log fails (kept in the health, logged once for
+        the outage): a lease renewal or a poll missed once is tried again."""
+        try:
+            return await call
+        except Exception as error:
+            self._failure = error
+            self.durable._store_failed(error)
+            return None
 
 
 async def _chain(first: EventBatch, rest: AsyncIterator[EventBatch]) -> AsyncIterator[EventBatch]:

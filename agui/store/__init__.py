@@ -22,6 +22,7 @@ from .base import (
     RunStatus,
     StoredEvent,
     StoreError,
+    StoreUnavailable,
     ThreadBusy,
     UnknownRun,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "StoreError",
+    "StoreUnavailable",
     "StoredEvent",
     "ThreadBusy",
     "UnknownRun",

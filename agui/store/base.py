@@ -33,6 +33,7 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "StoreError",
+    "StoreUnavailable",
     "StoredEvent",
     "ThreadBusy",
     "UnknownRun",
@@ -48,6 +49,13 @@ RunStatus: TypeAlias = Literal["running", "finished"]
 
 class StoreError(AguiError):
     """The event log cannot do what was asked (the backend failed, or the request conflicts)."""
+
+
+class StoreUnavailable(StoreError):
+    """The backend failed, not the request: the disk is full, the file is read-only or was
+    deleted, the connection is lost. The same call may work later; nothing says whether a write
+    that failed so was stored. (Redis raises a plain StoreError whose `__cause__` is redis-py's
+    error; a conflict has no cause.)"""
 
 
 class ThreadBusy(StoreError):
@@ -236,6 +244,13 @@ class EventLog(Protocol):
         before `now`; True if this call closed it. Atomic: among workers noticing the same loss,
         exactly one closes the run."""
         ...
+
+    async def probe(self) -> None:
+        """One round trip that shows the log works now; raises StoreError when it does not. The
+        server calls it while its health says the log failed (`Durable.store_failure`), to learn
+        when it is back. A backend that can fail to write and still read (a full disk) writes
+        here; by default it is a read of the running runs' leases."""
+        await self.expired(0.0)
 
     async def prune(self, now: float) -> int:
         """Apply the retention's TTL as of `now`: drop the finished runs that finished more than

@@ -17,6 +17,13 @@ memory (the latest `RECENT` events of each run followed here) instead of queryin
 appends made by another process are noticed by one poller per instance, which checks
 `PRAGMA data_version` every `POLL_SECONDS` while someone follows, and wakes the followers of the
 runs that moved (they read those from the file).
+
+Faults: an error of SQLite (a full disk, a read-only or failing filesystem) is raised as
+`StoreUnavailable`. So is a file deleted or replaced while the log is open, which SQLite itself
+does not notice (its open connections would go on writing to the deleted file, and a connection
+opened later would make a new, empty one): every call first checks that the path still names the
+file the log opened (its device and inode), and the connections opened after the first never
+create the file.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .base import (
@@ -40,6 +48,7 @@ from .base import (
     RunExists,
     RunRecord,
     StoreError,
+    StoreUnavailable,
     ThreadBusy,
     UnknownRun,
     parse_seq,
@@ -116,10 +125,19 @@ def to_record(row: Sequence[Any]) -> RunRecord:
     )
 
 
-def connect(path: str) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), usable from any thread."""
+def connect(path: str, *, create: bool = True) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), usable from any thread.
+    Without `create`, a missing file is an error (sqlite3.OperationalError) instead of a new,
+    empty database."""
+    target = path
+    if not create:
+        target = Path(path).absolute().as_uri() + "?mode=rw"
     connection = sqlite3.connect(
-        path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
+        target,
+        timeout=BUSY_SECONDS,
+        isolation_level=None,
+        check_same_thread=False,
+        uri=not create,
     )
     connection.execute("PRAGMA synchronous = NORMAL")
     return connection
@@ -217,6 +235,7 @@ class SQLiteLog(EventLog):
         self._poller: asyncio.Task[None] | None = None
         self._poller_connection: sqlite3.Connection | None = None
         self._closed = False
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file opened
         self._ready: Future[None] = self._writer.submit(self._create)
 
     # ── threads and connections ─────────────────────────────────────────────────────────────
@@ -225,7 +244,7 @@ class SQLiteLog(EventLog):
         """This thread's connection (each writer and reader thread has its own)."""
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
-            connection = connect(self.path)
+            connection = connect(self.path, create=self._file is None)
             self._local.connection = connection
             with self._lock:
                 self._connections.append(connection)
@@ -247,8 +266,29 @@ class SQLiteLog(EventLog):
                         if statement.strip():
                             connection.execute(statement)
                     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.Error as error:
-            raise StoreError(f"cannot open the SQLite store {self.path!r}: {error}") from error
+            status = os.stat(self.path)
+        except (sqlite3.Error, OSError) as error:
+            raise StoreUnavailable(
+                f"cannot open the SQLite store {self.path!r}: {error}"
+            ) from error
+        self._file = (status.st_dev, status.st_ino)
+
+    def _check_file(self) -> None:
+        """StoreUnavailable when the path no longer names the file this log opened."""
+        try:
+            status = os.stat(self.path)
+        except FileNotFoundError:
+            raise StoreUnavailable(
+                f"the SQLite store {self.path!r} was deleted while in use; what it held is "
+                "lost, and nothing more is written (restart on a new file)"
+            ) from None
+        except OSError as error:
+            raise StoreUnavailable(f"SQLite store {self.path!r}: {error}") from error
+        if (status.st_dev, status.st_ino) != self._file:
+            raise StoreUnavailable(
+                f"the SQLite store {self.path!r} was replaced by another file while in use; "
+                "nothing more is written to either (restart to use the new one)"
+            )
 
     @staticmethod
     def _wal(connection: sqlite3.Connection) -> None:
@@ -272,10 +312,11 @@ class SQLiteLog(EventLog):
         await asyncio.wrap_future(self._ready)
 
         def call() -> T:
+            self._check_file()
             try:
                 return job(self._connection(), *args)
             except sqlite3.Error as error:
-                raise StoreError(f"SQLite store {self.path!r}: {error}") from error
+                raise StoreUnavailable(f"SQLite store {self.path!r}: {error}") from error
 
         return await asyncio.get_running_loop().run_in_executor(executor, call)
 
@@ -308,14 +349,14 @@ class SQLiteLog(EventLog):
 
     async def _poll(self) -> None:
         """While runs are followed, notice the appends other processes make to them."""
-        if self._poller_connection is None:
-            self._poller_connection = connect(self.path)
-            with self._lock:
-                self._connections.append(self._poller_connection)
-        poller = self._poller_connection
         seen: dict[str, tuple[str, int]] = {}
         version = -1
         try:
+            if self._poller_connection is None:
+                self._poller_connection = connect(self.path, create=False)
+                with self._lock:
+                    self._connections.append(self._poller_connection)
+            poller = self._poller_connection
             while self._followed and not self._closed:
                 followed = list(self._followed)
                 version, moved = await asyncio.get_running_loop().run_in_executor(
@@ -325,7 +366,7 @@ class SQLiteLog(EventLog):
                     self._notify(run_id)
                 await asyncio.sleep(POLL_SECONDS)
         except (sqlite3.Error, RuntimeError):
-            pass  # closing; the followers' backstop keeps them going
+            pass  # closing, or the file failed; the followers' backstop keeps them going
 
     @staticmethod
     def _changes(
@@ -513,6 +554,16 @@ class SQLiteLog(EventLog):
         if closed:
             self._notify(run_id)
         return closed
+
+    async def probe(self) -> None:
+        """A write that touches the file: the header's schema version, written again (what a
+        full disk or a read-only file refuses, where a read would still work)."""
+
+        def probe(db: sqlite3.Connection) -> None:
+            with _Transaction(db, immediate=True):
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+        await self._write(probe)
 
     async def prune(self, now: float) -> int:
         def prune(db: sqlite3.Connection) -> int:
