@@ -4,8 +4,8 @@
 `paced` is told by the run's forwardedProps what to do: `count` content events (the deltas "0,",
 "1,", ...) in one assistant message whose id is `<runId>:m`, a pause of `delay` seconds after
 every `every` of them, and a STATE_SNAPSHOT first with `state`. `app` serves it with the store and
-lease from the environment (AGUI_TEST_STORE, AGUI_TEST_LEASE), for the tests that need a short
-lease in an `agui serve` process.
+lease and SSE keep-alive from the environment (AGUI_TEST_STORE, AGUI_TEST_LEASE,
+AGUI_TEST_KEEPALIVE), for the tests that need a short lease in an `agui serve` process.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def _app() -> agui.AgentApp | None:
         path="/agent",
         store=store,
         lease_seconds=float(os.environ.get("AGUI_TEST_LEASE", "10")),
+        keepalive=float(os.environ.get("AGUI_TEST_KEEPALIVE", "15")),
     )
 
 
