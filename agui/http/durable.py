@@ -252,8 +252,11 @@ class Durable:
                 await self._connect(scope, receive, send, ident)
         except _BadRequest as bad:
             await _json_response(send, bad.status, _error_body(bad), bad.headers)
-        except StoreError:
-            log.exception("the event log failed")
+        except StoreError as error:
+            if _fault(error):  # the backend: once per outage, no traceback; readiness sees it
+                self._store_failed(error)
+            else:
+                log.exception("the event log failed")
             await _json_response(send, 503, {"error": "the event log failed"}, _RETRY_AFTER)
 
     def _route(self, scope: Scope) -> tuple[str, str]:

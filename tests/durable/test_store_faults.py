@@ -491,6 +491,10 @@ def test_redis_killed_ends_every_stream(tmp_path: Path, caplog: pytest.LogCaptur
             check_quiet_after(caplog)
             caplog.clear()
             check_refused(url, "after-1")
+            check_refused(url, "after-1b")
+            # an outage already noted: the refusals log nothing more, and no traceback
+            assert [r for r in caplog.records if r.exc_info] == []
+            assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []
             redis.start()
             check_serves(url, "after-2")
             durable = app._durable
