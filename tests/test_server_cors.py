@@ -271,9 +271,13 @@ def test_agui_serve_warns_about_any_origin(app_dir: Path) -> None:
         served.stop()
     warned = [line for line in served.stderr if "any origin" in line]
     assert len(warned) == 1, warned  # AgentApp's warning, once (not also the command's own)
-    assert warned[0].rstrip().endswith(
-        "WARNING agui.server: CORS: web pages of any origin may call this agent (cors_origins "
-        "'*'); outside development, name the front end's origin"
+    assert (
+        warned[0]
+        .rstrip()
+        .endswith(
+            "WARNING agui.server: CORS: web pages of any origin may call this agent (cors_origins "
+            "'*'); outside development, name the front end's origin"
+        )
     )
 
 
