@@ -280,7 +280,9 @@ def bench(session: nox.Session) -> None:
     free loopback port, in a temporary folder); without redis-server on PATH it leaves Redis out.
     Last the dev console (benchmarks/console.py): a 100,000-event run shown in headless Chromium,
     seconds to its final text, ms per 1,000 events and the longest main-thread task (no peer);
-    without Chromium or Playwright it says so and is skipped.
+    without Chromium or Playwright it says so and is skipped. benchmarks/sse_large.py, after the
+    memory benchmark: one 8 MiB SSE frame in 64 KiB chunks, decoded against reading its bytes
+    over loopback (target: at most 2x).
 
     Posargs go to the codec benchmarks; `--quick` also shortens the transport, memory, durable
     and console runs.
@@ -294,6 +296,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/transport.py", *quick)
     session.run("python", "benchmarks/proto.py", *quick)
     session.run("python", "benchmarks/memory.py", *quick)
+    session.run("python", "benchmarks/sse_large.py", *quick)
     session.run("python", "benchmarks/durable.py", *quick)
     session.run("python", "benchmarks/console.py", *quick)
 

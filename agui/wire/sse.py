@@ -32,6 +32,12 @@ KEEPALIVE = b": keep-alive\n\n"
 """A comment frame: every SSE parser ignores it, proxies see traffic."""
 
 _BOM = b"\xef\xbb\xbf"
+_LONG = 16 * 1024
+"""An unfinished line this long is kept in pieces (below it, joining it with the next chunk costs
+less than looking for its end first)."""
+_join = b"".join
+"""How the pieces of a line that spans chunks are put together: once, when the line ends
+(tests/test_sse_large.py counts what goes through it)."""
 
 
 def sse_frame(event: Any, id: str | None = None) -> bytes:
@@ -80,7 +86,12 @@ class SSEDecoder:
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self.max_frame_bytes = max_frame_bytes
         self.comments = 0
-        self._pending = b""  # an incomplete line, or a line ending in CR that may precede LF
+        # An incomplete line (or one ending in CR, which may precede LF), in the pieces it
+        # arrived in: a line longer than a chunk is joined once, when it ends, never re-copied
+        # on every chunk (which made one large frame quadratic).
+        self._parts: list[bytes] = []
+        self._unfinished = 0  # the bytes in _parts
+        self._skip_lf = False  # a long line ended with the last chunk's CR: a first LF is its end
         self._start = True  # still at the stream's first bytes (a BOM may be there)
         self._data: list[bytes] = []
         self._size = 0
@@ -92,10 +103,41 @@ class SSEDecoder:
     def feed(self, chunk: bytes) -> list[SSEMessage]:
         if self._error is not None:
             raise self._error
-        buf = self._pending + chunk if self._pending else chunk
+        if self._skip_lf and chunk:
+            self._skip_lf = False  # the LF of a CRLF that ended a long line in the last chunk
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        parts = self._parts
+        if parts:
+            if self._unfinished >= _LONG and not self._start and parts[-1][-1:] != b"\r":
+                lf = chunk.find(b"\n")
+                cr = chunk.find(b"\r")
+                if lf < 0 and cr < 0:
+                    # The middle of a line longer than a chunk: keep the piece, copy nothing.
+                    parts.append(chunk)
+                    self._unfinished += len(chunk)
+                    if self._size + self._unfinished + 1 > self.max_frame_bytes:
+                        raise SSEError(f"an SSE frame exceeds {self.max_frame_bytes} bytes")
+                    return []
+                if len(parts) > 1:
+                    # A line that spanned whole chunks ends here: join its pieces once (the
+                    # data alone, for a data line), then go on with the rest of the chunk.
+                    end = lf if cr < 0 else cr if lf < 0 else min(lf, cr)
+                    self._long_line(chunk[:end])
+                    if chunk[end] == 13:  # CR: a CRLF is one line end
+                        if end + 1 == len(chunk):
+                            self._skip_lf = True
+                        elif chunk[end + 1] == 10:
+                            end += 1
+                    rest = chunk[end + 1 :]
+                    return self.feed(rest) if rest else []
+            parts.append(chunk)
+            buf = _join(parts)  # once per line that spans chunks
+        else:
+            buf = chunk
         if self._start:
             if len(buf) < 3 and _BOM.startswith(buf):
-                self._pending = buf
+                self._keep(buf)
                 return []
             if buf.startswith(_BOM):
                 buf = buf[3:]
@@ -106,13 +148,13 @@ class SSEDecoder:
             last = lines[-1] if lines else b""
             if last and (last[-1:] == b"\r" or last[-1:] != b"\n"):
                 # Unfinished: no terminator yet, or a CR whose LF may arrive in the next chunk.
-                self._pending = lines.pop()
+                self._keep(lines.pop())
             else:
-                self._pending = b""
+                self._keep(b"")
             lines = [line.rstrip(b"\r\n") for line in lines]
         else:  # LF only (as every AG-UI server writes): the last piece is the unfinished line
             lines = buf.split(b"\n")
-            self._pending = lines.pop()
+            self._keep(lines.pop())
         try:
             limit = self.max_frame_bytes
             for line in lines:
@@ -143,8 +185,8 @@ class SSEDecoder:
                 self._line(line, out)
             # The unfinished line already counts toward its frame (so memory stays bounded), with
             # the same rule as when it is complete: the outcome must not depend on the chunking.
-            unfinished = self._pending.rstrip(b"\r")
-            if unfinished and self._size + len(unfinished) + 1 > self.max_frame_bytes:
+            unfinished = self._unfinished - (self._parts[0][-1:] == b"\r" if self._parts else 0)
+            if unfinished and self._size + unfinished + 1 > self.max_frame_bytes:
                 raise SSEError(f"an SSE frame exceeds {self.max_frame_bytes} bytes")
         except SSEError as exc:
             if not out:
@@ -152,13 +194,39 @@ class SSEDecoder:
             self._error = exc  # return the frames completed before it; raise on the next call
         return out
 
+    def _long_line(self, end: bytes) -> None:
+        """The line held in pieces ends with `end`: apply it, joining the pieces once (a data
+        line's value without its "data: ", so the data is copied once)."""
+        parts = self._parts
+        parts.append(end)
+        length = self._unfinished + len(end)
+        first = parts[0]
+        self._keep(b"")
+        if first[:6] == b"data: ":
+            size = self._size + length + 1
+            if size > self.max_frame_bytes:
+                raise SSEError(f"an SSE frame exceeds {self.max_frame_bytes} bytes")
+            self._size = size
+            parts[0] = first[6:]
+            self._data.append(_join(parts))
+        else:  # any other line (or one whose field name was cut): the general rules
+            out: list[SSEMessage] = []
+            self._line(_join(parts), out)  # a non-empty line dispatches nothing
+
+    def _keep(self, unfinished: bytes) -> None:
+        """The unfinished line after a chunk: what the next chunks continue."""
+        self._parts = [unfinished] if unfinished else []
+        self._unfinished = len(unfinished)
+
     def close(self) -> list[SSEMessage]:
         """End of stream: finish a last line and frame that had no terminator."""
         if self._error is not None:
             raise self._error
         out: list[SSEMessage] = []
-        if self._pending:
-            pending, self._pending = self._pending, b""
+        self._skip_lf = False
+        if self._parts:
+            pending = _join(self._parts)
+            self._keep(b"")
             if not (self._start and _BOM.startswith(pending)):
                 self._line(pending.rstrip(b"\r\n"), out)
         self._line(b"", out)
