@@ -164,6 +164,14 @@ class Field:
         return base if self.required else f"{base} | None"
 
     @property
+    def converter(self) -> str | None:
+        """The converter of an instance field of an enum type (see EnumConverter.name), so the
+        constructor takes the enum's wire strings as well as its members; None for any other."""
+        if self.type is None or self.type.kind != "enum" or self.is_class_constant:
+            return None
+        return EnumConverter(self.type.name, optional=not self.required).name
+
+    @property
     def class_annotation(self) -> str:
         if self.tag_annotation:
             return self.tag_annotation
@@ -236,6 +244,23 @@ class Union:
 
 
 @attrs.frozen
+class EnumConverter:
+    """The converter of the fields of one enum type, optional or not: `_to_<enum>` (with
+    `_or_none` for optional fields). It takes `Literal[<the wire strings>] | <Enum>` (the
+    annotation mypy's attrs plugin gives the constructor's parameter), and returns the member of a
+    wire string; a member, or anything else (which encoding refuses, naming it), is kept as
+    given. Decoding does not go through it: the decoders set each slot directly."""
+
+    enum: str
+    optional: bool
+
+    @property
+    def name(self) -> str:
+        words = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", self.enum).lower()
+        return f"_to_{words}" + ("_or_none" if self.optional else "")
+
+
+@attrs.frozen
 class Alias:
     name: str
     doc: str
@@ -289,6 +314,22 @@ class Spec:
         for name, module in self.exports.items():
             groups.setdefault(module, []).append(name)
         return dict(sorted(groups.items()))
+
+    @property
+    def enum_converters(self) -> list[tuple[Enum, list[EnumConverter]]]:
+        """The enums whose fields have a converter (Field.converter), in order, each with the
+        converters its fields use."""
+        used = {
+            (f.type.name, not f.required)
+            for o in self.objects
+            for f in o.fields
+            if f.converter is not None and f.type is not None
+        }
+        found = [
+            (e, [EnumConverter(e.name, o) for o in (False, True) if (e.name, o) in used])
+            for e in self.enums
+        ]
+        return [(e, converters) for e, converters in found if converters]
 
     @property
     def alias_constraints(self) -> dict[str, Constraints]:

@@ -8,7 +8,7 @@ patch values), is None in a required field. Arrays are tuples. Discriminators an
 are class attributes, not instance data.
 """
 
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 import attrs
 
@@ -19,6 +19,56 @@ JsonValue: TypeAlias = Any
 
 JsonObject: TypeAlias = dict[str, Any]
 """A JSON object whose members are not described by the spec (open by meaning)."""
+
+
+_TextMessageRole_BY_WIRE: dict[str, TextMessageRole] = {
+    member.value: member for member in TextMessageRole
+}
+
+
+def _to_text_message_role_or_none(
+    value: Literal["developer", "system", "assistant", "user"] | TextMessageRole | None,
+) -> TextMessageRole | None:
+    """
+    The constructor's converter of a TextMessageRole field (or None): a wire string becomes its
+    member; a member, or anything else (which encoding refuses, naming it), is kept as given.
+    """
+    return cast(
+        TextMessageRole | None,
+        _TextMessageRole_BY_WIRE.get(value, value) if type(value) is str else value,
+    )
+
+
+_ResumeStatus_BY_WIRE: dict[str, ResumeStatus] = {member.value: member for member in ResumeStatus}
+
+
+def _to_resume_status(value: Literal["resolved", "cancelled"] | ResumeStatus) -> ResumeStatus:
+    """
+    The constructor's converter of a ResumeStatus field: a wire string becomes its member; a
+    member, or anything else (which encoding refuses, naming it), is kept as given.
+    """
+    return cast(
+        ResumeStatus, _ResumeStatus_BY_WIRE.get(value, value) if type(value) is str else value
+    )
+
+
+_ReasoningEncryptedValueSubtype_BY_WIRE: dict[str, ReasoningEncryptedValueSubtype] = {
+    member.value: member for member in ReasoningEncryptedValueSubtype
+}
+
+
+def _to_reasoning_encrypted_value_subtype(
+    value: Literal["tool-call", "message"] | ReasoningEncryptedValueSubtype,
+) -> ReasoningEncryptedValueSubtype:
+    """
+    The constructor's converter of a ReasoningEncryptedValueSubtype field: a wire string becomes
+    its member; a member, or anything else (which encoding refuses, naming it), is kept as
+    given.
+    """
+    return cast(
+        ReasoningEncryptedValueSubtype,
+        _ReasoningEncryptedValueSubtype_BY_WIRE.get(value, value) if type(value) is str else value,
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -612,7 +662,7 @@ class ResumeEntry:
     interrupt_id: str = attrs.field(metadata={"wire": "interruptId"})
     """The id of the interrupt this responds to."""
 
-    status: ResumeStatus = attrs.field(metadata={"wire": "status"})
+    status: ResumeStatus = attrs.field(converter=_to_resume_status, metadata={"wire": "status"})
     """Whether the interrupt was answered or given up on."""
 
     payload: JsonValue | None = attrs.field(default=None, metadata={"wire": "payload"})
@@ -872,7 +922,9 @@ class TextMessageStartEvent:
     message_id: str = attrs.field(metadata={"wire": "messageId"})
     """The message this stream builds."""
 
-    role: TextMessageRole | None = attrs.field(default=None, metadata={"wire": "role"})
+    role: TextMessageRole | None = attrs.field(
+        default=None, converter=_to_text_message_role_or_none, metadata={"wire": "role"}
+    )
     """Who is speaking; absent means assistant."""
 
     name: str | None = attrs.field(default=None, metadata={"wire": "name"})
@@ -972,7 +1024,9 @@ class TextMessageChunkEvent:
     message_id: str | None = attrs.field(default=None, metadata={"wire": "messageId"})
     """The message this chunk adds to; absent means the message that is already open."""
 
-    role: TextMessageRole | None = attrs.field(default=None, metadata={"wire": "role"})
+    role: TextMessageRole | None = attrs.field(
+        default=None, converter=_to_text_message_role_or_none, metadata={"wire": "role"}
+    )
     """Who is speaking, given on the chunk that opens a message."""
 
     delta: str | None = attrs.field(default=None, metadata={"wire": "delta"})
@@ -1777,7 +1831,9 @@ class ReasoningEncryptedValueEvent:
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
     """The subagent invocation this belongs to; absent means the parent agent produced it."""
 
-    subtype: ReasoningEncryptedValueSubtype = attrs.field(metadata={"wire": "subtype"})
+    subtype: ReasoningEncryptedValueSubtype = attrs.field(
+        converter=_to_reasoning_encrypted_value_subtype, metadata={"wire": "subtype"}
+    )
     """
     Whether entityId names a message or a tool call, which decides where the value is kept.
     """
