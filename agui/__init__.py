@@ -48,7 +48,10 @@ if TYPE_CHECKING:
     )
     from agui.http.client import HttpAgent as HttpAgent
     from agui.http.server import AgentApp as AgentApp
-    from agui.stream.conversation import Conversation as Conversation
+    from agui.stream.conversation import (
+        Conversation as Conversation,
+        ConversationBusyError as ConversationBusyError,
+    )
     from agui.stream.pipeline import Pipeline as Pipeline
     from agui.stream.reducer import RunResult as RunResult
     from agui.stream.warning import StreamWarning as StreamWarning
@@ -67,6 +70,7 @@ _HOMES: dict[str, str] = {
     "Agent": "agui.agent.protocol",
     "AgentApp": "agui.http.server",
     "Conversation": "agui.stream.conversation",
+    "ConversationBusyError": "agui.stream.conversation",
     "EncodeError": "agui.errors",
     "ExpiredInterruptError": "agui.errors",
     "HttpAgent": "agui.http.client",

@@ -345,9 +345,11 @@ def test_a_truncated_stream_is_rejected_and_recorded() -> None:
     assert summary["eventTypes"] == ["RUN_STARTED", "TEXT_MESSAGE_START"]
 
 
-def test_a_rejected_event_keeps_what_came_before() -> None:
-    """Events before the one the verifier rejects are delivered and applied."""
-    conversation = Conversation("t", keep_events=True)
+@pytest.mark.parametrize("keep_partial", [False, True])
+def test_a_rejected_event_keeps_what_came_before(keep_partial: bool) -> None:
+    """Events before the one the verifier rejects are delivered and applied; the rejected run is
+    then rolled back (the state as before it) unless keep_partial."""
+    conversation = Conversation("t", keep_events=True, keep_partial=keep_partial)
     with pytest.raises(ProtocolError, match="No active text message found with ID 'x'"):
         conversation.consume(
             [
@@ -357,7 +359,7 @@ def test_a_rejected_event_keeps_what_came_before() -> None:
                 DONE,
             ]
         )
-    assert conversation.state == {"a": 1}
+    assert conversation.state == ({"a": 1} if keep_partial else {})
     assert conversation.summary()["eventTypes"] == ["RUN_STARTED", "STATE_SNAPSHOT"]
     assert conversation.failures == [conversation.summary()["error"]]
 

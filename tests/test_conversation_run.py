@@ -90,15 +90,23 @@ def test_a_retry_after_a_failure_before_the_stream_sends_the_message_once(
     assert user_texts(conversation) == ["hello"]
 
 
-def test_the_message_joins_when_the_stream_starts_even_if_it_is_cut(serve: Serve) -> None:
-    """Once the stream has started, the agent saw the message: it stays in the history even when
-    the stream is cut (the run is truncated), and is not repeated by the next run."""
+@pytest.mark.parametrize("keep_partial", [False, True])
+def test_a_cut_run_is_rolled_back_unless_keep_partial(serve: Serve, keep_partial: bool) -> None:
+    """The message joins when the stream starts, but a run that is cut (truncated) is rolled
+    back: the history is as it was before the run, so the same call retries it. With
+    keep_partial the message stays, and is not repeated by the next run."""
     cut = serve(sse_app([RUN]))
-    conversation = Conversation("t")
+    conversation = Conversation("t", keep_partial=keep_partial)
     with pytest.raises(agui.ProtocolError):
         conversation.run_sync(agui.HttpAgent(cut), "hello")
-    assert user_texts(conversation) == ["hello"]
-    assert [m.content for m in conversation.next_input().messages] == ["hello"]
+    [truncated] = conversation.runs
+    assert truncated.outcome == "truncated"
+    if keep_partial:
+        assert user_texts(conversation) == ["hello"]
+        assert [m.content for m in conversation.next_input().messages] == ["hello"]
+    else:
+        assert conversation.messages == ()
+        assert [m.content for m in conversation.next_input("hello").messages] == ["hello"]
 
 
 # ── cancellation ──────────────────────────────────────────────────────────────────────────
@@ -113,16 +121,22 @@ async def endless(run_input: agui.RunAgentInput) -> AsyncIterator[Any]:
         await asyncio.sleep(0.01)
 
 
+@pytest.mark.parametrize("keep_partial", [False, True])
 @pytest.mark.parametrize("where", ["local", "http"])
-def test_cancelling_a_run_leaves_a_consistent_conversation(serve: Serve, where: str) -> None:
+def test_cancelling_a_run_leaves_a_consistent_conversation(
+    serve: Serve, where: str, keep_partial: bool
+) -> None:
     """task.cancel() in the middle of a stream: the run is recorded as truncated because it was
     stopped (not as cut by the next RUN_STARTED), nothing is counted as a rejection, and the next
-    run starts cleanly."""
+    run starts cleanly: without the stopped run's message and output (rolled back), or with them
+    (keep_partial)."""
     agent: Any = endless if where == "local" else agui.HttpAgent(serve(agui.AgentApp(endless)))
 
     async def main() -> Conversation:
         seen = asyncio.Event()
-        conversation = Conversation("t", on_event=lambda event: seen.set())
+        conversation = Conversation(
+            "t", on_event=lambda event: seen.set(), keep_partial=keep_partial
+        )
         task = asyncio.create_task(conversation.run(agent, "first"))
         await asyncio.wait_for(seen.wait(), 10)
         await asyncio.sleep(0.05)
@@ -142,7 +156,7 @@ def test_cancelling_a_run_leaves_a_consistent_conversation(serve: Serve, where: 
         ("truncated", STOPPED),
         ("success", None),
     ]
-    assert user_texts(conversation) == ["first", "second"]
+    assert user_texts(conversation) == (["first", "second"] if keep_partial else ["second"])
 
 
 # ── run_sync ─────────────────────────────────────────────────────────────────────────────

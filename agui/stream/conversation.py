@@ -13,13 +13,23 @@ pending interrupts in their order); it changes nothing. It refuses to start a ru
 pending interrupt unanswered, and an interrupt past its `expiresAt` can only be cancelled; the
 error wording is the TypeScript client's.
 
-The new message joins the history when the run's stream starts: when its first frame arrives,
-before that frame is applied. A run that fails before any frame arrives (a refused connection, an
-HTTP error, an empty answer) leaves the history as it was, so the same call can be retried without
-sending the message twice. `run_sync` does what `run` does, for code without an event loop.
+`stream()` runs as `run()` does and hands over each event as it is applied (`RunUpdate`: the event
+and the conversation as of that event), then the run's result; closing it stops the run.
 
-A run stopped from outside (its task cancelled, Ctrl-C, the iteration closed) is recorded as
-truncated with STOPPED as the reason, so the conversation is ready for the next run.
+The new message joins the history when the run's stream starts: when its first frame arrives,
+before that frame is applied. What a run that does not end leaves behind: a run the client did
+not see end (its stream cut, rejected or stopped: a run recorded as truncated), and a stream that
+failed before its run started, are rolled back: the messages, the state and the pending
+interrupts are as they were before the run, the new message included, so the same call can be
+retried as it is. `Conversation(keep_partial=True)` keeps what such a run applied instead. A run
+that ended (RUN_FINISHED, or the agent's own RUN_ERROR) keeps what it produced. Either way the
+run is recorded in `runs` (as truncated, with the reason) and a rejection in `failures`.
+
+One stream at a time: a run, stream, follow, consume or connect started while another is being
+applied raises ConversationBusyError (two streams would interleave one thread's history).
+
+`to_json()` / `from_json()` save and restore a conversation: its thread, messages, state,
+pending interrupts and the answers recorded for them.
 
 `connect(agent)` hydrates a conversation from its thread as a server with a store keeps it (an
 HttpAgent: the thread's history, then its live run until that ends): its messages, state and
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 import uuid
 from collections.abc import (
     AsyncGenerator,
@@ -41,38 +52,79 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+import attrs
+import orjson
 from agui_generated import (
     PROTOCOL_VERSION,
     ActivityMessage,
     Context,
+    Event,
     Interrupt,
     Message,
     ResumeEntry,
     ResumeStatus,
     RunAgentInput,
     Tool,
+    UnknownEvent,
     UserMessage,
 )
 
 from agui.agent.protocol import Agent, FrameSource, History, SyncThreadSource, ThreadSource
-from agui.errors import ExpiredInterruptError, InterruptError, PendingInterruptsError
+from agui.errors import (
+    AguiError,
+    ExpiredInterruptError,
+    InterruptError,
+    PendingInterruptsError,
+    ProtocolError,
+)
 from agui.stream.lifecycle import run_lifecycle
 from agui.stream.pipeline import Pipeline, StrictSource, describe
-from agui.stream.reducer import TRUNCATED, Reducer, RunResult
+from agui.stream.reducer import TRUNCATED, Checkpoint, Reducer, RunResult
 from agui.stream.warning import StreamWarning, warning_json
-from agui.wire.codec import to_json
+from agui.wire.codec import decode_json, encode, to_json
 
-__all__ = ["STOPPED", "Conversation", "SyncFrameSource", "expires"]
+__all__ = [
+    "NO_RUN",
+    "STOPPED",
+    "Conversation",
+    "ConversationBusyError",
+    "OnEvent",
+    "OnFrame",
+    "RunStream",
+    "RunUpdate",
+    "SyncFrameSource",
+    "expires",
+]
 
 _DEFAULT_STATE: Any = object()
 
 STOPPED = "The run was stopped by the client (cancelled) before its terminal event."
 """Why a run is recorded as truncated when its consumer stopped it: the task running
 `Conversation.run` was cancelled, Ctrl-C, or the stream's iteration was closed."""
+
+NO_RUN = "The stream reported no run: none of its events was a RUN_STARTED or a RUN_ERROR."
+"""Why a stream whose events were all dropped (unknown types) is rejected: there is no run result
+to return."""
+
+OnEvent: TypeAlias = Callable[[Event], object]
+"""`on_event`: called with each event as it is applied. It may be an async function: the async
+methods (run, stream, follow, connect) await what it returns before the next event; the sync ones
+(run_sync, consume, connect_sync) refuse it with TypeError."""
+
+OnFrame: TypeAlias = Callable[[bytes], object]
+"""`on_frame`: called with each frame as it is received, before it is processed, as the JSON text
+of one event on one line (a tee, to record a stream for `agui replay`)."""
+
+
+class ConversationBusyError(AguiError, RuntimeError):
+    """A run (or a stream, follow, consume or connect) was started on a Conversation that is
+    already applying another stream: the two would interleave one thread's history. Await the
+    first (close a `stream()` left open), or use another Conversation."""
 
 
 @runtime_checkable
@@ -107,19 +159,162 @@ def _strict(agent: object) -> bool:
     return isinstance(agent, StrictSource) and agent.strict
 
 
+def _is_async(function: object) -> bool:
+    """Whether calling `function` gives an awaitable by its definition (an async function, or an
+    object whose __call__ is one)."""
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None)  # noqa: B004 - a callable object's method
+    )
+
+
+def _frame_bytes(item: Any) -> bytes:
+    """A received item as the JSON text of one event, on one line (what on_frame gets)."""
+    if isinstance(item, bytes):
+        data = item
+    elif isinstance(item, bytearray | memoryview):
+        data = bytes(item)
+    elif isinstance(item, str):
+        data = item.encode()
+    elif isinstance(item, dict):
+        return orjson.dumps(item)
+    elif isinstance(item, UnknownEvent):
+        return orjson.dumps(item.raw)
+    else:
+        return encode(item)
+    if b"\n" in data or b"\r" in data:  # JSON's line ends are whitespace: keep it one line
+        data = data.replace(b"\r", b" ").replace(b"\n", b" ")
+    return data
+
+
 Outcome: TypeAlias = Literal["completed", "interrupt", "error", "failed"]
 """How a conversation's streams went, as `summary()` and the command line report it."""
+
+
+@attrs.frozen(kw_only=True)
+class RunUpdate:
+    """One item of `Conversation.stream`: an event just applied (`event`), or, last, the run's
+    result (`result`, with `event` None).
+
+    `messages` and `state` read the conversation as it stands: right after this item's event as
+    long as the next item has not been asked for (the conversation moves on with the stream; an
+    update kept for later shows the conversation of later)."""
+
+    conversation: Conversation = attrs.field(repr=False)
+    event: Event | None = None
+    """The event just applied (decoded, chunks expanded, verified); None on the last item."""
+    result: RunResult | None = None
+    """The run's result, on the last item only (what `run` returns)."""
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation's messages now (`Conversation.messages`)."""
+        return self.conversation.messages
+
+    @property
+    def state(self) -> Any:
+        """The conversation's state now (a copy, as `Conversation.state`)."""
+        return self.conversation.state
+
+    @property
+    def done(self) -> bool:
+        """True on the last item, the one carrying the result."""
+        return self.result is not None
+
+
+class RunStream(AsyncIterator[RunUpdate]):
+    """What `Conversation.stream` returns: an async iterator of RunUpdate, and an async context
+    manager that closes it on the way out, as httpx's `client.stream(...)`:
+
+        async with conversation.stream(agent, "Hi") as updates:
+            async for update in updates:
+                ...
+
+    `input` is the RunAgentInput it runs (its `run_id` names the run, to stop it say); `result`
+    is the run's result once the last item was handed over (None before). `aclose()` (or leaving
+    the `async with`) stops the run: the source is closed, the open run recorded as truncated
+    (STOPPED) and rolled back unless keep_partial. A stream neither exhausted nor closed holds
+    the conversation (ConversationBusyError for the next run) until it is garbage-collected."""
+
+    def __init__(self, input: RunAgentInput, updates: AsyncGenerator[RunUpdate]) -> None:
+        self.input = input
+        self.result: RunResult | None = None
+        self._updates = updates
+
+    def __aiter__(self) -> RunStream:
+        return self
+
+    async def __anext__(self) -> RunUpdate:
+        update = await self._updates.__anext__()
+        if update.result is not None:
+            self.result = update.result
+        return update
+
+    async def aclose(self) -> None:
+        """Stop the run, if it is still going (nothing happens once it ended)."""
+        await self._updates.aclose()
+
+    async def __aenter__(self) -> RunStream:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _Attempt:
+    """One stream applied to a conversation, and what a failure rolls back to: the conversation
+    before the stream, or as the stream's last finished run left it."""
+
+    def __init__(self, reducer: Reducer, keep_partial: bool) -> None:
+        self.reducer = reducer
+        self.runs = len(reducer.runs)
+        self.started = self.runs
+        self.saved: Checkpoint | None = None if keep_partial else reducer.checkpoint()
+
+    def _ended(self) -> bool:
+        """Whether a run ended (not truncated) since the checkpoint."""
+        runs = self.reducer.runs
+        return len(runs) > self.runs and runs[-1].outcome != "truncated"
+
+    def item(self) -> None:
+        """Before each item: after a run ended, that is the point to roll back to."""
+        if self.saved is not None and len(self.reducer.runs) != self.runs and self._ended():
+            self.saved = self.reducer.checkpoint()
+            self.runs = len(self.reducer.runs)
+
+    def open(self) -> bool:
+        """Whether what was applied since the checkpoint is the part of a run that did not end
+        (no ended run covers it)."""
+        return not self._ended()
+
+    def roll_back(self, was_open: bool) -> None:
+        if self.saved is not None and was_open:
+            self.reducer.restore(self.saved)
+
+    def result(self) -> RunResult:
+        """The stream's last run; ProtocolError NO_RUN when it recorded none."""
+        if len(self.reducer.runs) == self.started:
+            raise ProtocolError(NO_RUN)
+        return self.reducer.runs[-1]
 
 
 class Conversation:
     """One thread across runs: its messages, state, pending interrupts and run results.
 
-    thread_id: the thread (default: a new UUID). messages / state: where the thread starts (state
-    defaults to {}). clock: returns the current time, for interrupt expiry (default: now, UTC).
-    keep_events: keep every delivered event in `events` (off by default, so a long-lived
-    conversation holds its messages and state, not its history of events). on_event: called with
-    each event as it is applied (decoded, chunks expanded, verified; before a rejection, the
-    events up to it), to watch runs live; an exception it raises stops the run like a rejection.
+    thread_id: the thread (default: a new UUID). messages / state / pending_interrupts: where the
+    thread starts (state defaults to {}; the pending interrupts are what its last run waits for,
+    as `from_json` restores them). clock: returns the current time, for interrupt expiry
+    (default: now, UTC). keep_events: keep every delivered event in `events` (off by default, so
+    a long-lived conversation holds its messages and state, not its history of events).
+    keep_partial: keep what a run that did not end applied (see the module docstring; default:
+    roll it back). on_event: called with each event as it is applied (decoded, chunks expanded,
+    verified; before a rejection, the events up to it), to watch runs live; an async function is
+    awaited by the async methods (see OnEvent); an exception it raises stops the run like a
+    rejection. on_frame: called with each frame as received, before it is processed (see OnFrame).
     """
 
     def __init__(
@@ -128,24 +323,32 @@ class Conversation:
         *,
         messages: Iterable[Message | Mapping[str, Any]] = (),
         state: Any = _DEFAULT_STATE,
+        pending_interrupts: Iterable[Interrupt] = (),
         clock: Callable[[], datetime] | None = None,
         keep_events: bool = False,
-        on_event: Callable[[Any], object] | None = None,
+        keep_partial: bool = False,
+        on_event: OnEvent | None = None,
+        on_frame: OnFrame | None = None,
     ) -> None:
         self.thread_id = thread_id or str(uuid.uuid4())
         self.reducer = (
             Reducer(messages) if state is _DEFAULT_STATE else Reducer(messages, state=state)
         )
+        self.reducer.pending_interrupts = tuple(pending_interrupts)
         self.keep_events = keep_events
+        self.keep_partial = keep_partial
+        """Keep what a run that did not end applied, instead of rolling it back."""
         self.events: list[Any] = []
         """With keep_events: every event delivered (after chunk expansion and verification), in
         order. Empty otherwise."""
         self.on_event = on_event
+        self.on_frame = on_frame
         self.failures: list[str] = []
         """Client-side rejections: the stream broke a rule, or the transport failed."""
         self.clock = clock or (lambda: datetime.now(UTC))
         self._answers: dict[str, ResumeEntry] = {}
         self._answers_for = self.reducer.interrupt_generation
+        self._applying: str | None = None  # the method applying a stream now, if any
 
     # ── what it holds ─────────────────────────────────────────────────────────────────────────
 
@@ -178,6 +381,66 @@ class Conversation:
     def runs(self) -> list[RunResult]:
         """One result per run, in order."""
         return self.reducer.runs
+
+    # ── saving and restoring ─────────────────────────────────────────────────────────────────
+
+    def to_json(self) -> dict[str, Any]:
+        """The thread as one JSON object, to save and give back to `from_json`: "threadId",
+        "messages" and "state" (wire form), "pendingInterrupts" (what the last run waits for)
+        and "answers" (the ResumeEntry objects recorded for them with resolve or cancel, not yet
+        sent). The runs, warnings, failures and events are not part of it."""
+        answers = self._fresh_answers()
+        return {
+            "threadId": self.thread_id,
+            "messages": self.messages_json(),
+            "state": self.state,
+            "pendingInterrupts": [to_json(i) for i in self.pending_interrupts],
+            "answers": [to_json(answers[i.id]) for i in self.pending_interrupts if i.id in answers],
+        }
+
+    @classmethod
+    def from_json(
+        cls,
+        data: Mapping[str, Any] | bytes | str,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        keep_events: bool = False,
+        keep_partial: bool = False,
+        on_event: OnEvent | None = None,
+        on_frame: OnFrame | None = None,
+    ) -> Conversation:
+        """A conversation restored from `to_json()`'s object (or its JSON text): the same thread,
+        messages, state, pending interrupts and recorded answers, so the next run continues the
+        thread and answers what it waits for. The messages, interrupts and answers are decoded
+        strictly (agui.DecodeError names what is wrong); a missing "state" is {}, a missing list
+        empty. The other arguments are the constructor's."""
+        value: Any = orjson.loads(data) if isinstance(data, bytes | str) else data
+        if not isinstance(value, Mapping) or not isinstance(value.get("threadId"), str):
+            raise TypeError(
+                "Conversation.from_json takes the object Conversation.to_json() gives, with a "
+                '"threadId" string'
+            )
+        messages = [decode_json(m, Message, strict=True) for m in value.get("messages") or ()]
+        pending = [
+            decode_json(i, Interrupt, strict=True) for i in value.get("pendingInterrupts") or ()
+        ]
+        answers = [decode_json(a, ResumeEntry, strict=True) for a in value.get("answers") or ()]
+        conversation = cls(
+            value["threadId"],
+            messages=messages,
+            state=copy.deepcopy(value.get("state", {})),
+            pending_interrupts=pending,
+            clock=clock,
+            keep_events=keep_events,
+            keep_partial=keep_partial,
+            on_event=on_event,
+            on_frame=on_frame,
+        )
+        held = {i.id for i in pending}
+        for entry in answers:
+            if entry.interrupt_id in held:
+                conversation._record(entry)
+        return conversation
 
     # ── interrupts ───────────────────────────────────────────────────────────────────────────
 
@@ -245,7 +508,7 @@ class Conversation:
         repeated). `resume` defaults to the recorded answers, in the order of the interrupts.
 
         It changes nothing: the message joins the history only when a run of this input starts
-        (`run`, `run_sync`, or `consume(..., input=)`: when the first frame arrives).
+        (`run`, `run_sync`, `stream`, or `consume(..., input=)`: when the first frame arrives).
 
         Raises PendingInterruptsError when a pending interrupt is left unanswered and
         ExpiredInterruptError when an expired one is answered with anything but a cancellation.
@@ -300,27 +563,58 @@ class Conversation:
         return Pipeline(self.reducer, strict=strict, on_event=self._applied)
 
     def _applied(self, event: Any) -> None:
+        """An event was applied, in code without an event loop: keep it, tell on_event (an
+        awaitable it returns cannot be awaited here: TypeError)."""
         if self.keep_events:
             self.events.append(event)
         if self.on_event is not None:
-            self.on_event(event)
+            answer = self.on_event(event)
+            if answer is not None and inspect.isawaitable(answer):
+                if inspect.iscoroutine(answer):
+                    answer.close()  # never started: no "never awaited" warning
+                raise TypeError(
+                    "on_event returned an awaitable, which the synchronous methods cannot await: "
+                    "use the async ones (await conversation.run(...)), or a plain function"
+                )
 
-    def consume(
-        self, items: Iterable[Any], *, input: RunAgentInput | None = None
-    ) -> RunResult | None:
+    def _refuse_async_on_event(self, method: str) -> None:
+        if self.on_event is not None and _is_async(self.on_event):
+            raise TypeError(
+                f"Conversation.{method} cannot await on_event, an async function: await "
+                "conversation.run(...) (or stream, follow, connect) instead, or pass a plain "
+                "function"
+            )
+
+    def _refuse_if_busy(self, method: str) -> None:
+        if self._applying is not None:
+            raise ConversationBusyError(
+                f"Conversation.{method}: this conversation (thread {self.thread_id}) is already "
+                f"applying a stream ({self._applying}); one thread's runs go one after another: "
+                "await the first (close a stream() left open), or use another Conversation."
+            )
+
+    @contextmanager
+    def _only(self, method: str) -> Iterator[None]:
+        """While `method` applies a stream: refuse another (ConversationBusyError)."""
+        self._refuse_if_busy(method)
+        self._applying = f"Conversation.{method}"
+        try:
+            yield
+        finally:
+            self._applying = None
+
+    def consume(self, items: Iterable[Any], *, input: RunAgentInput | None = None) -> RunResult:
         """Process one recorded stream (JSON text or bytes, parsed objects or models, one event
         per item) through the whole pipeline. Returns the last run's result. `input`: the input
         the stream answers (from `next_input`); its messages join the history when the first
         item arrives, as in `run`.
 
         A client-side rejection (StreamError, ProtocolError among them) is recorded in
-        `failures`, the open run becomes truncated, and the error is raised."""
-        pipeline = self.pipeline()
-        with self._stream(pipeline):
-            for item in self._starting(items, input):
-                pipeline.feed(item)
-            pipeline.finish()
-        return self.runs[-1] if self.runs else None
+        `failures`, the open run becomes truncated (and is rolled back unless keep_partial), and
+        the error is raised; so is ProtocolError NO_RUN for a stream that held no run."""
+        self._refuse_async_on_event("consume")
+        with self._only("consume"):
+            return self._apply_sync(lambda: items, input, strict=False)
 
     async def follow(
         self,
@@ -328,27 +622,14 @@ class Conversation:
         *,
         input: RunAgentInput | None = None,
         strict: bool = False,
-    ) -> RunResult | None:
+    ) -> RunResult:
         """`consume`, for a source read asynchronously: process one stream through the whole
         pipeline as its items arrive (`HttpAgent.rejoin_frames(run_id)`, say: a run's stream read
         again from its start). `input`: as in `consume`; `strict`: decode exactly the contract.
         Closes the source when it stops early. Returns the last run's result; raises as
         `consume` does."""
-        pipeline = self.pipeline(strict=strict)
-        with self._stream(pipeline):
-            try:
-                first = True
-                async for item in items:
-                    if first:
-                        first = False
-                        if input is not None:
-                            self._join(input)
-                    pipeline.feed(item)
-            finally:
-                if isinstance(items, AsyncGenerator):
-                    await items.aclose()
-            pipeline.finish()
-        return self.runs[-1] if self.runs else None
+        with self._only("follow"):
+            return await self._apply(items, input, strict)
 
     async def run(
         self,
@@ -360,9 +641,9 @@ class Conversation:
         forwarded_props: Any = None,
         resume: Iterable[ResumeEntry] | None = None,
         input: RunAgentInput | None = None,
-    ) -> RunResult | None:
+    ) -> RunResult:
         """Run `agent` on the next input (or on `input`, sent as given) and apply its stream.
-        Returns the last run's result; raises as `consume` does, and on transport errors. The
+        Returns the run's result; raises as `consume` does, and on transport errors. The
         input's messages join the history when the first frame arrives.
 
         A local agent runs inside the same run lifecycle AgentApp gives it (RUN_STARTED and the
@@ -372,7 +653,21 @@ class Conversation:
         agent is a StrictSource that says so (`HttpAgent(url, strict=True)`).
 
         Cancelling the task that awaits it closes the stream (and so the connection) and records
-        the open run as truncated (STOPPED); the conversation is ready for the next run."""
+        the open run as truncated (STOPPED), rolled back unless keep_partial; the conversation is
+        ready for the next run."""
+        with self._only("run"):
+            return await self._run(agent, message, tools, context, forwarded_props, resume, input)
+
+    async def _run(
+        self,
+        agent: Agent,
+        message: str | Message | None,
+        tools: Iterable[Tool],
+        context: Iterable[Context],
+        forwarded_props: Any,
+        resume: Iterable[ResumeEntry] | None,
+        input: RunAgentInput | None,
+    ) -> RunResult:
         if input is None:
             input = self.next_input(
                 message,
@@ -381,10 +676,53 @@ class Conversation:
                 forwarded_props=forwarded_props,
                 resume=resume,
             )
-        stream: AsyncIterator[Any] = (
-            agent.frames(input) if isinstance(agent, FrameSource) else run_lifecycle(agent, input)
-        )
-        return await self.follow(stream, input=input, strict=_strict(agent))
+        return await self._apply(_source(agent, input), input, _strict(agent))
+
+    def stream(
+        self,
+        agent: Agent,
+        message: str | Message | None = None,
+        *,
+        tools: Iterable[Tool] = (),
+        context: Iterable[Context] = (),
+        forwarded_props: Any = None,
+        resume: Iterable[ResumeEntry] | None = None,
+        input: RunAgentInput | None = None,
+    ) -> RunStream:
+        """`run`, handing over each event as it is applied: a RunStream of RunUpdate items, one
+        per delivered event (`.event`, and `.messages` / `.state`: the conversation as of that
+        event), then one carrying the run's result (`.result`, the RunResult `run` returns).
+
+            async with conversation.stream(agent, "Hi") as updates:
+                async for update in updates:
+                    if update.event is not None:
+                        show(update.messages)
+
+        The input is built now (PendingInterruptsError and the like are raised here; the
+        stream's `input` is it); the run starts with the first item asked for. Closing the
+        stream early (`aclose()`, leaving the `async with`, cancelling the task) stops the run
+        as cancelling `run` does. A rejection or a transport error is raised from the iteration,
+        after the events before it, as `run` raises it."""
+        self._refuse_if_busy("stream")
+        if input is None:
+            input = self.next_input(
+                message,
+                tools=tools,
+                context=context,
+                forwarded_props=forwarded_props,
+                resume=resume,
+            )
+        return RunStream(input, self._updates(agent, input))
+
+    async def _updates(self, agent: Agent, input: RunAgentInput) -> AsyncGenerator[RunUpdate]:
+        with self._only("stream"):
+            attempt = _Attempt(self.reducer, self.keep_partial)
+            events = self._events(_source(agent, input), input, _strict(agent), attempt)
+            async with aclosing(events):
+                async for event in events:
+                    yield RunUpdate(conversation=self, event=event)
+            result = self.runs[-1]
+        yield RunUpdate(conversation=self, result=result)
 
     def run_sync(
         self,
@@ -396,45 +734,38 @@ class Conversation:
         forwarded_props: Any = None,
         resume: Iterable[ResumeEntry] | None = None,
         input: RunAgentInput | None = None,
-    ) -> RunResult | None:
+    ) -> RunResult:
         """`run`, for code without an event loop. A SyncFrameSource (HttpAgent) is read with
         `frames_sync`, with no event loop at all; any other agent runs in a new one
-        (`asyncio.run`), which is refused inside a running loop (await `run` there)."""
-        if not isinstance(agent, SyncFrameSource):
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                pass
-            else:
-                raise RuntimeError(
-                    "Conversation.run_sync cannot run a local agent inside a running event "
-                    "loop: await conversation.run(...) instead."
+        (`asyncio.run`), which is refused inside a running loop (await `run` there). An async
+        on_event is refused (TypeError): await `run` instead."""
+        self._refuse_async_on_event("run_sync")
+        with self._only("run_sync"):
+            if not isinstance(agent, SyncFrameSource):
+                try:
+                    asyncio.get_running_loop()
+                except RuntimeError:
+                    pass
+                else:
+                    raise RuntimeError(
+                        "Conversation.run_sync cannot run a local agent inside a running event "
+                        "loop: await conversation.run(...) instead."
+                    )
+                return asyncio.run(
+                    self._run(agent, message, tools, context, forwarded_props, resume, input)
                 )
-            return asyncio.run(
-                self.run(
-                    agent,
+            if input is None:
+                input = self.next_input(
                     message,
                     tools=tools,
                     context=context,
                     forwarded_props=forwarded_props,
                     resume=resume,
-                    input=input,
                 )
-            )
-        if input is None:
-            input = self.next_input(
-                message,
-                tools=tools,
-                context=context,
-                forwarded_props=forwarded_props,
-                resume=resume,
-            )
-        started = input
-        return self._follow_sync(lambda: agent.frames_sync(started), started, _strict(agent))
+            started = input
+            return self._apply_sync(lambda: agent.frames_sync(started), started, _strict(agent))
 
-    async def connect(
-        self, agent: ThreadSource, *, history: History = "compact"
-    ) -> RunResult | None:
+    async def connect(self, agent: ThreadSource, *, history: History = "compact") -> RunResult:
         """Hydrate this conversation from its thread (`thread_id`) as the agent's server keeps it
         (an HttpAgent against an AgentApp with a store): the thread's history, "compact" (the
         server's snapshots of the messages and state) or "full" (every stored event), and then
@@ -449,66 +780,128 @@ class Conversation:
                 f"{type(agent).__name__} cannot connect to a thread: it has no connect_frames "
                 "(agui.HttpAgent has, against a server with a store)"
             )
-        frames = agent.connect_frames(self.thread_id, history=history)
-        return await self.follow(frames, strict=_strict(agent))
+        with self._only("connect"):
+            frames = agent.connect_frames(self.thread_id, history=history)
+            return await self._apply(frames, None, _strict(agent))
 
-    def connect_sync(
-        self, agent: SyncThreadSource, *, history: History = "compact"
-    ) -> RunResult | None:
+    def connect_sync(self, agent: SyncThreadSource, *, history: History = "compact") -> RunResult:
         """`connect`, for code without an event loop (HttpAgent.connect_frames_sync)."""
         if not isinstance(agent, SyncThreadSource):
             raise TypeError(
                 f"{type(agent).__name__} cannot connect to a thread: it has no "
                 "connect_frames_sync (agui.HttpAgent has, against a server with a store)"
             )
-        thread_id = self.thread_id
-        return self._follow_sync(
-            lambda: agent.connect_frames_sync(thread_id, history=history), None, _strict(agent)
-        )
+        self._refuse_async_on_event("connect_sync")
+        with self._only("connect_sync"):
+            thread_id = self.thread_id
+            return self._apply_sync(
+                lambda: agent.connect_frames_sync(thread_id, history=history), None, _strict(agent)
+            )
 
-    def _follow_sync(
+    # ── applying one stream ──────────────────────────────────────────────────────────────────
+
+    async def _apply(
+        self, items: AsyncIterable[Any], input: RunAgentInput | None, strict: bool
+    ) -> RunResult:
+        """Apply one stream read asynchronously; its last run's result."""
+        attempt = _Attempt(self.reducer, self.keep_partial)
+        events = self._events(items, input, strict, attempt)
+        async with aclosing(events):
+            async for _ in events:
+                pass
+        return self.runs[-1]
+
+    async def _events(
+        self,
+        items: AsyncIterable[Any],
+        input: RunAgentInput | None,
+        strict: bool,
+        attempt: _Attempt,
+    ) -> AsyncGenerator[Any]:
+        """Apply one stream read asynchronously, yielding each event right after it is applied
+        (and on_event told, its awaitable awaited). Closes the source when it stops early."""
+        pipeline = Pipeline(self.reducer, strict=strict)
+        steps = pipeline.steps
+        kept = self.events if self.keep_events else None
+        on_event, on_frame = self.on_event, self.on_frame  # as they are when the stream starts
+        with self._stream(pipeline, attempt):
+            try:
+                first = True
+                async for item in items:
+                    attempt.item()
+                    if first:
+                        first = False
+                        if input is not None:
+                            self._join(input)
+                    if on_frame is not None:
+                        on_frame(_frame_bytes(item))
+                    for event in steps(item):
+                        if kept is not None:
+                            kept.append(event)
+                        if on_event is not None:
+                            answer = on_event(event)
+                            if answer is not None and inspect.isawaitable(answer):
+                                await answer
+                        yield event
+            finally:
+                if isinstance(items, AsyncGenerator):
+                    await items.aclose()
+            for event in pipeline.finish():  # what the stages add at the end (by default none)
+                self._applied(event)
+                yield event
+            attempt.result()
+
+    def _apply_sync(
         self, source: Callable[[], Iterable[Any]], input: RunAgentInput | None, strict: bool
-    ) -> RunResult | None:
-        """`follow` without an event loop, for the source `source()` makes inside the stream (so a
-        failure to open it is recorded as the stream's); closes the source when it stops
-        early."""
-        pipeline = self.pipeline(strict=strict)
-        with self._stream(pipeline):
+    ) -> RunResult:
+        """Apply one stream without an event loop, from the source `source()` makes inside the
+        stream (so a failure to open it is recorded as the stream's); closes the source when it
+        stops early. Its last run's result."""
+        pipeline = Pipeline(self.reducer, strict=strict)
+        attempt = _Attempt(self.reducer, self.keep_partial)
+        steps, applied, on_frame = pipeline.steps, self._applied, self.on_frame
+        with self._stream(pipeline, attempt):
             frames = source()
             try:
-                for item in self._starting(frames, input):
-                    pipeline.feed(item)
+                first = True
+                for item in frames:
+                    attempt.item()
+                    if first:
+                        first = False
+                        if input is not None:
+                            self._join(input)
+                    if on_frame is not None:
+                        on_frame(_frame_bytes(item))
+                    for event in steps(item):
+                        applied(event)
             finally:
                 if isinstance(frames, Generator):
                     frames.close()
-            pipeline.finish()
-        return self.runs[-1] if self.runs else None
-
-    def _starting(self, items: Iterable[Any], input: RunAgentInput | None) -> Iterator[Any]:
-        """The items, with the input's messages joining the history before the first."""
-        first = True
-        for item in items:
-            if first:
-                first = False
-                if input is not None:
-                    self._join(input)
-            yield item
+            for event in pipeline.finish():
+                self._applied(event)
+            return attempt.result()
 
     def _join(self, input: RunAgentInput) -> None:
         """The run of `input` started: its messages join the history (those not held yet)."""
         self.reducer.add_messages(input.messages)
 
     @contextmanager
-    def _stream(self, pipeline: Pipeline) -> Iterator[None]:
+    def _stream(self, pipeline: Pipeline, attempt: _Attempt) -> Iterator[None]:
+        """One stream: a failure records the open run as truncated and rolls back what no
+        finished run covers (unless keep_partial); a rejection is recorded in `failures`."""
         try:
             yield
         except Exception as exc:
             reason = describe(exc)
+            was_open = attempt.open()
             pipeline.abort(reason)
+            attempt.roll_back(was_open)
             self.failures.append(reason)
             raise
         except BaseException:  # cancelled, interrupted or closed from outside: not a rejection
+            was_open = attempt.open()
             pipeline.abort(STOPPED)
+            attempt.roll_back(was_open)
             raise
 
     # ── summary ──────────────────────────────────────────────────────────────────────────────
@@ -554,3 +947,9 @@ class Conversation:
             "warnings": [warning_json(w) for w in self.warnings],
             "pendingInterrupts": [to_json(i) for i in self.pending_interrupts],
         }
+
+
+def _source(agent: Agent, input: RunAgentInput) -> AsyncIterator[Any]:
+    """What a run of `agent` reads: a FrameSource's frames, else the local agent inside the run
+    lifecycle."""
+    return agent.frames(input) if isinstance(agent, FrameSource) else run_lifecycle(agent, input)

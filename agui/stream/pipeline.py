@@ -18,8 +18,9 @@ received, whichever stage found the fault.
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -99,9 +100,17 @@ class Pipeline:
         self.stages: list[Stage] = list(stages)
         """The stages between decoding and the reducer (default: a new ChunkExpander and
         Verifier)."""
+        if inspect.iscoroutinefunction(on_event) or inspect.iscoroutinefunction(
+            getattr(on_event, "__call__", None)  # noqa: B004 - a callable object's method
+        ):
+            raise TypeError(
+                "Pipeline cannot await on_event, an async function: pass a plain function (an "
+                "async one goes to Conversation.run, stream, follow or connect)"
+            )
         self.on_event = on_event
         """Called with every event as it is applied (also those before a rejection), in order:
-        to watch a stream live, or to keep its events. Nothing is kept otherwise."""
+        to watch a stream live, or to keep its events. Nothing is kept otherwise. A plain
+        function: the pipeline is synchronous (an async function is refused, TypeError)."""
         self.received = 0
         """How many items were fed."""
         self._drained = [0] * len(self.stages)
@@ -122,6 +131,27 @@ class Pipeline:
             self.reducer.abort(describe(exc))
             raise
         return [] if event is None else self._through([event], at, finishing=False)
+
+    def steps(self, item: Any) -> Iterator[Any]:
+        """`feed`, one event at a time: each event delivered for the item is applied (and
+        `on_event` called) just before it is yielded, and the item's next event waits until the
+        next is asked for, so a consumer that reads the reducer at each event sees it as of that
+        event. Raises as `feed` does; a consumer that stops early leaves the item's remaining
+        events unapplied (the stream is then to be aborted)."""
+        self.received += 1
+        at = self.received
+        try:
+            event = self._decode(item, at)
+        except StreamError as exc:
+            self.reducer.abort(describe(exc))
+            raise
+        if event is None:
+            return
+        try:
+            yield from self._walk(event, 0, at)
+        except ProtocolError as exc:
+            self._rejected(exc, at)
+            raise
 
     def finish(self) -> list[Any]:
         """End of stream. Raises ProtocolError when it ends inside a run (the run is recorded as
@@ -210,13 +240,31 @@ class Pipeline:
                     for event in produced:
                         self._push(event, number + 1, at, out)
         except ProtocolError as exc:
-            if exc.event is not None and at is not None:
-                exc.event = exc.frame = at  # a stage counts what it was fed; name the item
-            for number in range(len(self.stages)):
-                self._drain(number, at)
-            self.reducer.abort(describe(exc))
+            self._rejected(exc, at)
             raise
         return out
+
+    def _rejected(self, exc: ProtocolError, at: int | None) -> None:
+        """A stage rejected the stream: name the item, keep every stage's warnings, record the
+        open run as truncated."""
+        if exc.event is not None and at is not None:
+            exc.event = exc.frame = at  # a stage counts what it was fed; name the item
+        for number in range(len(self.stages)):
+            self._drain(number, at)
+        self.reducer.abort(describe(exc))
+
+    def _walk(self, event: Any, number: int, at: int) -> Iterator[Any]:
+        """`_push` as a generator: each event is yielded right after it is applied."""
+        if number == len(self.stages):
+            self.reducer.feed(event, at=at)
+            if self.on_event is not None:
+                self.on_event(event)
+            yield event
+            return
+        produced = self.stages[number].feed(event)
+        self._drain(number, at)
+        for item in produced:
+            yield from self._walk(item, number + 1, at)
 
     def _push(self, event: Any, number: int, at: int | None, out: list[Any]) -> None:
         """Pass one event through stage `number` and those after it, depth first, so everything

@@ -34,6 +34,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 import jsonpatch
 import jsonpointer
+import orjson
 from agui_generated import (
     ActivityDeltaEvent,
     ActivityMessage,
@@ -77,7 +78,14 @@ from agui.errors import ProtocolError
 from agui.stream.warning import StreamWarning
 from agui.wire.codec import DISCRIMINATORS, TAGS, decode_json, to_json, wire_name
 
-__all__ = ["ACTIVITY_HISTORY_KEY", "TRUNCATED", "Reducer", "RunResult", "merge_metadata"]
+__all__ = [
+    "ACTIVITY_HISTORY_KEY",
+    "TRUNCATED",
+    "Checkpoint",
+    "Reducer",
+    "RunResult",
+    "merge_metadata",
+]
 
 log = logging.getLogger("agui.stream")
 
@@ -155,6 +163,25 @@ class RunResult:
     def completed(self) -> bool:
         """True when the run ended with RUN_FINISHED (success, interrupt or cancelled)."""
         return self.outcome in ("success", "interrupt", "cancelled")
+
+
+@attrs.frozen(kw_only=True)
+class Checkpoint:
+    """What `Reducer.checkpoint` saves and `Reducer.restore` puts back (copies of the wire-form
+    messages and of the state, and the pending interrupts)."""
+
+    messages: list[Wire]
+    state: Any
+    pending_interrupts: tuple[Interrupt, ...]
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value (through orjson, several times faster than copy.deepcopy;
+    deepcopy for what orjson cannot write)."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        return copy.deepcopy(value)
 
 
 def merge_metadata(existing: Any, incoming: Mapping[str, Any] | None) -> Any:
@@ -285,6 +312,27 @@ class Reducer:
             )
             if wire[_ID] not in self._by_id:
                 self._append(wire)
+
+    def checkpoint(self) -> Checkpoint:
+        """The messages, the state and the pending interrupts as they are now (copies), for
+        `restore`: what a conversation rolls back to when a run fails."""
+        self._flush()
+        return Checkpoint(
+            messages=_copy_json(self._messages),
+            state=_copy_json(self._state),
+            pending_interrupts=self.pending_interrupts,
+        )
+
+    def restore(self, checkpoint: Checkpoint) -> None:
+        """Put the messages, the state and the pending interrupts back as they were at
+        `checkpoint`; the runs and the warnings recorded since stay. A run still open is
+        forgotten (abort it first to record it)."""
+        self._flush()
+        self._run = None
+        self._models = {}
+        self._reindex(_copy_json(checkpoint.messages))
+        self._state = _copy_json(checkpoint.state)
+        self.pending_interrupts = checkpoint.pending_interrupts
 
     # ── the stage interface ──────────────────────────────────────────────────────────────────
 
