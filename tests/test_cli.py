@@ -60,12 +60,13 @@ def validate(*args: str | Path, stdin: bytes = b"") -> Run:
 
 
 def _check_shape(result: dict[str, Any]) -> None:
-    """The documented result line: ok, errors, warnings, and wire exactly when ok."""
+    """The documented result line: file, line, ok, errors, warnings, and wire exactly when ok
+    (and item, for an item of a JSON array)."""
     assert type(result["ok"]) is bool
-    expected = (
-        {"ok", "errors", "warnings", "wire"} if result["ok"] else {"ok", "errors", "warnings"}
-    )
-    assert set(result) == expected
+    expected = {"file", "line", "ok", "errors", "warnings"} | ({"wire"} if result["ok"] else set())
+    assert set(result) - {"item"} == expected
+    assert type(result["file"]) is str
+    assert result["line"] is None or type(result["line"]) is int
     assert (result["errors"] == []) is result["ok"]
     for problem in result["errors"] + result["warnings"]:
         assert set(problem) == {"pointer", "kind", "message"}

@@ -46,8 +46,11 @@ def cli_env() -> dict[str, str]:
 
 
 def agui_run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`agui run ARGS`; with `cwd`, temporary files (an interrupted thread) go there too."""
-    env = cli_env() if cwd is None else {**cli_env(), "TMPDIR": str(cwd)}
+    """`agui run ARGS`; with `cwd`, temporary files go there too, and the state directory (an
+    interrupted thread's file) is cwd/state."""
+    env = cli_env()
+    if cwd is not None:
+        env |= {"TMPDIR": str(cwd), "XDG_STATE_HOME": str(cwd / "state")}
     done = subprocess.run(
         [sys.executable, "-m", "agui", "run", *map(str, args)],
         capture_output=True,
@@ -267,12 +270,14 @@ def test_an_interrupt_is_shown_with_the_command_that_answers_it(
     }
     command = shlex.split(lines[-1])
     assert command[:3] == ["agui", "run", url] and command[-2:] == ["--resume", "answers.json"]
-    assert Path(command[4]).parent == tmp_path  # the thread so far, in a temporary file
+    thread = Path(command[4])  # the thread so far, in the state directory
+    assert thread.parent == tmp_path / "state" / "agui" / "threads" and thread.is_file()
     (tmp_path / "answers.json").write_text(json.dumps(example))
     resumed = agui_run(*command[2:], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.splitlines() == DEMO_LINES[2:]
     assert resumed.stderr == "agui run: completed\n"
+    assert not thread.exists()  # done with: removed
 
 
 def test_state_forwarded_props_and_resume_reach_the_agent(serve: Serve, tmp_path: Path) -> None:

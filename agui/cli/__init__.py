@@ -5,8 +5,10 @@ The usage:
 
     agui validate [--as DEFINITION] [--strict] [FILE ...]
         Validate JSON documents against a definition of the spec (default: Event) and print one JSON
-        line per document: {"ok", "errors", "warnings", "wire"}. Without FILE, read JSON Lines from
-        standard input. A FILE ending in .jsonl holds one document per line. Exit 1 if any failed.
+        line per document: {"file", "line", "ok", "errors", "warnings", "wire"}. Without FILE (or
+        with -), read standard input. What each holds is recognised by content: JSON Lines (a FILE
+        ending in .jsonl always), a JSON array, an SSE capture, or one document. Exit 1 if any
+        failed.
     agui serve [MODULE:ATTR] [--host 127.0.0.1] [--port 8000] [--path /agent] [--app-dir DIR]
                [--workers N] [--log-level LEVEL] [--root-path PATH]
                [--timeout-graceful-shutdown SECONDS] [--store URL] [--cors-origin ORIGIN ...]
@@ -17,10 +19,12 @@ The usage:
         AGUI_MODEL_API_KEY / OPENAI_API_KEY). On SIGTERM or Ctrl-C, runs still going near the end
         of the graceful window end in RUN_ERROR SERVER_SHUTDOWN. --cors-origin lets web pages of
         that origin call the agent from a browser ('*': any, for development).
-    agui run URL [--message TEXT] [--input FILE] [--resume FILE] [--json] [--summary]
+    agui run URL [--message TEXT] [--input FILE] [--resume FILE] [--header 'NAME: VALUE' ...]
+             [--binary] [--thread-file PATH] [--json] [--summary]
         Post a run and print the assistant's text as it streams, or every event as a JSON line; with
         --summary, process the stream like a client and print one summary JSON object at the end.
-        --resume FILE answers the interrupts of the thread's last run.
+        --resume FILE answers the interrupts of the thread's last run, whose thread was saved in
+        $XDG_STATE_HOME/agui/threads (~/.local/state/agui/threads) or at --thread-file.
     agui run URL --rejoin RUN_ID [--after CURSOR] [--json] [--summary]
         Post nothing: read again the stream of a run a server with a store keeps, as `agui run`
         shows a run; with --after, show only what follows that event id.
@@ -32,7 +36,8 @@ The usage:
     agui capabilities URL [--strict] [--compact]
         Print what the agent declares it can do (GET URL/capabilities) as JSON.
     agui replay FILE [--summary]
-        Process a recorded stream (JSON Lines, one event per line, or an SSE capture) without a server;
+        Process a recorded stream (JSON Lines, one event per line, a JSON array or an SSE capture;
+        FILE - is standard input) without a server;
         print every delivered event as a JSON line, or with --summary one summary JSON object.
         The summary's outcome is completed, interrupt, error (the agent sent RUN_ERROR) or failed
         (the client rejected the stream); run and replay exit 0 for completed and interrupt, 1 for

@@ -521,7 +521,11 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
     v = commands.add_parser("validate", help="validate JSON documents against the spec")
     v.add_argument(
-        "files", nargs="*", metavar="FILE", help="JSON files (default: JSON Lines on stdin)"
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="files of JSON documents: one document, JSON Lines, a JSON array or an SSE capture, "
+        "recognised by content (- or none: standard input)",
     )
     v.add_argument(
         "--as",
@@ -616,6 +620,24 @@ def parser() -> argparse.ArgumentParser:
         help="with --rejoin: show only what comes after this event id (an SSE id: the run is "
         "still read whole, so the client checks it whole)",
     )
+    r.add_argument(
+        "--header",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="an HTTP header sent with the request, e.g. 'Authorization: Bearer ...' (repeatable)",
+    )
+    r.add_argument(
+        "--binary",
+        action="store_true",
+        help="ask for the protobuf transport (SSE is read as well, if that is what the server "
+        "answers)",
+    )
+    r.add_argument(
+        "--thread-file",
+        metavar="PATH",
+        help="where an interrupted run saves the thread for the command that answers it "
+        "(default: a new file in $XDG_STATE_HOME/agui/threads, ~/.local/state/agui/threads)",
+    )
     r.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
     r.add_argument("--json", action="store_true", help="print every delivered event as a JSON line")
     r.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
@@ -668,7 +690,12 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser(
         "replay", help="process a recorded stream (JSON Lines or SSE capture) without a server"
     )
-    p.add_argument("file", metavar="FILE", help="the recording: one event per line, or SSE frames")
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="the recording: one event per line, a JSON array or SSE frames; - reads standard "
+        "input",
+    )
     p.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
     p.set_defaults(run=_replay)
     d = commands.add_parser("demo", help="run the demo agent end to end on a loopback port")

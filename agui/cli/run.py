@@ -1,5 +1,5 @@
 """`agui run` (post a run to an agent; print what streams back, every event, or a summary) and
-`agui replay` (process a recorded stream without a server).
+`agui replay` (process a recorded stream without a server; `-` reads standard input).
 
 Every mode of `agui run` goes through the same client pipeline (a Conversation: decoding, chunk
 expansion, verification, the reducer) and ends with the same outcome as `--summary`: completed
@@ -8,58 +8,40 @@ needs as it arrives: the text (chunks included), reasoning (dimmed), tool calls 
 arguments and results, and an interrupt with the command that answers it; the outcome, its
 reason and the warnings go to stderr. ANSI styling only when stdout is a terminal (and NO_COLOR is
 not set).
+
+An interrupted run saves the thread so far to a file, for the command that answers it
+(`--input FILE --resume answers.json`): in THREADS (`$XDG_STATE_HOME/agui/threads`, by default
+`~/.local/state/agui/threads`), or where `--thread-file` says. A file of THREADS given back as
+`--input` is removed once the run that continues the thread completes or is interrupted again
+(which saves a new one); files there older than THREAD_FILE_DAYS are removed when a new one is
+written.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
+import re
 import shlex
 import sys
-import tempfile
+import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
-import attrs
-import orjson
-from agui_generated import (
-    PROTOCOL_VERSION,
-    ActivityMessage,
-    AssistantMessage,
-    DecodeError,
-    DeveloperMessage,
-    Interrupt,
-    MessagesSnapshotEvent,
-    Problem,
-    ReasoningMessage,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ResumeEntry,
-    RunAgentInput,
-    RunStartedEvent,
-    SystemMessage,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageRole,
-    TextMessageStartEvent,
-    TextPart,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
-    ToolMessage,
-    UserMessage,
-)
+# Everything heavy (the models, the codec, httpx, the client pipeline) is imported where it is
+# used: `import agui.cli.run` stays cheap, and `agui replay` never loads httpx
+# (tests/test_cli_imports.py).
+if TYPE_CHECKING:
+    from agui_generated import Interrupt, ResumeEntry, RunAgentInput
 
-from agui.http.client import HttpAgent, StreamPosition
-from agui.stream.conversation import Conversation
-from agui.wire.codec import decode, decode_json, dumps, encode, to_json
+    from agui.http.client import HttpAgent, StreamPosition
+    from agui.stream.conversation import Conversation
 
 __all__ = [
     "SUCCESSFUL",
+    "THREAD_FILE_DAYS",
     "Output",
     "agent_for",
     "build_input",
@@ -67,6 +49,7 @@ __all__ = [
     "rejoin",
     "replay",
     "run",
+    "threads_dir",
 ]
 
 SUCCESSFUL = ("completed", "interrupt")
@@ -80,6 +63,11 @@ def build_input(args: argparse.Namespace) -> RunAgentInput:
     """The run's input: the --input file, or a user message (--message, default "hello") in a
     new thread; then --state, --forwarded-props and --resume, when given, replace the input's.
     Raises OSError, DecodeError (a file) or ValueError (an option's JSON)."""
+    import attrs
+    from agui_generated import PROTOCOL_VERSION, RunAgentInput, UserMessage
+
+    from agui.wire.codec import decode
+
     if getattr(args, "input", None):
         with open(args.input, "rb") as fh:
             run_input: RunAgentInput = decode(fh.read(), RunAgentInput)
@@ -102,6 +90,8 @@ def build_input(args: argparse.Namespace) -> RunAgentInput:
 
 
 def _json_option(text: str, option: str) -> Any:
+    import orjson
+
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
@@ -113,6 +103,11 @@ def _json_option(text: str, option: str) -> Any:
 
 def _resume_entries(path: str) -> tuple[ResumeEntry, ...]:
     """The ResumeEntry objects of a --resume file: a JSON list of them, or one object."""
+    import orjson
+    from agui_generated import DecodeError, ResumeEntry
+
+    from agui.wire.codec import decode_json
+
     try:
         with open(path, "rb") as fh:
             value = orjson.loads(fh.read())
@@ -136,6 +131,8 @@ def _resume_entries(path: str) -> tuple[ResumeEntry, ...]:
 
 def _prepare(args: argparse.Namespace) -> tuple[RunAgentInput, HttpAgent] | str:
     """The input and the agent of `agui run`, or the one-line usage error."""
+    from agui_generated import DecodeError
+
     if args.message is not None and args.input:
         return "--message cannot be used with --input (the input file holds the messages)"
     if args.timeout is not None and not args.timeout > 0:
@@ -167,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(prepared, str):
         print(f"agui run: {prepared}", file=sys.stderr)
         return 2
+    from agui.stream.conversation import Conversation
+
     run_input, agent = prepared
     output = Output(args)
     seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
@@ -174,16 +173,25 @@ def run(args: argparse.Namespace) -> int:
         run_input.thread_id,
         messages=run_input.messages,
         keep_events=args.summary,
+        keep_partial=True,  # the command shows what arrived, a failed run's too
         on_event=output.watch,
         **seed,
     )
+    saved: list[str] = []
 
     def waiting(out: TextIO, styled: bool) -> None:
-        print_interrupts(out, styled, conversation, run_input, args.url)
+        saved.append(
+            print_interrupts(
+                out, styled, conversation, run_input, args.url, getattr(args, "thread_file", None)
+            )
+        )
 
-    return output.finish(
+    code = output.finish(
         "agui run", conversation, conversation.run(agent, input=run_input), waiting
     )
+    if args.input and conversation.outcome()[0] in SUCCESSFUL:
+        _used(args.input, saved)
+    return code
 
 
 class Output:
@@ -210,6 +218,10 @@ class Output:
         """Run `stream` (which applies to `conversation`), print the end of the mode (the
         summary, or `waiting` for an interrupt: what the run waits for and how to answer), the
         warnings and the outcome line; return the exit status."""
+        import asyncio
+
+        from agui.wire.codec import dumps
+
         args = self.args
         try:
             try:
@@ -239,12 +251,28 @@ class Output:
 
 
 def agent_for(args: argparse.Namespace) -> HttpAgent | str:
-    """The HttpAgent of a command (URL and --timeout), or the one-line usage error."""
+    """The HttpAgent of a command (URL, --timeout, and where the command has them --header and
+    --binary), or the one-line usage error."""
     if args.timeout is not None and not args.timeout > 0:
         return f"--timeout must be a positive number of seconds, not {args.timeout:g}"
-    if args.timeout is None:
-        return HttpAgent(args.url)
-    return HttpAgent(args.url, timeout=args.timeout)
+    headers: dict[str, str] = {}
+    for header in getattr(args, "header", None) or ():
+        name, colon, value = header.partition(":")
+        if not colon or not name.strip() or not _TOKEN.fullmatch(name.strip()):
+            return f"--header takes 'Name: value', not {header!r}"
+        if "\r" in value or "\n" in value:
+            return f"--header {name.strip()}: a value cannot hold a line break"
+        headers[name.strip()] = value.strip()
+    from agui.http.client import HttpAgent
+
+    options: dict[str, Any] = {"headers": headers, "binary": bool(getattr(args, "binary", False))}
+    if args.timeout is not None:
+        options["timeout"] = args.timeout
+    return HttpAgent(args.url, **options)
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP header name (RFC 9110's token)."""
 
 
 # ── agui run --rejoin ─────────────────────────────────────────────────────────────────────────
@@ -270,9 +298,12 @@ def rejoin(args: argparse.Namespace) -> int:
     if isinstance(agent, str):
         print(f"agui run: {agent}", file=sys.stderr)
         return 2
+    from agui.http.client import StreamPosition
+    from agui.stream.conversation import Conversation
+
     output = Output(args)
     gate = _After(output.watch, args.after)
-    conversation = Conversation(keep_events=False, on_event=gate)
+    conversation = Conversation(keep_events=False, keep_partial=True, on_event=gate)
     position = StreamPosition()
     run_id: str = args.rejoin
 
@@ -295,6 +326,8 @@ def rejoin(args: argparse.Namespace) -> int:
         out.flush()
 
     def summary(value: dict[str, Any]) -> dict[str, Any]:
+        from agui.wire.codec import to_json
+
         return value | {
             "events": [to_json(e) for e in gate.kept],
             "eventTypes": [str(e.type) for e in gate.kept],
@@ -308,6 +341,9 @@ class _After:
     that id has gone by; without it, all of them."""
 
     def __init__(self, watch: Callable[[Any], None], cursor: str | None) -> None:
+        from agui_generated import RunStartedEvent
+
+        self.started = RunStartedEvent
         self.watch = watch
         self.cursor = cursor
         self.open = cursor is None
@@ -315,7 +351,7 @@ class _After:
         self.thread_id: str | None = None
 
     def __call__(self, event: Any) -> None:
-        if isinstance(event, RunStartedEvent):
+        if isinstance(event, self.started):
             self.thread_id = event.thread_id
         if self.open:
             self.kept.append(event)
@@ -362,10 +398,13 @@ class _JsonLines:
     """--json: every delivered event as one JSON line, as it is applied."""
 
     def __init__(self, out: TextIO) -> None:
+        from agui.wire.codec import encode
+
         self.out = out
+        self.encode = encode
 
     def __call__(self, event: Any) -> None:
-        self.out.write(encode(event).decode() + "\n")
+        self.out.write(self.encode(event).decode() + "\n")
         self.out.flush()
 
 
@@ -394,6 +433,9 @@ class _Printer:
     messages with their role, the rest as when streamed."""
 
     def __init__(self, out: TextIO, styled: bool, *, transcript: bool = False) -> None:
+        import agui_generated
+
+        self.models = agui_generated
         self.out = out
         self.styled = styled
         self.transcript = transcript
@@ -419,37 +461,38 @@ class _Printer:
             self.write("\n")
 
     def __call__(self, event: Any) -> None:
-        if isinstance(event, TextMessageStartEvent):
+        m = self.models
+        if isinstance(event, m.TextMessageStartEvent):
             self.close()
             self.shown.add(event.message_id)
-            role = event.role or TextMessageRole.ASSISTANT
-            if role is not TextMessageRole.ASSISTANT:
+            role = event.role or m.TextMessageRole.ASSISTANT
+            if role is not m.TextMessageRole.ASSISTANT:
                 self.write(self.style(f"{role.value}: ", _BOLD))
-        elif isinstance(event, TextMessageContentEvent):
+        elif isinstance(event, m.TextMessageContentEvent):
             self.write(event.delta)
-        elif isinstance(event, ReasoningMessageStartEvent):
+        elif isinstance(event, m.ReasoningMessageStartEvent):
             self.close()
             self.shown.add(event.message_id)
             self.write(self.style("reasoning: ", _DIM))
-        elif isinstance(event, ReasoningMessageContentEvent):
+        elif isinstance(event, m.ReasoningMessageContentEvent):
             self.write(self.style(event.delta, _DIM))
-        elif isinstance(event, TextMessageEndEvent | ReasoningMessageEndEvent):
+        elif isinstance(event, m.TextMessageEndEvent | m.ReasoningMessageEndEvent):
             self.close()
-        elif isinstance(event, ToolCallStartEvent):
+        elif isinstance(event, m.ToolCallStartEvent):
             self.shown.add(event.tool_call_id)
             self.calls[event.tool_call_id] = (event.tool_call_name, [])
-        elif isinstance(event, ToolCallArgsEvent) and event.tool_call_id in self.calls:
+        elif isinstance(event, m.ToolCallArgsEvent) and event.tool_call_id in self.calls:
             self.calls[event.tool_call_id][1].append(event.delta)
-        elif isinstance(event, ToolCallEndEvent) and event.tool_call_id in self.calls:
+        elif isinstance(event, m.ToolCallEndEvent) and event.tool_call_id in self.calls:
             name, pieces = self.calls[event.tool_call_id]
             self.line(self.style(f"tool call: {name}({''.join(pieces)})", _CYAN))
-        elif isinstance(event, ToolCallResultEvent):
+        elif isinstance(event, m.ToolCallResultEvent):
             self.shown.add(event.message_id)
             self.line(self.style(f"tool result: {_content_text(event.content)}", _CYAN))
-        elif self.transcript and isinstance(event, MessagesSnapshotEvent):
+        elif self.transcript and isinstance(event, m.MessagesSnapshotEvent):
             for message in event.messages:
                 self.message(message)
-        elif self.transcript and isinstance(event, RunStartedEvent) and event.input is not None:
+        elif self.transcript and isinstance(event, m.RunStartedEvent) and event.input is not None:
             for message in event.input.messages:
                 self.message(message)
         else:
@@ -458,15 +501,20 @@ class _Printer:
 
     def message(self, message: Any) -> None:
         """A whole message, unless it was printed already (with transcript)."""
+        m = self.models
         if message.id in self.shown:
             return
         self.shown.add(message.id)
-        if isinstance(message, UserMessage | SystemMessage | DeveloperMessage):
-            role = {UserMessage: "user", SystemMessage: "system", DeveloperMessage: "developer"}
+        if isinstance(message, m.UserMessage | m.SystemMessage | m.DeveloperMessage):
+            role = {
+                m.UserMessage: "user",
+                m.SystemMessage: "system",
+                m.DeveloperMessage: "developer",
+            }
             self.line(
                 self.style(f"{role[type(message)]}: ", _BOLD) + _content_text(message.content)
             )
-        elif isinstance(message, AssistantMessage):
+        elif isinstance(message, m.AssistantMessage):
             if message.content:
                 self.line(message.content)
             for call in message.tool_calls or ():
@@ -474,30 +522,40 @@ class _Printer:
                     self.shown.add(call.id)
                     text = f"tool call: {call.function.name}({call.function.arguments})"
                     self.line(self.style(text, _CYAN))
-        elif isinstance(message, ToolMessage):
+        elif isinstance(message, m.ToolMessage):
             self.line(self.style(f"tool result: {_content_text(message.content)}", _CYAN))
-        elif isinstance(message, ReasoningMessage):
+        elif isinstance(message, m.ReasoningMessage):
             self.line(self.style("reasoning: ", _DIM) + self.style(message.content, _DIM))
 
 
 def _content_text(content: Any) -> str:
     """A tool result's content as text: a string as it is; parts as their text, or their kind."""
+    import agui_generated as m
+
     if isinstance(content, str):
         return content
     return " ".join(
-        part.text if isinstance(part, TextPart) else f"[{part.type}]" for part in content
+        part.text if isinstance(part, m.TextPart) else f"[{part.type}]" for part in content
     )
 
 
 def print_interrupts(
-    out: TextIO, styled: bool, conversation: Conversation, run_input: RunAgentInput, url: str
-) -> None:
+    out: TextIO,
+    styled: bool,
+    conversation: Conversation,
+    run_input: RunAgentInput,
+    url: str,
+    thread_file: str | None = None,
+) -> str:
     """What the run waits for, and the exact command that answers it: the thread so far is saved
-    to a file (the agent needs the history to resume), the answers go in a --resume file."""
+    to a file (the agent needs the history to resume; `thread_file`, else a new file in
+    `threads_dir()`), the answers go in a --resume file. Returns the thread file's path."""
+    from agui.wire.codec import dumps
+
     printer = _Printer(out, styled)
     interrupts = conversation.pending_interrupts
     _print_waiting(printer, interrupts)
-    thread = _save_thread(conversation, run_input)
+    thread = _save_thread(conversation, run_input, thread_file)
     entries = b",".join(dumps(_answer_example(i)) for i in interrupts)
     printer.line("To answer, write a JSON file with one entry per interrupt, e.g. answers.json:")
     printer.line(f"  [{entries.decode()}]")
@@ -506,10 +564,13 @@ def print_interrupts(
     command = shlex.join(["agui", "run", url, "--input", thread, "--resume", "answers.json"])
     printer.line(f"  {command}")
     out.flush()
+    return thread
 
 
 def _print_waiting(printer: _Printer, interrupts: tuple[Interrupt, ...]) -> None:
     """What the run waits for: each interrupt, its reason, message, tool call, schema, expiry."""
+    from agui.wire.codec import dumps
+
     printer.line(printer.style(f"interrupt: the run waits for {len(interrupts)} answer(s)", _BOLD))
     for interrupt in interrupts:
         said = "" if interrupt.message is None else f": {interrupt.message}"
@@ -522,9 +583,39 @@ def _print_waiting(printer: _Printer, interrupts: tuple[Interrupt, ...]) -> None
             printer.line(f"    expires at: {interrupt.expires_at}")
 
 
-def _save_thread(conversation: Conversation, run_input: RunAgentInput) -> str:
+# ── thread files ──────────────────────────────────────────────────────────────────────────────
+
+THREAD_FILE_DAYS = 7
+"""A thread file in threads_dir() older than this many days is removed when a new one is
+written there (an interrupt nobody answered)."""
+
+
+def threads_dir() -> Path:
+    """Where `agui run` and `agui connect` save the thread of an interrupted run:
+    `$XDG_STATE_HOME/agui/threads` (an absolute XDG_STATE_HOME), else `%LOCALAPPDATA%\\agui\\
+    threads` on Windows, else `~/.local/state/agui/threads`."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if base and os.path.isabs(base):
+        root = Path(base)
+    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        root = Path(os.environ["LOCALAPPDATA"])
+    else:
+        root = Path.home() / ".local" / "state"
+    return root / "agui" / "threads"
+
+
+def _save_thread(
+    conversation: Conversation, run_input: RunAgentInput, path: str | None = None
+) -> str:
     """Write the input that continues this thread (a new run id, the messages and state so far,
-    the same tools, context and forwardedProps) to a new temporary file; return its path."""
+    the same tools, context and forwardedProps) to `path`, or to a new file in threads_dir()
+    (the temporary directory when that cannot be written, said on stderr); return its path."""
+    import tempfile
+
+    from agui_generated import ActivityMessage, RunAgentInput
+
+    from agui.wire.codec import encode
+
     follow = RunAgentInput(
         thread_id=conversation.thread_id,
         run_id=f"run-{uuid.uuid4().hex[:12]}",
@@ -535,10 +626,51 @@ def _save_thread(conversation: Conversation, run_input: RunAgentInput) -> str:
         context=run_input.context,
         forwarded_props=run_input.forwarded_props,
     )
-    handle, path = tempfile.mkstemp(prefix="agui-thread-", suffix=".json")
+    data = encode(follow) + b"\n"
+    if path is not None:
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+            fh.write(data)
+        return path
+    folder = threads_dir()
+    prefix = re.sub(r"[^A-Za-z0-9._-]+", "_", conversation.thread_id)[:64] + "-"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _prune(folder)
+        handle, saved = tempfile.mkstemp(prefix=prefix, suffix=".json", dir=folder)
+    except OSError as exc:
+        print(
+            f"agui: cannot write to {folder} ({exc.strerror or exc}); the thread is saved in the "
+            "temporary directory instead",
+            file=sys.stderr,
+        )
+        handle, saved = tempfile.mkstemp(prefix="agui-thread-", suffix=".json")
     with os.fdopen(handle, "wb") as fh:
-        fh.write(encode(follow) + b"\n")
-    return path
+        fh.write(data)
+    return saved
+
+
+def _prune(folder: Path) -> None:
+    """Remove the thread files of `folder` older than THREAD_FILE_DAYS."""
+    oldest = time.time() - THREAD_FILE_DAYS * 86400
+    for entry in folder.glob("*.json"):
+        try:
+            if entry.stat().st_mtime < oldest:
+                entry.unlink()
+        except OSError:
+            pass
+
+
+def _used(input_file: str, saved: list[str]) -> None:
+    """The run that continued the thread of `input_file` completed or was interrupted again: a
+    thread file of threads_dir() is done with (another was saved if need be); remove it. A file
+    anywhere else is the user's, and stays."""
+    try:
+        used = Path(input_file).resolve()
+        if used.parent != threads_dir().resolve() or any(Path(s).resolve() == used for s in saved):
+            return
+        used.unlink()
+    except OSError:
+        pass
 
 
 def _answer_example(interrupt: Interrupt) -> dict[str, Any]:
@@ -584,6 +716,8 @@ def _example(schema: Any) -> Any:
 def _report(conversation: Conversation, summary: bool) -> int:
     """Print the summary (or the delivered events and the error); return the exit code: 0 when
     the outcome is completed or interrupt, 1 for error or failed."""
+    from agui.wire.codec import dumps
+
     result = conversation.summary()
     out = sys.stdout.buffer
     if summary:
@@ -599,6 +733,9 @@ def _report(conversation: Conversation, summary: bool) -> int:
 
 def _recorded(data: bytes) -> Iterator[Any]:
     """The events of a recording: JSON Lines, a JSON array, or an SSE capture (by content)."""
+    import orjson
+    from agui_generated import DecodeError, Problem
+
     from agui.wire.sse import SSEDecoder
 
     body = data.removeprefix(b"\xef\xbb\xbf")
@@ -620,13 +757,20 @@ def _recorded(data: bytes) -> Iterator[Any]:
 
 
 def replay(args: argparse.Namespace) -> int:
+    """`agui replay FILE [--summary]`; FILE `-` is standard input."""
+    from agui.stream.conversation import Conversation
+
+    name = "standard input" if args.file == "-" else args.file
     try:
-        with open(args.file, "rb") as fh:
-            data = fh.read()
+        if args.file == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(args.file, "rb") as fh:
+                data = fh.read()
     except OSError as exc:
-        print(f"agui replay: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"agui replay: cannot read {name}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    conversation = Conversation(keep_events=True)
+    conversation = Conversation(keep_events=True, keep_partial=True)
     try:
         conversation.consume(_recorded(data))
     except Exception:  # recorded in conversation.failures; the summary reports it
