@@ -347,8 +347,8 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         "AGUI_TIMEOUT_GRACEFUL_SHUTDOWN",
         _grace,
         10.0,
-        "on SIGTERM or Ctrl-C, runs still going this long after it (less a margin of at most a "
-        "second) end in RUN_ERROR SERVER_SHUTDOWN, and the server stops",
+        "on SIGTERM or Ctrl-C, runs still going this long after it (less a margin: a second and "
+        "a few milliseconds per run) end in RUN_ERROR SERVER_SHUTDOWN, and the server stops",
         metavar="SECONDS",
     ),
     Setting(

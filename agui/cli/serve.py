@@ -411,10 +411,11 @@ def _log_config(level: str) -> dict[str, Any]:
 
 
 def _shutting_down(server: Any) -> None:
-    """Tell every AgentApp of this process that `server` (a uvicorn.Server) shuts down."""
-    from agui.http.server import AgentApp, _uvicorn_grace
+    """Tell every AgentApp of this process that `server` (a uvicorn.Server) shuts down (as
+    `AgentApp.shutdown_all`, with the grace and the end of the server's window)."""
+    from agui.http.server import AgentApp, _uvicorn_shutdown
 
-    AgentApp.shutdown_all(_uvicorn_grace(server))
+    _uvicorn_shutdown(server, AgentApp._apps)
 
 
 def _server_class() -> Any:

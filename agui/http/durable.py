@@ -953,7 +953,9 @@ class Durable:
 
     async def close(self) -> None:
         """The server stops (ASGI lifespan shutdown): end the runs executing here with RUN_ERROR
-        SERVER_SHUTDOWN, wait for them to be stored, close the log."""
+        SERVER_SHUTDOWN, wait for them to be stored, close the log. Under uvicorn both waits end
+        with the server's graceful window (`AgentApp._within_window`), when the process is
+        killed: a run whose end is not stored by then is left to the lease."""
         self._closed = True
         if self._sweeper is not None:
             self._sweeper.cancel()
@@ -962,10 +964,15 @@ class Durable:
         for execution in runs:
             execution.stop(now)
         tasks = [e.task for e in runs if e.task is not None]
-        if tasks:
-            await asyncio.wait(tasks, timeout=2 * _STOP_WAIT)
+        if tasks:  # an agent slow to stop holds its task after the run's end is stored
+            keep = 0.25 if self._owns_log else 0.0  # of the window, for closing the log
+            await asyncio.wait(tasks, timeout=self.app._within_window(2 * _STOP_WAIT, keep))
         if self._owns_log:
-            await self.log.aclose()
+            try:
+                async with asyncio.timeout(self.app._within_window(None)):
+                    await self.log.aclose()
+            except TimeoutError:
+                log.warning("the event log was not closed within the server's graceful window")
 
 
 class _Tail:

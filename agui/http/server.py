@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 import math
@@ -108,6 +109,15 @@ _MAX_LISTED_PROBLEMS = 50
 _MAX_SSE_FRAME = DEFAULT_MAX_FRAME_BYTES + 1
 _MAX_PROTO_FRAME = DEFAULT_MAX_PROTO_FRAME_BYTES + 4
 _STOP_WAIT = 2.0  # seconds a cancelled agent may take to stop before it is left behind
+# The shutdown under uvicorn (`_uvicorn_grace`): runs go on for the graceful window less a margin
+# for what follows, measured on a 2-core machine (docs/serving.md#shutdown).
+_MARGIN = 1.0  # seconds: agents stopping, uvicorn's checks (every 0.1 s), the lifespan, the exit
+_MARGIN_PER_RUN = 0.001  # seconds more for each run going and each response following one
+_MARGIN_PER_STORED = 0.002  # and for each run executing with a store (its end is written)
+_SHUTDOWN_STOP_WAIT = 0.25  # seconds past the grace an agent may take to stop before its run ends
+_EXIT_TIME = 0.25  # seconds left at the window's end for the lifespan's end and the exit
+_SERVING: contextvars.ContextVar[AgentApp] = contextvars.ContextVar("agui_serving")
+"""The AgentApp serving the request (and the tasks it started): whose shutdown `_stop_wait` sees."""
 
 SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
 """The RUN_ERROR code of a run stopped because the server shuts down."""
@@ -326,6 +336,7 @@ class AgentApp:
             if retention is not None:
                 self._durable._owns_log = True  # opened here from its URL: closed with the app
         self._stop_at: float | None = None  # time.monotonic() by which runs must end
+        self._ends_by: float | None = None  # the end of the server's graceful window (monotonic)
         self._lifespans = 0  # lifespans entered and not yet exited
         AgentApp._apps.add(self)
 
@@ -339,8 +350,19 @@ class AgentApp:
         deadline = time.monotonic() + max(0.0, grace)
         if self._stop_at is None or deadline < self._stop_at:
             self._stop_at = deadline
+        following = deadline  # when a response following a run (with a store) stops
+        executing: set[object] = set()
+        if self._durable is not None and self._ends_by is not None:
+            # Under uvicorn, at the end of the window less _MARGIN if that is later: one
+            # following a run executing here waits for the run's stored end until _STOP_WAIT
+            # past its stop (`Durable._watch`), after the window's end, where uvicorn's
+            # cancellation writes its RUN_ERROR (ending many runs on a busy machine can take
+            # longer than _STOP_WAIT).
+            following = max(deadline, self._ends_by - _MARGIN)
+            executing = set(self._durable.executions.values())
         for run in list(self._runs):
-            run.loop.call_soon_threadsafe(run.stop, deadline)
+            at = following if self._durable is not None and run not in executing else deadline
+            run.loop.call_soon_threadsafe(run.stop, at)
 
     @classmethod
     def shutdown_all(cls, grace: float = 0.0) -> None:
@@ -407,10 +429,11 @@ class AgentApp:
 
         On entry: under uvicorn, the app is told when the server's shutdown begins (its SIGINT
         and SIGTERM handlers are chained: `shutdown(grace)`, the graceful window less a margin
-        of at most a second, as under `agui serve`); with a store, the sweep for lost runs
+        for what follows, as under `agui serve`); with a store, the sweep for lost runs
         starts. On exit: with a store, the runs executing here end in RUN_ERROR
-        `SERVER_SHUTDOWN`, their ends are stored, and a log the app opened is closed. Entered
-        more than once (nested), it starts once and ends with the outermost exit."""
+        `SERVER_SHUTDOWN`, their ends are stored, and a log the app opened is closed (under
+        uvicorn, within what is left of its window). Entered more than once (nested), it starts
+        once and ends with the outermost exit."""
         self._lifespans += 1
         if self._lifespans == 1:
             _when_uvicorn_exits(_shutdown_of(self))
@@ -432,7 +455,21 @@ class AgentApp:
         return None if self._durable is None else self._durable.log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._app(scope, receive, send)
+        token = _SERVING.set(self)
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            _SERVING.reset(token)
+
+    def _within_window(self, limit: float | None, keep: float = 0.0) -> float | None:
+        """`limit` seconds (None: no limit) for a wait at the end of a request or of the lifespan;
+        once the shutdown began under uvicorn, at most what is left of its graceful window less
+        _EXIT_TIME (the lifespan's end and the process's exit come after) and `keep` (for what
+        else must come after the wait)."""
+        if self._ends_by is None:
+            return limit
+        left = max(0.01, self._ends_by - _EXIT_TIME - keep - time.monotonic())
+        return left if limit is None else min(limit, left)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -675,7 +712,7 @@ class AgentApp:
             for task in tasks:
                 task.cancel()
             run.outbox.close()  # an agent that let the cancellation pass stops at its next event
-            done, pending = await asyncio.wait(tasks, timeout=_STOP_WAIT)
+            done, pending = await asyncio.wait(tasks, timeout=self._within_window(_STOP_WAIT))
             if pending:
                 log.error("run %s: the agent did not stop when it was cancelled", run.id)
             for task in done:
@@ -861,6 +898,8 @@ async def _let_finish(run: _Finishing, producer: asyncio.Task[None]) -> None:
     loop = asyncio.get_running_loop()
     while not producer.done():
         now = loop.time()
+        if run.stop_at == math.inf:
+            return  # the shutdown ended the run, and cancelled the agent then
         if run.stop_at is not None and now >= run.stop_at:
             log.warning("run %s: the server shuts down; the finishing agent is cancelled", run.id)
             return
@@ -937,11 +976,24 @@ class _Run:
 
 
 async def _stop_agent(producer: asyncio.Task[None], run_id: str) -> None:
-    """Cancel the agent's task and wait for it a little (_STOP_WAIT); log one that goes on."""
+    """Cancel the agent's task and wait for it a little (`_stop_wait`); log one that goes on."""
     producer.cancel()
-    await asyncio.wait((producer,), timeout=_STOP_WAIT)
-    if not producer.done():
+    wait = _stop_wait()
+    await asyncio.wait((producer,), timeout=wait)
+    if not producer.done() and wait >= _STOP_WAIT:  # at the shutdown, the request's end logs it
         log.error("run %s: the agent did not stop when it was cancelled", run_id)
+
+
+def _stop_wait() -> float:
+    """How long a cancelled agent may take to stop before its run ends without it: _STOP_WAIT;
+    once the shutdown of the app serving the request began, only until _SHUTDOWN_STOP_WAIT past
+    its grace (the run's end must go out within the server's window). The agent's late events
+    are dropped, and the end of the request waits for it (`_within_window`)."""
+    app = _SERVING.get(None)
+    stop_at = None if app is None else app._stop_at
+    if stop_at is None:
+        return _STOP_WAIT
+    return max(0.0, min(_STOP_WAIT, stop_at + _SHUTDOWN_STOP_WAIT - time.monotonic()))
 
 
 async def _cancelled(
@@ -1131,29 +1183,56 @@ def _nested(outer: Lifespan, inner: Lifespan) -> Lifespan:
 
 
 def _shutdown_of(app: AgentApp) -> Callable[[Any], None]:
-    """`app.shutdown(grace)` for a uvicorn server whose shutdown begins, the grace taken from
-    its window (the app is not kept alive by the signal handler)."""
+    """`_uvicorn_shutdown` of `app` for a uvicorn server whose shutdown begins (the app is not
+    kept alive by the signal handler)."""
     ref = weakref.ref(app)
 
     def notify(server: Any) -> None:
         target = ref()
         if target is not None:
-            target.shutdown(_uvicorn_grace(server))
+            _uvicorn_shutdown(server, [target])
 
     return notify
 
 
+def _uvicorn_shutdown(server: Any, apps: Iterable[AgentApp]) -> None:
+    """The shutdown of `server` (a uvicorn.Server) begins: each of `apps` is shut down with the
+    grace of its window (`_uvicorn_grace`), and learns when the window ends (the waits that follow
+    the runs' ends, and the lifespan's, stop there: `_within_window`)."""
+    grace = _uvicorn_grace(server)
+    window: float | None = server.config.timeout_graceful_shutdown
+    ends_by = None if window is None else time.monotonic() + window
+    if server.force_exit:  # told to hurry: the window is over
+        ends_by = time.monotonic()
+    for app in list(apps):
+        if ends_by is not None and (app._ends_by is None or ends_by < app._ends_by):
+            app._ends_by = ends_by
+        app.shutdown(grace)
+
+
 def _uvicorn_grace(server: Any) -> float:
     """How long runs may go on once the shutdown of `server` (a uvicorn.Server) begins: its
-    graceful window (--timeout-graceful-shutdown; None: forever) less a margin, at most a
-    second, for their RUN_ERROR to go out before uvicorn cancels what is left; 0 when told to
-    hurry (a second Ctrl-C)."""
+    graceful window (--timeout-graceful-shutdown; None: forever) less a margin for what follows
+    (`_margin`): the runs' RUN_ERROR, their ends stored, the responses complete, the lifespan's
+    end and the process's exit, all within the window (before uvicorn would cancel what is
+    left, and an orchestrator kill the process); 0 when told to hurry (a second Ctrl-C)."""
     if server.force_exit:
         return 0.0
     window: float | None = server.config.timeout_graceful_shutdown
     if window is None:
         return 3600.0 * 24
-    return max(0.0, window - min(1.0, window / 2))
+    return max(0.0, window - _margin(window))
+
+
+def _margin(window: float) -> float:
+    """The end of a graceful window of `window` seconds kept for what follows the grace: _MARGIN,
+    _MARGIN_PER_RUN for each run going and each response following one in this process, and
+    _MARGIN_PER_STORED for each run executing with a store (ending them costs about that on a
+    2-core machine shared with other work), at most half the window."""
+    apps = list(AgentApp._apps)
+    going = sum(len(app._runs) for app in apps)
+    stored = sum(len(app._durable.executions) for app in apps if app._durable is not None)
+    return min(window / 2, _MARGIN + _MARGIN_PER_RUN * going + _MARGIN_PER_STORED * stored)
 
 
 class _ExitHook:
