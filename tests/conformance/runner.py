@@ -192,11 +192,18 @@ def frames(case: Case) -> list[bytes]:
 
 
 def _start(case: Case) -> tuple[agui.RunAgentInput, Conversation]:
-    """The case's input (which must be valid) and a conversation seeded with its history."""
+    """The case's input (which must be valid) and a conversation seeded with its history. The
+    corpus describes what a client holds once it processed the stream, a rejected or cut run's
+    partial output included (as the official clients keep it), hence keep_partial: the
+    conversation's own default rolls such a run back for its next input."""
     run_input = agui.decode_json(case.input, agui.RunAgentInput, strict=True)
     seed: dict[str, Any] = {} if run_input.state is None else {"state": run_input.state}
     return run_input, Conversation(
-        run_input.thread_id, messages=run_input.messages, keep_events=True, **seed
+        run_input.thread_id,
+        messages=run_input.messages,
+        keep_events=True,
+        keep_partial=True,
+        **seed,
     )
 
 
