@@ -272,8 +272,10 @@ def wheel(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Decode/encode/SSE benchmarks, then the transport benchmark (a 100,000-event run through
-    uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios. Then the
-    binary transport against JSON (benchmarks/proto.py): speed both ways and bytes on the wire.
+    uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios. Then 50
+    sequential short runs with a default HttpAgent against an explicit shared httpx client
+    (benchmarks/client.py), and the binary transport against JSON (benchmarks/proto.py): speed
+    both ways and bytes on the wire.
     First the import time of `agui` against `ag_ui.core` + `ag_ui.encoder` (benchmarks/imports.py),
     then the peak memory of a long run through Conversation.run (benchmarks/memory.py), the
     durable runs (benchmarks/durable.py): a 100,000-event run through each event log (memory,
@@ -296,6 +298,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
     quick = ["--quick"] if "--quick" in session.posargs else []
     session.run("python", "benchmarks/transport.py", *quick)
+    session.run("python", "benchmarks/client.py", *quick)
     session.run("python", "benchmarks/proto.py", *quick)
     session.run("python", "benchmarks/memory.py", *quick)
     session.run("python", "benchmarks/sse_large.py", *quick)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from agui import model as model
     from agui.agent.protocol import Agent as Agent
     from agui.errors import (
+        ConnectError as ConnectError,
         EncodeError as EncodeError,
         ExpiredInterruptError as ExpiredInterruptError,
         HttpError as HttpError,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
         PendingInterruptsError as PendingInterruptsError,
         ProtocolError as ProtocolError,
         StreamError as StreamError,
+        Timeout as Timeout,
         TransportError as TransportError,
     )
     from agui.http.client import HttpAgent as HttpAgent
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
 _HOMES: dict[str, str] = {
     "Agent": "agui.agent.protocol",
     "AgentApp": "agui.http.server",
+    "ConnectError": "agui.errors",
     "Conversation": "agui.stream.conversation",
     "ConversationBusyError": "agui.stream.conversation",
     "EncodeError": "agui.errors",
@@ -83,6 +86,7 @@ _HOMES: dict[str, str] = {
     "SSEDecoder": "agui.wire.sse",
     "StreamError": "agui.errors",
     "StreamWarning": "agui.stream.warning",
+    "Timeout": "agui.errors",
     "TransportError": "agui.errors",
     "decode": "agui.wire.codec",
     "decode_json": "agui.wire.codec",

@@ -10,12 +10,19 @@
     │   ├── SSEError               an SSE frame over the size limit
     │   ├── ProtoStreamError       a binary frame over the limit, or a stream cut mid-frame
     │   └── ProtocolError          the events break a rule the client enforces; .event
-    ├── HttpError                  the server answered with a non-2xx status; .status, .problems
-    ├── TransportError             the request or the response failed (a timeout, a refused
-    │                              connection); .url, the httpx exception as __cause__
+    ├── HttpError                  the server answered with a non-2xx status; .status, .url,
+    │                              .headers, .body (an excerpt), .problems, .attempts
+    ├── TransportError             the request or the response failed; .url, .attempts, the
+    │   │                          httpx exception as __cause__
+    │   ├── ConnectError           the connection could not be made (refused, a name that does
+    │   │                          not resolve, a failed TLS handshake)
+    │   └── Timeout                a timeout: connecting, sending, waiting for data, or for a
+    │                              free connection of the pool
     ├── InterruptError             an interrupt cannot be answered that way
     │   ├── PendingInterruptsError the next run would leave interrupts unanswered
     │   └── ExpiredInterruptError  an expired interrupt answered with anything but a cancel
+    ├── ConversationBusyError      (agui.stream.conversation) a Conversation already applies
+    │                              another stream; also a RuntimeError
     ├── ModelError                 (agui.model) the language model failed
     └── ToolError                  (agui.model) a server tool reports a failure to the model
 
@@ -32,10 +39,14 @@ was fed, from 1.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from agui_generated._runtime import AguiError, DecodeError, EncodeError, Problem
 
 __all__ = [
+    "BODY_EXCERPT",
     "AguiError",
+    "ConnectError",
     "DecodeError",
     "EncodeError",
     "ExpiredInterruptError",
@@ -46,8 +57,13 @@ __all__ = [
     "ProtocolError",
     "SSEError",
     "StreamError",
+    "Timeout",
     "TransportError",
 ]
+
+BODY_EXCERPT = 512
+"""The most bytes of an error answer's body an HttpError keeps (`body`), and of its text in the
+message of an answer that is not AgentApp's JSON error."""
 
 
 class StreamError(AguiError):
@@ -83,27 +99,73 @@ class ProtocolError(StreamError):
 
 
 class HttpError(AguiError):
-    """The server answered with a non-2xx status. `message` is the server's text, or the "error"
-    of a JSON answer such as AgentApp's 400 (`{"error": ..., "problems": [...]}`); `problems`
-    holds that answer's problems (empty otherwise)."""
+    """The server answered with a non-2xx status. `message` is the server's text (its first
+    BODY_EXCERPT bytes), or the "error" of a JSON answer such as AgentApp's 400 (`{"error": ...,
+    "problems": [...]}`); `problems` holds that answer's problems (empty otherwise). `url` is the
+    URL that answered (after redirects; None when unknown), `headers` the answer's headers
+    (case-insensitive for HttpAgent's: `headers["Retry-After"]`), `body` the first BODY_EXCERPT
+    bytes of the answer, and `attempts` how many times the request was made (retries included).
+    Its text names the URL: `HTTP 503: overloaded (from http://host/agent)`."""
 
-    def __init__(self, status: int, message: str, problems: tuple[Problem, ...] = ()) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        problems: tuple[Problem, ...] = (),
+        *,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: bytes = b"",
+        attempts: int = 1,
+    ) -> None:
         self.status = status
         self.message = message
         self.problems = problems
+        self.url = url
+        self.headers: Mapping[str, str] = {} if headers is None else headers
+        self.body = body[:BODY_EXCERPT]
+        self.attempts = attempts
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        problems = self.problems
         listed = "".join(f"; {problem}" for problem in problems[:5])
         more = f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
-        super().__init__(f"HTTP {status}: {message}{listed}{more}")
+        where = [] if self.url is None else [f"from {self.url}"]
+        if self.attempts > 1:
+            where.append(f"after {self.attempts} attempts")
+        said = f" ({', '.join(where)})" if where else ""
+        return f"HTTP {self.status}: {self.message}{listed}{more}{said}"
+
+    def __str__(self) -> str:
+        return self._text()
 
 
 class TransportError(AguiError):
     """The request could not be made or its answer could not be read: a timeout, a refused or
     broken connection, too many redirects, a URL that cannot be requested. `url` is the URL
-    asked for; the underlying httpx exception is the `__cause__`."""
+    asked for; `attempts` how many times the request was made (retries included, said in the
+    text when more than one); the underlying httpx exception is the `__cause__`."""
 
-    def __init__(self, message: str, *, url: str) -> None:
+    def __init__(self, message: str, *, url: str, attempts: int = 1) -> None:
         self.url = url
+        self.attempts = attempts
         super().__init__(message)
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return text if self.attempts <= 1 else f"{text} (after {self.attempts} attempts)"
+
+
+class ConnectError(TransportError):
+    """The connection could not be made: refused, a host name that does not resolve, a TLS
+    handshake that failed (httpx.ConnectError). Nothing reached the server."""
+
+
+class Timeout(TransportError):
+    """A timeout: connecting (httpx.ConnectTimeout), sending the request, waiting for data
+    between two reads (httpx.ReadTimeout: a silent server without keep-alive comments), or for a
+    free connection of the pool."""
 
 
 class InterruptError(AguiError, ValueError):

@@ -452,7 +452,8 @@ def test_the_command_fails_with_one_line(serve: Serve, capsys: pytest.CaptureFix
     url = serve(fixed(404, "application/json", b'{"error": "no such agent"}')) + "/agent"
     assert main(["capabilities", url]) == 1
     out, err = capsys.readouterr()
-    assert out == "" and err == "agui capabilities: HTTP 404: no such agent\n"
+    assert out == ""
+    assert err == f"agui capabilities: HTTP 404: no such agent (from {url}/capabilities)\n"
     assert main(["capabilities", "http://127.0.0.1:9/agent", "--timeout", "2"]) == 1
     assert capsys.readouterr().err.startswith("agui capabilities: Cannot connect to ")
     assert main(["capabilities", url, "--timeout", "0"]) == 2

@@ -19,7 +19,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +124,38 @@ def test_binary_asks_for_protobuf_and_reads_it(serve: Serve, tmp_path: Path) -> 
     assert [json.loads(x)["type"] for x in binary.stdout.splitlines()] == [
         json.loads(x)["type"] for x in plain.stdout.splitlines()
     ]
+
+
+def test_connect_stop_and_capabilities_send_headers_too(serve: Serve, tmp_path: Path) -> None:
+    """A protected agent (its hook names the caller from a bearer token) can be run, connected
+    to, stopped and asked for its capabilities with --header; without it each is refused (403),
+    and connect's --binary asks for protobuf."""
+
+    async def by_token(
+        headers: Mapping[str, str], action: str, thread_id: str | None, run_id: str | None
+    ) -> str | None:
+        return "alice" if headers.get("authorization") == "Bearer s3cret" else None
+
+    app = Recording(agui.AgentApp(hello, store="memory://", authorize=by_token))
+    url = serve(app)
+    token = ("--header", "Authorization: Bearer s3cret")
+    ran = agui_cli("run", url, "--json", *token, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    started = json.loads(ran.stdout.splitlines()[0])
+    thread, run = started["threadId"], started["runId"]
+    connected = agui_cli("connect", url, thread, "--json", "--binary", *token, cwd=tmp_path)
+    assert connected.returncode == 0, connected.stderr
+    assert "application/vnd.ag-ui.event+proto" in app.headers[-1]["accept"]
+    assert app.answered[-1].startswith("application/vnd.ag-ui.event+proto")
+    assert b"hello" in connected.stdout
+    declared = agui_cli("capabilities", url, "--compact", *token, cwd=tmp_path)
+    assert declared.returncode == 0, declared.stderr
+    assert json.loads(declared.stdout)["transport"]["resumable"] is True
+    stopped = agui_cli("stop", url, run, *token, cwd=tmp_path)  # found, and already over
+    assert stopped.returncode == 1 and b"HTTP 409" in stopped.stderr, stopped.stderr
+    for command in (["connect", url, thread], ["capabilities", url], ["stop", url, run]):
+        refused = agui_cli(*command, cwd=tmp_path)
+        assert refused.returncode == 1 and b"HTTP 403" in refused.stderr, (command, refused)
 
 
 # ── thread files ──────────────────────────────────────────────────────────────────────────────

@@ -10,6 +10,7 @@ quietly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import pty
@@ -400,3 +401,30 @@ def test_a_closed_stdout_pipe_ends_quietly(serve: Serve, mode: str) -> None:
     assert err == b"", err.decode()
     assert producer.returncode == 0
     assert stopped.wait(10), "the agent ran on after the client left"
+
+
+def test_a_run_ends_at_its_terminal_event_while_the_server_keeps_the_answer_open(
+    serve: Serve,
+) -> None:
+    """A server (or a proxy) that holds the response open after RUN_FINISHED: `agui run` ends with
+    the run's outcome, exit 0, where it used to wait for the --timeout and fail."""
+    started_event = agui.RunStartedEvent(thread_id="t", run_id="r")
+    text = agui.TextMessageChunkEvent(message_id="m", delta="done")
+    finished = agui.RunFinishedEvent(thread_id="t", run_id="r")
+    frames = b"".join(b"data: " + agui.encode(e) + b"\n\n" for e in (started_event, text, finished))
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": frames, "more_body": True})
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SUBPROCESS):  # hang bound
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+
+    url = serve(app)
+    done = agui_run(url, "--timeout", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["type"] for line in done.stdout.splitlines()][-1] == "RUN_FINISHED"

@@ -109,7 +109,7 @@ def test_the_run_carries_the_cors_headers_and_streams_as_before(serve: Serve) ->
     assert run.status_code == 200
     assert run.headers["content-type"] == "text/event-stream"
     assert run.headers["access-control-allow-origin"] == PAGE
-    assert run.headers["access-control-expose-headers"] == "Retry-After"
+    assert run.headers["access-control-expose-headers"] == "Retry-After, Agui-Resumable"
     vary = {v.strip().lower() for v in run.headers["vary"].split(",")}
     assert vary == {"accept", "origin"}
     assert b'"delta":"hello"' in run.content and b"RUN_FINISHED" in run.content
@@ -197,7 +197,7 @@ def test_the_lists_are_the_documented_ones() -> None:
         "Last-Event-ID",
         "Agui-Resume",
     )
-    assert CORS_EXPOSED_HEADERS == ("Retry-After",)
+    assert CORS_EXPOSED_HEADERS == ("Retry-After", "Agui-Resumable")
     app = AgentApp(echo, cors_origins=iter([PAGE, PAGE, "*"]))
     assert app.cors_origins == (PAGE, "*")
     assert AgentApp(echo).cors_origins == ()

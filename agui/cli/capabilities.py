@@ -16,7 +16,6 @@ import orjson
 
 from agui.cli.run import agent_for
 from agui.errors import HttpError, StreamError, TransportError
-from agui.http.client import HttpAgent
 from agui.wire.codec import encode
 
 __all__ = ["capabilities"]
@@ -28,8 +27,7 @@ def capabilities(args: argparse.Namespace) -> int:
     if isinstance(agent, str):
         print(f"agui capabilities: {agent}", file=sys.stderr)
         return 2
-    if args.strict:
-        agent = HttpAgent(agent.url, timeout=agent.timeout, strict=True)
+    agent.strict = args.strict
     try:
         declared = agent.capabilities_sync()
     except (HttpError, StreamError, TransportError) as exc:

@@ -515,6 +515,24 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
 them (docs/cli.md#agui-serve lists them too)."""
 
 
+def _add_header(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--header",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="an HTTP header sent with the request, e.g. 'Authorization: Bearer ...' (repeatable)",
+    )
+
+
+def _add_binary(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--binary",
+        action="store_true",
+        help="ask for the protobuf transport (SSE is read as well, if that is what the server "
+        "answers)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="agui", description="The AG-UI protocol for Python.")
     top.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -620,18 +638,8 @@ def parser() -> argparse.ArgumentParser:
         help="with --rejoin: show only what comes after this event id (an SSE id: the run is "
         "still read whole, so the client checks it whole)",
     )
-    r.add_argument(
-        "--header",
-        action="append",
-        metavar="'NAME: VALUE'",
-        help="an HTTP header sent with the request, e.g. 'Authorization: Bearer ...' (repeatable)",
-    )
-    r.add_argument(
-        "--binary",
-        action="store_true",
-        help="ask for the protobuf transport (SSE is read as well, if that is what the server "
-        "answers)",
-    )
+    _add_header(r)
+    _add_binary(r)
     r.add_argument(
         "--thread-file",
         metavar="PATH",
@@ -656,6 +664,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--full", action="store_true", help="every stored event of every run (?history=full)"
     )
+    _add_header(c)
+    _add_binary(c)
     c.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
     c.add_argument("--json", action="store_true", help="print every delivered event as a JSON line")
     c.add_argument("--summary", action="store_true", help=SUMMARY_HELP)
@@ -670,6 +680,7 @@ def parser() -> argparse.ArgumentParser:
     )
     t.add_argument("url")
     t.add_argument("run_id", metavar="RUN_ID", help="the run's id")
+    _add_header(t)
     t.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
     t.set_defaults(run=_stop)
     k = commands.add_parser(
@@ -685,6 +696,7 @@ def parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="refuse unknown members instead of dropping them"
     )
     k.add_argument("--compact", action="store_true", help="one line instead of indented JSON")
+    _add_header(k)
     k.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
     k.set_defaults(run=_capabilities)
     p = commands.add_parser(

@@ -1,25 +1,44 @@
 """HttpAgent: a remote AG-UI agent over httpx, itself an Agent.
 
 `async for event in HttpAgent(url).run(input)` POSTs the input and yields typed events as their
-frames arrive; `run_sync` does the same without asyncio. Closing the iterator early closes the
-response (and so the connection), which tells a server without a store to stop the run. With
-`binary=True` the request asks for the protobuf transport; whichever the server answers (by its
-Content-Type) is read, and an answer that is neither (an HTML page, a JSON document) is a
+frames arrive; `run_sync` does the same without asyncio. A run is over at its terminal event
+(RUN_FINISHED or RUN_ERROR): what arrives at once after it is still read (the answer's end,
+another run of the stream), and a silence of END_GRACE seconds ends the stream and closes the
+response, even when the server (or a proxy) keeps it open. Closing the iterator early closes
+the response (and so the connection), which tells a server without a store to stop the run.
+With `binary=True` the request asks for the protobuf transport; whichever the server answers (by
+its Content-Type) is read, and an answer that is neither (an HTML page, a JSON document) is a
 StreamError naming its content type.
 
+Connections. An HttpAgent without an injected client keeps its own: one httpx.AsyncClient per
+event loop (made on first use; closed by `aclose()`, `async with`, or when the loop shuts down,
+as at the end of `asyncio.run`) and one httpx.Client for the sync methods (closed by `close()`,
+`with`, or when the agent is collected). An injected client is used as it is and never closed.
+
 Redirects are followed as `fetch` follows them (307 and 308 repeat the POST with its body; 301,
-302 and 303 become a GET). A non-2xx answer is an HttpError (with the problems of a JSON answer
-such as AgentApp's 400); a timeout or a failed connection is a TransportError naming the URL, with
-httpx's exception as its `__cause__`.
+302 and 303 become a GET). A non-2xx answer is an HttpError (its url, status, headers, a body
+excerpt, and the problems of a JSON answer such as AgentApp's 400); a timeout is a Timeout, a
+connection that cannot be made a ConnectError, any other failure a TransportError, each naming
+the URL, with httpx's exception as its `__cause__`.
+
+Retries (as openai-python retries). Before the first frame of a stream, and for `stop` and
+`capabilities`, a connection error (refused, reset, closed before the answer, a connect timeout)
+and an answer 429, 502, 503 or 504 are tried again, up to `max_retries` times (2 by default),
+after the server's Retry-After (seconds or an HTTP date, at most MAX_RETRY_AFTER) or else
+INITIAL_RETRY_DELAY doubling up to MAX_RETRY_DELAY, less up to a quarter at random. Once a frame
+has arrived nothing is sent again: resuming covers a break after that.
 
 Durable runs. A server with a store (AgentApp(agent, store=...)) sends every SSE frame with an
 `id:`, the event's cursor in the run's log. HttpAgent remembers the last one and the run's id
 (RUN_STARTED's runId); when the connection breaks, or the answer ends, before the run's terminal
-event (RUN_FINISHED or RUN_ERROR), it reconnects to `GET {url}/runs/{runId}/events` with
-`Last-Event-ID` and goes on with the frames after that cursor, so its consumer sees one unbroken
-stream, numbered on from where it broke: no frame lost, none twice. `ResumePolicy` bounds the
-reconnects (exponential backoff with jitter); a server that sends no ids is never resumed (a cut
-is a TransportError, as without a store). `StreamPosition` shows where a stream stands.
+event, it reconnects to `GET {url}/runs/{runId}/events` with `Last-Event-ID` and goes on with the
+frames after that cursor, so its consumer sees one unbroken stream, numbered on from where it
+broke: no frame lost, none twice. It does so only when the server said it can: the run's answer
+carries `Agui-Resumable: 1` (RESUMABLE_HEADER), or `capabilities()` read `transport.resumable`
+as true (a rejoin or a thread's stream is that route's own answer). `ResumePolicy` bounds the
+reconnects (exponential backoff with jitter); a server that sends no ids, or does not say it
+resumes, is never resumed (a cut is a TransportError naming the agent's URL). `StreamPosition`
+shows where a stream stands.
 
 The same server answers `rejoin(run_id, after=)` (a run's stream, from its start or after a
 cursor), `connect(thread_id)` (a thread's history, then its live run) and `stop(run_id)`.
@@ -31,14 +50,21 @@ AgentCapabilities AgentApp serves, as does the official ADK middleware).
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
+import math
 import random
+import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping
+import weakref
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping
 from contextlib import aclosing, closing
+from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any, TypeAlias, cast
 from urllib.parse import quote
 
+import anyio
 import attrs
 import httpx
 import orjson
@@ -53,7 +79,16 @@ from agui_generated import (
 )
 
 from agui.agent.protocol import History
-from agui.errors import HttpError, ProtoStreamError, SSEError, StreamError, TransportError
+from agui.errors import (
+    BODY_EXCERPT,
+    ConnectError,
+    HttpError,
+    ProtoStreamError,
+    SSEError,
+    StreamError,
+    Timeout,
+    TransportError,
+)
 from agui.wire.codec import decode, decode_frame, encode
 from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
@@ -63,7 +98,21 @@ from agui.wire.proto import (
 )
 from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder
 
-__all__ = ["HttpAgent", "ResumePolicy", "StreamPosition", "endpoint"]
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "END_GRACE",
+    "INITIAL_RETRY_DELAY",
+    "MAX_RETRY_AFTER",
+    "MAX_RETRY_DELAY",
+    "ORPHAN_GRACE",
+    "RESUMABLE_HEADER",
+    "RETRY_STATUSES",
+    "HttpAgent",
+    "ResumePolicy",
+    "StreamPosition",
+    "endpoint",
+    "retry_delay",
+]
 
 log = logging.getLogger("agui.client")
 _RANDOM = random.Random()
@@ -71,6 +120,26 @@ _RANDOM = random.Random()
 tests: seeded runs, property tests that check nothing else draws from it)."""
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+DEFAULT_MAX_RETRIES = 2
+"""How many times HttpAgent tries a request again by default (openai-python's default)."""
+INITIAL_RETRY_DELAY = 0.5
+"""Seconds before the first retry when the server gives no Retry-After; doubled for each next."""
+MAX_RETRY_DELAY = 8.0
+"""The longest wait between two tries without a Retry-After, in seconds."""
+MAX_RETRY_AFTER = 60.0
+"""The longest Retry-After honoured, in seconds: a longer one is waited this long."""
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+"""The answers worth another try of a request (busy, or a gateway that lost the server)."""
+RESUMABLE_HEADER = "Agui-Resumable"
+"""The header of a run's answer by which its server says it resumes the run's stream at
+`GET {url}/runs/{runId}/events` (`Agui-Resumable: 1`). Without it (or capabilities that say
+`transport.resumable`), a cut stream is not resumed: the route may not exist."""
+END_GRACE = 0.25
+"""After a run's terminal event, the longest wait for more of the answer, in seconds: what comes
+within it is read (the answer's end, which leaves the connection reusable; another run of the
+stream; an event that breaks the run's rules, which the pipeline reports), and a silence that
+long ends the stream and closes the response, whatever the server (a proxy) keeps open."""
 
 Received: TypeAlias = Event | UnknownEvent
 """What HttpAgent.run yields: an event of the spec, or (tolerant decoding) one of a type this
@@ -88,7 +157,7 @@ class _Unset:
 _UNSET = _Unset()
 _SSE = "text/event-stream"
 _MAX_ERROR_BODY = 64 * 1024
-_RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+_RECONNECT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 """The answers to a reconnect that are worth another try (the server is busy, restarting or
 behind a gateway that lost it); any other non-2xx answer ends the resuming at once."""
 
@@ -165,23 +234,213 @@ def endpoint(url: str | httpx.URL, *segments: str) -> httpx.URL:
     return base.copy_with(raw_path=path + (b"?" + base.query if base.query else b""))
 
 
+def retry_delay(retry: int, headers: Mapping[str, str] | None = None) -> float:
+    """The seconds to wait before retry number `retry` (counted from 1) of a request: the
+    server's Retry-After when `headers` carry one (seconds, or an HTTP date; at most
+    MAX_RETRY_AFTER, and none for a date already past); else INITIAL_RETRY_DELAY doubling with
+    each retry up to MAX_RETRY_DELAY, less up to a quarter at random (openai-python's backoff)."""
+    if headers is not None:
+        after = _retry_after(headers.get("retry-after"))
+        if after is not None:
+            return after
+    full = min(INITIAL_RETRY_DELAY * 2.0 ** min(max(retry, 1) - 1, 64), MAX_RETRY_DELAY)
+    return full * (1.0 - 0.25 * _RANDOM.random())
+
+
+def _retry_after(value: str | None) -> float | None:
+    """A Retry-After header's wait in seconds (capped), or None when absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    if math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def _retryable(exc: Exception) -> bool:
+    """Whether a failure before the first frame is worth another try: the connection could not
+    be made or broke before an answer came (the server may have dropped an idle pooled
+    connection), or the answer is one of RETRY_STATUSES. A timeout waiting for the answer is
+    not: the server may be running the run."""
+    if isinstance(exc, HttpError):
+        return exc.status in RETRY_STATUSES
+    return isinstance(
+        exc,
+        httpx.ConnectError
+        | httpx.ConnectTimeout
+        | httpx.RemoteProtocolError
+        | httpx.ReadError
+        | httpx.WriteError,
+    )
+
+
+def _says_resumable(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("1", "true", "yes")
+
+
+class _AsyncClients:
+    """HttpAgent's own httpx.AsyncClients: one per event loop (an async client's connections
+    belong to the loop that opened them), made on first use.
+
+    Each is watched by a suspended async generator started in its loop, so that the loop closes
+    it, whole, when it shuts down its async generators (asyncio.run does as it ends). An agent
+    that is collected leaves its clients to their loops: each is closed ORPHAN_GRACE seconds
+    later, or by that shutdown if the loop ends first (an agent is often dropped as the loop
+    ends, when a close begun then would be cut short). No connection is left to the garbage
+    collector, whose ResourceWarning is an error under `-W error`."""
+
+    def __init__(self) -> None:
+        self.by_loop: dict[asyncio.AbstractEventLoop, _Watched] = {}
+
+    async def get(self, make: Callable[[], httpx.AsyncClient]) -> httpx.AsyncClient | None:
+        """The running loop's client (made by `make` when it has none); None outside asyncio
+        (another async library)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        watched = self.by_loop.get(loop)
+        if watched is not None and not watched.client.is_closed:
+            return watched.client
+        for gone in [other for other in list(self.by_loop) if other.is_closed()]:
+            self.by_loop.pop(gone, None)
+        watched = _Watched(make(), loop)
+        self.by_loop[loop] = watched
+        await anext(watched.watcher)  # registered with the loop from now on
+        return watched.client
+
+    async def aclose(self) -> None:
+        """Close the running loop's client (awaited) and those of loops running elsewhere
+        (scheduled in their loops); the clients of loops not running now close with them."""
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        mine = self.by_loop.pop(current, None) if current is not None else None
+        self.close_elsewhere()
+        if mine is not None:
+            await mine.watcher.aclose()
+
+    def close_elsewhere(self) -> None:
+        for loop, watched in list(self.by_loop.items()):
+            if loop.is_running():
+                self.by_loop.pop(loop, None)
+                asyncio.run_coroutine_threadsafe(_close_watcher(watched.watcher), loop)
+            elif loop.is_closed():
+                self.by_loop.pop(loop, None)
+
+
+ORPHAN_GRACE = 1.0
+"""Seconds after its agent was collected that an async client is closed by its loop."""
+_ORPHANS: set[_Watched] = set()
+"""The clients of collected agents, held until they are closed."""
+
+
+def _orphaned(by_loop: dict[asyncio.AbstractEventLoop, _Watched]) -> None:
+    """The agent holding `by_loop` was collected (called from any thread): each of its async
+    clients is held, and closed by its loop ORPHAN_GRACE seconds later, unless the loop's
+    shutdown closes it first."""
+    for gone in [w for w in list(_ORPHANS) if w.loop.is_closed()]:
+        _ORPHANS.discard(gone)  # a loop closed without shutting down its async generators
+    for loop, watched in list(by_loop.items()):
+        if loop.is_closed() or watched.client.is_closed:
+            continue
+        _ORPHANS.add(watched)
+        try:
+            loop.call_soon_threadsafe(loop.call_later, ORPHAN_GRACE, _close_orphan, watched)
+        except RuntimeError:  # the loop closed meanwhile
+            _ORPHANS.discard(watched)
+    by_loop.clear()
+
+
+def _close_orphan(watched: _Watched) -> None:
+    watched.closing = watched.loop.create_task(_close_watcher(watched.watcher))
+
+
+@attrs.define(eq=False)
+class _Watched:
+    """An async client, the loop its connections belong to, and its watcher."""
+
+    client: httpx.AsyncClient
+    loop: asyncio.AbstractEventLoop
+    watcher: AsyncGenerator[None, None] = attrs.field(init=False)
+    closing: asyncio.Task[None] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        self.watcher = _watch(self)
+
+
+async def _watch(watched: _Watched) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        try:
+            await watched.client.aclose()
+        finally:
+            _ORPHANS.discard(watched)
+
+
+async def _close_watcher(watcher: AsyncGenerator[None, None]) -> None:
+    await watcher.aclose()
+
+
+class _SyncClient:
+    """HttpAgent's own httpx.Client, made on first use (from any thread)."""
+
+    def __init__(self) -> None:
+        self.client: httpx.Client | None = None
+        self.lock = threading.Lock()
+
+    def get(self, make: Callable[[], httpx.Client]) -> httpx.Client:
+        client = self.client
+        if client is None or client.is_closed:
+            with self.lock:
+                if self.client is None or self.client.is_closed:
+                    self.client = make()
+                client = self.client
+        return client
+
+    def close(self) -> None:
+        with self.lock:
+            client, self.client = self.client, None
+        if client is not None:
+            client.close()
+
+
 class HttpAgent:
     """A remote agent at `url`.
 
     headers: sent with every request. timeout: an httpx timeout (default 10 s to connect, 60 s
     between reads; keep-alive comments keep a quiet run alive; an injected client keeps its own
-    unless one is given; None disables timeouts). client / sync_client: httpx clients
-    to use instead of a new one per run (their connection pools are reused). strict: decode events
+    unless one is given; None disables timeouts). client / sync_client: httpx clients to use
+    (never closed by the agent); without them the agent keeps its own, one async client per event
+    loop and one sync client, so runs share their connection pools: close them with `aclose()`
+    (or `async with HttpAgent(url) as agent:`) and `close()` (or `with`). strict: decode events
     strictly instead of tolerantly (tolerant warnings go to the "agui.client" logger).
     binary: ask for the protobuf transport (Accept: application/vnd.ag-ui.event+proto, with SSE as
     the fallback); the response is read by its Content-Type either way. max_frame_bytes limits one
     frame of either transport (10 MiB, as the TypeScript client). Redirects are followed, as fetch
     follows them.
 
-    resume: how a stream of a server that sends event ids is resumed when it breaks off before
-    its run's terminal event (default `ResumePolicy()`: up to 5 reconnects in a row without
-    progress, 0.1 s doubling up to 2 s between them); None turns it off. resume_attempts: a
-    shorthand for `ResumePolicy(attempts=N)` (0: off).
+    max_retries: how many times a request is tried again (default 2; 0: never) after a
+    connection error or an answer 429, 502, 503 or 504, before the stream's first frame (see
+    `retry_delay` for the waits).
+
+    resume: how a stream of a server that sends event ids, and says it resumes
+    (RESUMABLE_HEADER, or capabilities with transport.resumable), is resumed when it breaks off
+    before its run's terminal event (default `ResumePolicy()`: up to 5 reconnects in a row
+    without progress, 0.1 s doubling up to 2 s between them); None turns it off.
+    resume_attempts: a shorthand for `ResumePolicy(attempts=N)` (0: off).
     """
 
     def __init__(
@@ -195,9 +454,12 @@ class HttpAgent:
         strict: bool = False,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         binary: bool = False,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         resume: ResumePolicy | None = ResumePolicy(),
         resume_attempts: int | None = None,
     ) -> None:
+        if not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be a whole number >= 0, not {max_retries!r}")
         self.url = url
         self.headers = dict(headers or {})
         # An injected client keeps its own timeout unless one is given here.
@@ -210,12 +472,81 @@ class HttpAgent:
         self.strict = strict
         self.max_frame_bytes = max_frame_bytes
         self.binary = binary
+        self.max_retries = max_retries
         if resume_attempts is not None:
             resume = attrs.evolve(resume or ResumePolicy(), attempts=resume_attempts)
         self.resume: ResumePolicy | None = resume
+        self.declared_resumable = False
+        """Whether the last `capabilities()` read said the server resumes streams
+        (transport.resumable): cut runs are then resumed even without RESUMABLE_HEADER."""
+        # The agent's own clients refer to nothing of the agent, so that it is collected as soon
+        # as it is dropped, and these finalizers close them: the sync one at once, each async
+        # one by its loop (see _AsyncClients).
+        self._async_clients = _AsyncClients()
+        self._sync = _SyncClient()
+        weakref.finalize(self, _orphaned, self._async_clients.by_loop)
+        weakref.finalize(self, self._sync.close)
 
-    def __call__(self, input: RunAgentInput, /) -> AsyncIterator[Received]:
+    def __call__(self, input: RunAgentInput, /) -> AsyncGenerator[Received, None]:
         return self.run(input)
+
+    # ── its clients ──────────────────────────────────────────────────────────────────────────
+
+    def _new_async_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=self.timeout)
+
+    def _new_sync_client(self) -> httpx.Client:
+        return httpx.Client(timeout=self.timeout)
+
+    async def _async_client(self) -> tuple[httpx.AsyncClient, bool, bool]:
+        """(the client, whether it is the agent's own, whether it is made for this request
+        alone and to be closed after it: outside asyncio)."""
+        if self.client is not None:
+            return self.client, False, False
+        pooled = await self._async_clients.get(self._new_async_client)
+        if pooled is None:
+            return self._new_async_client(), True, True
+        return pooled, True, False
+
+    def _sync_client(self) -> tuple[httpx.Client, bool]:
+        if self.sync_client is not None:
+            return self.sync_client, False
+        return self._sync.get(self._new_sync_client), True
+
+    async def aclose(self) -> None:
+        """Close the agent's own clients (an injected one is left alone): this event loop's async
+        client, those of loops running in other threads, and the sync client. A later request
+        opens new ones."""
+        await self._async_clients.aclose()
+        self._sync.close()
+
+    def close(self) -> None:
+        """Close the agent's own sync client, and its async clients of loops that are running
+        (scheduled there); a later request opens new ones. An injected client is left alone."""
+        self._sync.close()
+        self._async_clients.close_elsewhere()
+
+    async def __aenter__(self) -> HttpAgent:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> HttpAgent:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def _request_timeout(self, own: bool) -> Any:
         return self.timeout if own or self._timeout_given else httpx.USE_CLIENT_DEFAULT
@@ -240,9 +571,18 @@ class HttpAgent:
             f"(HTTP {response.status_code} from {response.url})"
         )
 
-    def _failure(self, exc: Exception, url: str | httpx.URL | None = None) -> TransportError:
+    def _failure(
+        self, exc: Exception, url: str | httpx.URL | None = None, attempts: int = 1
+    ) -> TransportError:
         where = self.url if url is None else str(url)
-        return TransportError(_transport_message(where, exc), url=where)
+        kind = (
+            Timeout
+            if isinstance(exc, httpx.TimeoutException)
+            else ConnectError
+            if isinstance(exc, httpx.ConnectError)
+            else TransportError
+        )
+        return kind(_transport_message(where, exc), url=where, attempts=attempts)
 
     # ── streams ──────────────────────────────────────────────────────────────────────────────
 
@@ -257,7 +597,9 @@ class HttpAgent:
             # A durable agui server keeps the run going when the stream is cut only for a
             # client that says it resumes (AgentApp's detach).
             headers.setdefault("agui-resume", "1")
-        return _Request("POST", self.url, headers, encode(input), position, resumable=True)
+        return _Request(
+            "POST", self.url, headers, encode(input), position, resumable=True, one_run=True
+        )
 
     def _rejoin(self, run_id: str, after: str | None, position: StreamPosition | None) -> _Request:
         position = _fresh(position, run_id, after)
@@ -265,7 +607,7 @@ class HttpAgent:
         if after is not None:
             headers["last-event-id"] = after
         url = endpoint(self.url, "runs", run_id, "events")
-        return _Request("GET", url, headers, None, position, resumable=True)
+        return _Request("GET", url, headers, None, position, resumable=True, one_run=True)
 
     def _connect(
         self, thread_id: str, history: History, position: StreamPosition | None
@@ -276,26 +618,30 @@ class HttpAgent:
         if history == "full":
             url = url.copy_merge_params({"history": "full"})
         headers = {"accept": self._accept(), **self.headers}
-        return _Request("GET", url, headers, None, _fresh(position, None), resumable=True)
+        # A thread's stream holds several runs (the history's, then the live one): it ends when
+        # the server ends it.
+        position = _fresh(position, None)
+        return _Request("GET", url, headers, None, position, resumable=True, one_run=False)
 
     def frames(
         self, input: RunAgentInput, *, position: StreamPosition | None = None
-    ) -> AsyncIterator[Frame]:
+    ) -> AsyncGenerator[Frame, None]:
         """POST the input; yield each frame as it arrives, undecoded (for a pipeline that decodes,
         and reports what it strips, itself): the data of an SSE frame, or the JSON object read
-        from a protobuf frame (not yet checked against the spec). A stream with event ids is
-        resumed when it breaks off (see the module docstring); `position` shows where it is."""
+        from a protobuf frame (not yet checked against the spec). It ends at the run's terminal
+        event. A stream with event ids is resumed when it breaks off, if the server says it can
+        (see the module docstring); `position` shows where it is."""
         return self._stream(self._post(input, position))
 
     def frames_sync(
         self, input: RunAgentInput, *, position: StreamPosition | None = None
-    ) -> Iterator[Frame]:
+    ) -> Generator[Frame, None, None]:
         """The same as `frames`, for code without an event loop."""
         return self._stream_sync(self._post(input, position))
 
     def rejoin_frames(
         self, run_id: str, *, after: str | None = None, position: StreamPosition | None = None
-    ) -> AsyncIterator[Frame]:
+    ) -> AsyncGenerator[Frame, None]:
         """The frames of a run the server keeps (GET {url}/runs/{runId}/events): from its first
         event, or those after the event id `after` (sent as Last-Event-ID), following the run
         live until its terminal event. Resumed when it breaks off, as `frames` is. HttpError 404
@@ -304,7 +650,7 @@ class HttpAgent:
 
     def rejoin_frames_sync(
         self, run_id: str, *, after: str | None = None, position: StreamPosition | None = None
-    ) -> Iterator[Frame]:
+    ) -> Generator[Frame, None, None]:
         """The same as `rejoin_frames`, for code without an event loop."""
         return self._stream_sync(self._rejoin(run_id, after, position))
 
@@ -315,7 +661,7 @@ class HttpAgent:
         *,
         history: History = "compact",
         position: StreamPosition | None = None,
-    ) -> AsyncIterator[Frame]:
+    ) -> AsyncGenerator[Frame, None]:
         """The frames of a thread the server keeps (GET {url}/threads/{threadId}/events): its
         history, "compact" (the server's snapshots of its messages and state, in one synthetic
         run) or "full" (every stored event, `?history=full`), then its live run, followed until
@@ -331,13 +677,12 @@ class HttpAgent:
         *,
         history: History = "compact",
         position: StreamPosition | None = None,
-    ) -> Iterator[Frame]:
+    ) -> Generator[Frame, None, None]:
         """The same as `connect_frames`, for code without an event loop."""
         return self._stream_sync(self._connect(thread_id, history, position))
 
-    async def _stream(self, request: _Request) -> AsyncGenerator[Frame]:
-        own = self.client is None
-        client = self.client or httpx.AsyncClient(timeout=self.timeout)
+    async def _stream(self, request: _Request) -> AsyncGenerator[Frame, None]:
+        client, own, temporary = await self._async_client()
         resumer = _Resumer(self, request)
         try:
             while True:
@@ -354,9 +699,24 @@ class HttpAgent:
                         if not response.is_success:
                             raise _http_error(response, await _error_body_async(response))
                         frames = resumer.opened(response)
-                        async for chunk in response.aiter_bytes():
-                            for data in frames.feed(chunk):
-                                yield data
+                        # (httpx's aiter_bytes is an async generator, typed as an iterator)
+                        chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+                        async with aclosing(chunks):
+                            while True:
+                                if resumer.over():
+                                    # The run is over: what comes at once is read (the end of
+                                    # the answer, or another run), a silence ends the stream
+                                    # and closes the response, whatever the server keeps open.
+                                    with anyio.move_on_after(END_GRACE) as waited:
+                                        chunk = await anext(chunks, None)
+                                    if waited.cancelled_caught:
+                                        return
+                                else:
+                                    chunk = await anext(chunks, None)
+                                if chunk is None:
+                                    break
+                                for data in frames.feed(chunk):
+                                    yield data
                         for data in frames.close(partial=not resumer.wanted()):
                             yield data
                 except (httpx.HTTPError, httpx.InvalidURL, HttpError) as exc:
@@ -367,48 +727,60 @@ class HttpAgent:
                     return
                 await asyncio.sleep(wait)
         finally:
-            if own:
+            if temporary:
                 await client.aclose()
 
-    def _stream_sync(self, request: _Request) -> Generator[Frame]:
-        own = self.sync_client is None
-        client = self.sync_client or httpx.Client(timeout=self.timeout)
+    def _stream_sync(self, request: _Request) -> Generator[Frame, None, None]:
+        client, own = self._sync_client()
         resumer = _Resumer(self, request)
-        try:
-            while True:
-                seen = request.position.frames
-                try:
-                    with client.stream(
-                        request.method,
-                        request.url,
-                        content=request.content,
-                        headers=request.headers,
-                        timeout=self._request_timeout(own),
-                        follow_redirects=True,
-                    ) as response:
-                        if not response.is_success:
-                            raise _http_error(response, _error_body(response))
-                        frames = resumer.opened(response)
+        while True:
+            seen = request.position.frames
+            try:
+                with client.stream(
+                    request.method,
+                    request.url,
+                    content=request.content,
+                    headers=request.headers,
+                    timeout=self._request_timeout(own),
+                    follow_redirects=True,
+                ) as response:
+                    if not response.is_success:
+                        raise _http_error(response, _error_body(response))
+                    frames = resumer.opened(response)
+                    short = _ShortReads(response)
+                    try:
                         for chunk in response.iter_bytes():
                             yield from frames.feed(chunk)
+                            # The run is over: what comes at once is read, a silence ends the
+                            # stream and closes the response (see the async stream).
+                            if resumer.over():
+                                if not short.start():
+                                    return  # the wait cannot be bounded: end at once
+                            else:
+                                short.stop()
                         yield from frames.close(partial=not resumer.wanted())
-                except (httpx.HTTPError, httpx.InvalidURL, HttpError) as exc:
-                    wait: float | None = resumer.broke(exc, seen)
-                else:
-                    wait = resumer.ended(seen)
-                if wait is None:
-                    return
-                time.sleep(wait)
-        finally:
-            if own:
-                client.close()
+                    except httpx.ReadTimeout:
+                        if short.active:
+                            return
+                        raise
+                    finally:
+                        short.remove()
+            except (httpx.HTTPError, httpx.InvalidURL, HttpError) as exc:
+                wait: float | None = resumer.broke(exc, seen)
+            else:
+                wait = resumer.ended(seen)
+            if wait is None:
+                return
+            time.sleep(wait)
 
     # ── events ───────────────────────────────────────────────────────────────────────────────
 
     async def run(
         self, input: RunAgentInput, *, position: StreamPosition | None = None
-    ) -> AsyncIterator[Received]:
-        """POST the input; yield each event as it arrives."""
+    ) -> AsyncGenerator[Received, None]:
+        """POST the input; yield each event as it arrives, until the run's terminal event. An
+        async generator: `contextlib.aclosing(agent.run(...))`, or `aclose()` it to stop early
+        (which closes the connection)."""
         request = self._post(input, position)
         async with aclosing(self._stream(request)) as frames:
             async for data in frames:
@@ -416,8 +788,9 @@ class HttpAgent:
 
     def run_sync(
         self, input: RunAgentInput, *, position: StreamPosition | None = None
-    ) -> Iterator[Received]:
-        """The same as `run`, for code without an event loop."""
+    ) -> Generator[Received, None, None]:
+        """The same as `run`, for code without an event loop (a generator: `close()` it to stop
+        early)."""
         request = self._post(input, position)
         with closing(self._stream_sync(request)) as frames:
             for data in frames:
@@ -425,7 +798,7 @@ class HttpAgent:
 
     async def rejoin(
         self, run_id: str, *, after: str | None = None, position: StreamPosition | None = None
-    ) -> AsyncIterator[Received]:
+    ) -> AsyncGenerator[Received, None]:
         """`rejoin_frames`, decoded: the run's events from its start, or after `after`."""
         request = self._rejoin(run_id, after, position)
         async with aclosing(self._stream(request)) as frames:
@@ -439,7 +812,7 @@ class HttpAgent:
         *,
         history: History = "compact",
         position: StreamPosition | None = None,
-    ) -> AsyncIterator[Received]:
+    ) -> AsyncGenerator[Received, None]:
         """`connect_frames`, decoded: the thread's history, then its live run. To hydrate a
         conversation (messages, state, pending interrupts), use `Conversation.connect`."""
         request = self._connect(thread_id, history, position)
@@ -455,6 +828,65 @@ class HttpAgent:
             log.warning("frame %d: %s", count, warning)
         return cast(Received, event)
 
+    # ── small requests: stop, capabilities ───────────────────────────────────────────────────
+
+    async def _fetch(self, method: str, url: httpx.URL) -> tuple[httpx.Response, int]:
+        """One small request, its answer read whole, retried as a stream's first request is;
+        (the answer, the attempts made). TransportError when it cannot be made."""
+        client, own, temporary = await self._async_client()
+        retries = 0
+        try:
+            while True:
+                try:
+                    response = await client.request(
+                        method,
+                        url,
+                        headers={"accept": "application/json", **self.headers},
+                        timeout=self._request_timeout(own),
+                        follow_redirects=True,
+                    )
+                except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                    if retries >= self.max_retries or not _retryable(exc):
+                        raise self._failure(exc, url, retries + 1) from exc
+                    reason, wait = _transport_message(str(url), exc), retry_delay(retries + 1)
+                else:
+                    status = response.status_code
+                    if status not in RETRY_STATUSES or retries >= self.max_retries:
+                        return response, retries + 1
+                    reason, wait = f"HTTP {status}", retry_delay(retries + 1, response.headers)
+                retries += 1
+                _log_retry(method, url, wait, retries, self.max_retries, reason)
+                await asyncio.sleep(wait)
+        finally:
+            if temporary:
+                await client.aclose()
+
+    def _fetch_sync(self, method: str, url: httpx.URL) -> tuple[httpx.Response, int]:
+        """The same as `_fetch`, without an event loop."""
+        client, own = self._sync_client()
+        retries = 0
+        while True:
+            try:
+                response = client.request(
+                    method,
+                    url,
+                    headers={"accept": "application/json", **self.headers},
+                    timeout=self._request_timeout(own),
+                    follow_redirects=True,
+                )
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                if retries >= self.max_retries or not _retryable(exc):
+                    raise self._failure(exc, url, retries + 1) from exc
+                reason, wait = _transport_message(str(url), exc), retry_delay(retries + 1)
+            else:
+                status = response.status_code
+                if status not in RETRY_STATUSES or retries >= self.max_retries:
+                    return response, retries + 1
+                reason, wait = f"HTTP {status}", retry_delay(retries + 1, response.headers)
+            retries += 1
+            _log_retry(method, url, wait, retries, self.max_retries, reason)
+            time.sleep(wait)
+
     # ── stopping a run ───────────────────────────────────────────────────────────────────────
 
     async def stop(self, run_id: str) -> None:
@@ -462,45 +894,15 @@ class HttpAgent:
         run then ends with RUN_FINISHED whose outcome is cancelled. HttpError 404 for a run the
         server does not hold, 409 for a run already finished (with the server's message);
         TransportError when the server cannot be reached."""
-        url = endpoint(self.url, "runs", run_id, "stop")
-        own = self.client is None
-        client = self.client or httpx.AsyncClient(timeout=self.timeout)
-        try:
-            async with client.stream(
-                "POST",
-                url,
-                headers={"accept": "application/json", **self.headers},
-                timeout=self._request_timeout(own),
-                follow_redirects=True,
-            ) as response:
-                if not response.is_success:
-                    raise _http_error(response, await _error_body_async(response))
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise self._failure(exc, url) from exc
-        finally:
-            if own:
-                await client.aclose()
+        response, attempts = await self._fetch("POST", endpoint(self.url, "runs", run_id, "stop"))
+        if not response.is_success:
+            raise _http_error(response, response.content[:_MAX_ERROR_BODY], attempts)
 
     def stop_sync(self, run_id: str) -> None:
         """The same as `stop`, for code without an event loop."""
-        url = endpoint(self.url, "runs", run_id, "stop")
-        own = self.sync_client is None
-        client = self.sync_client or httpx.Client(timeout=self.timeout)
-        try:
-            with client.stream(
-                "POST",
-                url,
-                headers={"accept": "application/json", **self.headers},
-                timeout=self._request_timeout(own),
-                follow_redirects=True,
-            ) as response:
-                if not response.is_success:
-                    raise _http_error(response, _error_body(response))
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise self._failure(exc, url) from exc
-        finally:
-            if own:
-                client.close()
+        response, attempts = self._fetch_sync("POST", endpoint(self.url, "runs", run_id, "stop"))
+        if not response.is_success:
+            raise _http_error(response, response.content[:_MAX_ERROR_BODY], attempts)
 
     # ── capabilities ─────────────────────────────────────────────────────────────────────────
 
@@ -510,47 +912,20 @@ class HttpAgent:
         removed, each logged on "agui.client"), or strictly with `strict`. HttpError for a non-2xx
         answer (404 from a server that serves no capabilities); StreamError for an answer that is
         not JSON or not an AgentCapabilities (with the problems); TransportError when the server
-        cannot be reached."""
-        url = endpoint(self.url, "capabilities")
-        own = self.client is None
-        client = self.client or httpx.AsyncClient(timeout=self.timeout)
-        try:
-            response = await client.get(
-                url,
-                headers={"accept": "application/json", **self.headers},
-                timeout=self._request_timeout(own),
-                follow_redirects=True,
-            )
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise self._failure(exc, url) from exc
-        finally:
-            if own:
-                await client.aclose()
-        return self._capabilities(response)
+        cannot be reached. A declaration with `transport.resumable` true lets this agent resume
+        the cut streams of that server (`declared_resumable`)."""
+        response, attempts = await self._fetch("GET", endpoint(self.url, "capabilities"))
+        return self._capabilities(response, attempts)
 
     def capabilities_sync(self) -> AgentCapabilities:
         """The same as `capabilities`, for code without an event loop."""
-        url = endpoint(self.url, "capabilities")
-        own = self.sync_client is None
-        client = self.sync_client or httpx.Client(timeout=self.timeout)
-        try:
-            response = client.get(
-                url,
-                headers={"accept": "application/json", **self.headers},
-                timeout=self._request_timeout(own),
-                follow_redirects=True,
-            )
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise self._failure(exc, url) from exc
-        finally:
-            if own:
-                client.close()
-        return self._capabilities(response)
+        response, attempts = self._fetch_sync("GET", endpoint(self.url, "capabilities"))
+        return self._capabilities(response, attempts)
 
-    def _capabilities(self, response: httpx.Response) -> AgentCapabilities:
+    def _capabilities(self, response: httpx.Response, attempts: int) -> AgentCapabilities:
         body = response.content
         if not response.is_success:
-            raise _http_error(response, body[:_MAX_ERROR_BODY])
+            raise _http_error(response, body[:_MAX_ERROR_BODY], attempts)
         media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         where = f"HTTP {response.status_code} from {response.url}"
         if media != "application/json" and not media.endswith("+json"):
@@ -569,7 +944,60 @@ class HttpAgent:
             ) from None
         for warning in warnings:
             log.warning("capabilities: %s", warning)
+        transport = capabilities.transport
+        self.declared_resumable = transport is not None and transport.resumable is True
         return capabilities
+
+
+def _log_retry(
+    method: str, url: str | httpx.URL, wait: float, retry: int, retries: int, reason: str
+) -> None:
+    log.info(
+        "retrying %s %s in %.2f s (retry %d of %d): %s", method, url, wait, retry, retries, reason
+    )
+
+
+class _ShortReads:
+    """The sync stream's wait after a run's terminal event, bounded by END_GRACE seconds: the
+    reads of the answer's connection (httpcore's network stream, the `network_stream` response
+    extension, whose `read(max_bytes, timeout)` is httpcore's network-backend interface) are
+    given that timeout while `active`. Without such a stream (another transport), `start` says
+    the wait cannot be bounded."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.active = False
+        self.stream: Any = response.extensions.get("network_stream")
+        self.wrapper: Callable[..., bytes] | None = None
+
+    def start(self) -> bool:
+        if self.wrapper is None:
+            read = getattr(self.stream, "read", None)
+            if not callable(read):
+                return False
+            state = self
+
+            def read_briefly(max_bytes: int, timeout: float | None = None) -> bytes:
+                if state.active:
+                    timeout = END_GRACE if timeout is None else min(timeout, END_GRACE)
+                return cast(bytes, read(max_bytes, timeout))
+
+            try:
+                self.stream.read = read_briefly
+            except (AttributeError, TypeError):
+                return False
+            self.wrapper = read_briefly
+        self.active = True
+        return True
+
+    def stop(self) -> None:
+        self.active = False
+
+    def remove(self) -> None:
+        """Done with the answer: the connection's reads are its own again (once it is back in
+        the pool, an inactive wrapper only passes them on)."""
+        self.active = False
+        if self.wrapper is not None and vars(self.stream).get("read") is self.wrapper:
+            del self.stream.read
 
 
 @attrs.define
@@ -583,11 +1011,13 @@ class _Request:
     position: StreamPosition
     resumable: bool
     """A break is mended by resuming the run (a run's stream, not a thread's)."""
+    one_run: bool
+    """The stream is one run's: it ends at that run's terminal event."""
 
 
 class _Resumer:
-    """The resuming of one stream: whether a break is mended, where and when to reconnect, and
-    what the consumer gets when it is not."""
+    """The mending of one stream: retries before its first frame, resuming after, and what the
+    consumer gets when neither is done."""
 
     def __init__(self, agent: HttpAgent, request: _Request) -> None:
         self.agent = agent
@@ -596,38 +1026,62 @@ class _Resumer:
         self.policy = agent.resume if request.resumable else None
         self.agent_url: str | httpx.URL = agent.url
         """The agent's URL, as the POST's answer came from (after redirects)."""
+        self.said_resumable = request.method != "POST"
+        """The server said it resumes this run's stream: its answer carried RESUMABLE_HEADER
+        (a GET of a durable route is that route's own answer)."""
         self.reconnecting = False
         self.attempt = 0
         """Reconnects in a row that brought no new frame."""
+        self.retries = 0
+        """Requests made again before the first frame."""
+
+    def resumes(self) -> bool:
+        """Whether the server said it resumes the stream (its answer, or its capabilities)."""
+        return self.said_resumable or self.agent.declared_resumable
 
     def wanted(self) -> bool:
         """Whether the stream, were it to end now, would be resumed: resuming is on, the server
-        sent ids, and the run's terminal event has not arrived."""
+        sent ids and said it resumes, and the run's terminal event has not arrived."""
         position = self.position
         return (
             self.policy is not None
             and self.policy.attempts > 0
             and position.last_event_id is not None
             and not position.finished
+            and self.resumes()
         )
+
+    def over(self) -> bool:
+        """The stream is one run's and that run's terminal event arrived."""
+        return self.request.one_run and self.position.finished
 
     def opened(self, response: httpx.Response) -> _Frames | _ProtoFrames:
         """A 2xx answer: its frame reader."""
         if self.request.method == "POST" and not self.reconnecting:
             self.agent_url = response.url
+            if _says_resumable(response.headers.get(RESUMABLE_HEADER)):
+                self.said_resumable = True
         return self.agent._reader(response, self.position)
 
     def broke(self, exc: Exception, seen: int) -> float:
         """The connection failed with `exc` (`seen`: the frames before it was opened): the seconds
-        to wait before reconnecting; raises what the consumer gets when it is not resumed."""
+        to wait before trying again; raises what the consumer gets when it is not."""
+        if (
+            not self.reconnecting
+            and self.position.frames == 0
+            and self.retries < self.agent.max_retries
+            and _retryable(exc)
+        ):
+            return self._retry(exc)
         if isinstance(exc, HttpError):
             if not self.reconnecting:
+                exc.attempts = self.retries + 1
                 raise exc
-            if exc.status not in _RETRY_STATUSES:
+            if exc.status not in _RECONNECT_STATUSES:
                 raise self._give_up(str(exc), exc, final=True)
             return self._next(str(exc), exc, seen)
         if not self.wanted():
-            raise self.agent._failure(exc, self.request.url) from exc
+            raise self._unresumed(exc) from exc
         return self._next(_transport_message(str(self.request.url), exc), exc, seen)
 
     def ended(self, seen: int) -> float | None:
@@ -635,8 +1089,53 @@ class _Resumer:
         resumed, or a reconnect brought nothing: the server has nothing more), else the seconds
         to wait before reconnecting."""
         if not self.wanted() or self.position.frames == seen:
+            if self._unsaid():
+                log.info(
+                    "run %s: the answer of %s ended after event id %s, before the run's terminal "
+                    "event; not resumed: the server did not say it resumes streams",
+                    self.position.run_id,
+                    self.agent_url,
+                    self.position.last_event_id,
+                )
             return None
         return self._next("the answer ended before the run's terminal event", None, seen)
+
+    def _unsaid(self) -> bool:
+        """The stream would be resumed, but for the server not saying it can."""
+        position = self.position
+        return (
+            self.policy is not None
+            and self.policy.attempts > 0
+            and position.last_event_id is not None
+            and not position.finished
+            and not self.reconnecting
+            and not self.resumes()
+        )
+
+    def _retry(self, exc: Exception) -> float:
+        self.retries += 1
+        request = self.request
+        if isinstance(exc, HttpError):
+            reason, wait = str(exc), retry_delay(self.retries, exc.headers)
+        else:
+            reason = _transport_message(str(request.url), exc)
+            wait = retry_delay(self.retries)
+        _log_retry(request.method, request.url, wait, self.retries, self.agent.max_retries, reason)
+        return wait
+
+    def _unresumed(self, exc: Exception) -> TransportError:
+        """The error of a break that is not mended."""
+        failure = self.agent._failure(exc, self.request.url, self.retries + 1)
+        if not self._unsaid():
+            return failure
+        position = self.position
+        return type(failure)(
+            f"The stream of run {position.run_id} from {self.agent_url} broke off after event "
+            f"id {position.last_event_id} (frame {position.frames}) and was not resumed: the "
+            f"server did not say it resumes streams ({RESUMABLE_HEADER}: 1 on its answer, or "
+            f"transport.resumable in its capabilities): {failure}",
+            url=str(self.agent_url),
+        )
 
     def _next(self, reason: str, cause: BaseException | None, seen: int) -> float:
         policy = self.policy
@@ -801,29 +1300,40 @@ def _error_body(response: httpx.Response) -> bytes:
     return data[:_MAX_ERROR_BODY]
 
 
-def _http_error(response: httpx.Response, body: bytes) -> HttpError:
-    """The HttpError of a non-2xx answer: the server's text; for a JSON answer with an "error"
-    (AgentApp's `{"error", "problems": [...]}`), that error and the problems it lists."""
-    text = body.decode("utf-8", "replace").strip() or "(no body)"
+def _http_error(response: httpx.Response, body: bytes, attempts: int = 1) -> HttpError:
+    """The HttpError of a non-2xx answer: its URL, status, headers and first bytes, with the
+    server's text (its first BODY_EXCERPT bytes); for a JSON answer with an "error" (AgentApp's
+    `{"error", "problems": [...]}`), that error and the problems it lists."""
+    about: dict[str, Any] = {
+        "url": str(response.url),
+        "headers": response.headers,
+        "body": body[:BODY_EXCERPT],
+        "attempts": attempts,
+    }
+    status = response.status_code
     media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media != "application/json" and not media.endswith("+json"):
-        return HttpError(response.status_code, text)
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return HttpError(response.status_code, text)
-    error = value.get("error") if isinstance(value, dict) else None
-    if not isinstance(error, str):
-        return HttpError(response.status_code, text)
-    listed = value.get("problems")
-    problems = tuple(
-        Problem(
-            str(item.get("pointer", "")), str(item.get("kind", "")), str(item.get("message", ""))
-        )
-        for item in (listed if isinstance(listed, list) else ())
-        if isinstance(item, dict)
-    )
-    return HttpError(response.status_code, error, problems)
+    if media == "application/json" or media.endswith("+json"):
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            value = None
+        error = value.get("error") if isinstance(value, dict) else None
+        if isinstance(error, str):
+            listed = value.get("problems") if isinstance(value, dict) else None
+            problems = tuple(
+                Problem(
+                    str(item.get("pointer", "")),
+                    str(item.get("kind", "")),
+                    str(item.get("message", "")),
+                )
+                for item in (listed if isinstance(listed, list) else ())
+                if isinstance(item, dict)
+            )
+            return HttpError(status, error, problems, **about)
+    text = body[:BODY_EXCERPT].decode("utf-8", "replace").strip()
+    if len(body) > BODY_EXCERPT:
+        text += " ..."
+    return HttpError(status, text or "(no body)", **about)
 
 
 _TIMEOUTS = {

@@ -57,6 +57,7 @@ from agui.http.server import (
     _ALLOW_POST,
     _MAX_SSE_FRAME,
     _PROTO_HEADERS,
+    _RESUMABLE,
     _RETRY_AFTER,
     _STOP_WAIT,
     _STREAM_HEADERS,
@@ -686,9 +687,9 @@ class Durable:
         """Stream what `produce` queues; end when it is done, when the client leaves (the runs go
         on) or at the server's shutdown. While the run followed is silent, check its lease."""
         app = self.app
-        headers = _PROTO_HEADERS if binary else _STREAM_HEADERS
+        headers = [*(_PROTO_HEADERS if binary else _STREAM_HEADERS), _RESUMABLE]
         if app.protobuf:
-            headers = [*headers, _VARY]
+            headers.append(_VARY)
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         # The outbox holds pieces of up to _READ_BATCH events: about queue_size events in all.
         tail = _Tail(max(2, app.queue_size // _READ_BATCH))

@@ -148,9 +148,12 @@ _ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#\s]+")
 CORS_REQUEST_HEADERS = ("Content-Type", "Accept", "Authorization", "Last-Event-ID", "Agui-Resume")
 """The request headers a page on another origin may send (`cors_origins`): the run's JSON body,
 the transport it asks for, a bearer token, and the cursor a durable stream resumes after."""
-CORS_EXPOSED_HEADERS = ("Retry-After",)
+CORS_EXPOSED_HEADERS = ("Retry-After", "Agui-Resumable")
 """The response headers such a page may read beyond the safelisted ones (Content-Type among
-them): when to retry a refused run."""
+them): when to retry a refused run, and whether a cut stream can be resumed."""
+_RESUMABLE = (b"agui-resumable", b"1")
+"""On each stream a server with a store answers: a client may resume it after a cut at
+`GET {url}/runs/{runId}/events` (agui.http.client.RESUMABLE_HEADER)."""
 _RETRY_AFTER = ((b"retry-after", b"1"),)
 _CLOSE = ((b"connection", b"close"),)
 

@@ -88,9 +88,11 @@ class TinyLog:
         pace: float = 0.0,
         end_after: int | None = None,
         path: str = "/agent",
+        resumable: bool = True,
     ) -> None:
         self.script = script
         self.ids = ids
+        self.resumable = resumable
         self.pace = pace
         self.end_after = end_after
         self.path = path
@@ -172,13 +174,10 @@ class TinyLog:
         if after is not None and not (after.isdigit() and int(after) <= len(self.logs[run_id])):
             await _json(send, 400, {"error": f"Unknown event id {after}"})
             return
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"text/event-stream")],
-            }
-        )
+        headers = [(b"content-type", b"text/event-stream")]
+        if self.resumable:
+            headers.append((b"agui-resumable", b"1"))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         log, changed = self.logs[run_id], self._changed[run_id]
         at = 0 if after is None else int(after)
         sent = 0
@@ -225,6 +224,10 @@ class CuttingProxy:
         self.upstream = (host, int(port))
         self.cuts = list(cuts)
         self.connections = 0
+        self._handlers: set[asyncio.Task[None]] = set()
+        """The handlers of open connections, held: once a client has closed its side (an idle
+        pooled connection it closes), nothing else refers to the handler's task, which the
+        garbage collector would then destroy while it waits for the server."""
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -258,6 +261,15 @@ class CuttingProxy:
         self._loop.close()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handler = asyncio.current_task()
+        assert handler is not None
+        self._handlers.add(handler)
+        try:
+            await self._relay(reader, writer)
+        finally:
+            self._handlers.discard(handler)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         index = self.connections
         self.connections += 1
         limit = self.cuts[index] if index < len(self.cuts) else None

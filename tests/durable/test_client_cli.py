@@ -40,6 +40,13 @@ DEMO_LINES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def state_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The commands' state directory (an interrupted thread's file) is the test's, never the
+    user's ~/.local/state."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 def cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`agui ARGS` as a user runs it (no NO_COLOR, no PYTHONUNBUFFERED); with `cwd`, temporary
     files go there too."""

@@ -216,3 +216,22 @@ def test_a_thousand_abandoned_runs_end_and_free_their_memory(
     served_after = post(url, body("after", "after", count=2))
     assert served_after.status == 200 and served_after.frames[-1].type == "RUN_FINISHED"
     assert os.kill(pid, 0) is None  # still up
+
+
+def test_every_stream_of_a_server_with_a_store_says_it_resumes(
+    sqlite_url: str, live: Callable[[Any], str]
+) -> None:
+    """`Agui-Resumable: 1` on the run's answer, its rejoin and its thread's stream: what lets
+    HttpAgent resume a cut stream at `/runs/{runId}/events` (a server without a store has no such
+    route, and says nothing)."""
+    base = live(agui.AgentApp(paced, path="/agent", store=sqlite_url))
+    run = post(f"{base}/agent", body("r1", "t1", count=2))
+    assert run.status == 200 and run.frames[-1].event["type"] == "RUN_FINISHED"
+    assert run.headers.get("agui-resumable") == "1"
+    rejoin = stream(f"{base}/agent/runs/r1/events")
+    assert rejoin.status == 200 and rejoin.headers.get("agui-resumable") == "1"
+    thread = stream(f"{base}/agent/threads/t1/events")
+    assert thread.status == 200 and thread.headers.get("agui-resumable") == "1"
+    plain = live(agui.AgentApp(paced, path="/agent"))
+    answer = post(f"{plain}/agent", body("r2", "t2", count=2))
+    assert answer.status == 200 and "agui-resumable" not in answer.headers
