@@ -34,6 +34,21 @@ async def paced(run: agui.RunAgentInput) -> AsyncIterator[Any]:
     yield agui.TextMessageEndEvent(message_id=message_id)
 
 
+async def gated(run: agui.RunAgentInput) -> AsyncIterator[Any]:
+    """Text, then a wait until the file forwardedProps `gate` names exists (the client has seen
+    the text), then `silence` seconds without an event, then more text: for a proxy in front."""
+    props = run.forwarded_props if isinstance(run.forwarded_props, dict) else {}
+    message_id = f"{run.run_id}:m"
+    yield agui.TextMessageStartEvent(message_id=message_id, role="assistant")
+    yield agui.TextMessageContentEvent(message_id=message_id, delta="before")
+    gate = props.get("gate")
+    while gate and not os.path.exists(gate):
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(float(props.get("silence", 0.0)))
+    yield agui.TextMessageContentEvent(message_id=message_id, delta=" after")
+    yield agui.TextMessageEndEvent(message_id=message_id)
+
+
 def _app() -> agui.AgentApp | None:
     store = os.environ.get("AGUI_TEST_STORE")
     if not store:

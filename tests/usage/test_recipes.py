@@ -244,6 +244,18 @@ RECIPES: tuple[Recipe, ...] = (
         "pip install 'agui-spec[server,redis]'",
         (WHEEL_INSTALL, "tests/usage/test_durable_usage.py::test_the_workers_line_on_redis"),
     ),
+    # ── docs/deployment.md ──
+    Recipe(
+        "docs/deployment.md",
+        "upstream agui {",
+        (
+            "tests/durable/test_deployment.py::"
+            "test_a_run_streams_frame_by_frame_and_outlasts_the_proxys_read_timeout",
+            "tests/durable/test_deployment.py::test_a_long_conversation_passes_the_proxy",
+            "tests/durable/test_deployment.py::"
+            "test_a_rollout_ends_the_run_cleanly_and_the_other_worker_goes_on",
+        ),
+    ),
     # ── docs/extending.md ──
     Recipe(
         "docs/extending.md",
