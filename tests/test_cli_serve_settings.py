@@ -144,8 +144,9 @@ SAMPLES: dict[str, tuple[list[str], Any, str, Any]] = {
     "max_events_per_run": (["--max-events-per-run", "50"], 50, "off", None),
     "max_runs_per_thread": (["--max-runs-per-thread", "5"], 5, "9", 9),
 }
-DEFAULTS_WITH_A_STORE = {"max_run_seconds": 3600.0, "cors_origins": []}
-"""What a setting given neither way is, with --store memory://, where it is not the table's."""
+DEFAULTS_WITH_A_STORE = {"max_run_seconds": 3600.0, "cors_origins": [], "console": True}
+"""What a setting given neither way is, with --store memory://, where it is not the table's (the
+console's default depends on the host, here the default loopback one)."""
 
 
 def test_every_setting_has_samples() -> None:
@@ -194,6 +195,32 @@ def test_given_neither_way_it_is_the_default(name: str, built: Any) -> None:
     assert observed(name, settings, app) == expected
     assert name not in settings["given"]
     assert name not in settings["app"] and name not in settings["retention"]
+
+
+@pytest.mark.parametrize(
+    ("host", "on"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.10", False),
+        ("agents.example", False),
+    ],
+)
+def test_the_console_is_off_by_default_on_an_address_others_reach(
+    host: str, on: bool, built: Any
+) -> None:
+    """The console talks to the agent with none of the application's checks: served unasked only
+    where only this machine reaches it; --console (or AGUI_CONSOLE=1) turns it on anywhere."""
+    settings, app = built(["--host", host], {})
+    assert app.console is on and settings["console"] is on
+    settings, app = built(["--host", host, "--console"], {})
+    assert app.console is True
+    settings, app = built(["--host", host], {"AGUI_CONSOLE": "1"})
+    assert app.console is True
 
 
 def test_the_tables_defaults_are_agentapps_and_retentions() -> None:

@@ -317,10 +317,10 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         "--console",
         "AGUI_CONSOLE",
         _switch,
-        True,
+        None,
         "serve the dev console at PATH/console; --no-console (AGUI_CONSOLE=0) leaves it out; "
         "not for an ASGI app, which has its own settings",
-        shown="on",
+        shown="on with a loopback --host, off otherwise",
         boolean=True,
     ),
     Setting(

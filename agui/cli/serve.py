@@ -20,7 +20,9 @@ that origin can call it from a browser (the preflight answered, the CORS headers
 and `--cors-origin` with an ASGI app are refused.
 
 The agent's AgentApp serves the dev console (agui.console) at `{path}/console`, whose URL is
-printed after the "serving" line; `--no-console` leaves it out (an ASGI app has its own settings).
+printed after the "serving" line, when `--host` is a loopback address (the default); on another
+address it is off unless `--console` asks for it; `--no-console` leaves it out (an ASGI app has
+its own settings).
 
 The settings of agui.cli.main.SERVE_SETTINGS (the address, the path, the store, the limits of
 AgentApp, the store's retention, ...) are read by `settings_of`: each from its option, else its
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import ipaddress
 import json
 import os
 import socket
@@ -178,6 +181,10 @@ def settings_of(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[st
             settings[setting.target][setting.name] = value
         if source is not None:
             settings["given"][setting.name] = source
+    if settings["console"] is None:
+        # The console talks to the agent without any hook of the application's: on where only
+        # this machine reaches it, off on an address others reach unless asked for.
+        settings["console"] = _loopback(settings["host"])
     settings.update(
         agent=args.agent,
         model=args.model,
@@ -185,6 +192,16 @@ def settings_of(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[st
         app_dir=os.path.abspath(args.app_dir),
     )
     return settings
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` (what --host names) listens on loopback only."""
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 # ── what to serve ──────────────────────────────────────────────────────────────────────────────
