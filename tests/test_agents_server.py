@@ -409,3 +409,59 @@ def test_include_in_fastapi_under_a_prefix() -> None:
     assert unknown.status_code == 404
     assert server.store is not None
     assert server.store._closed  # type: ignore[attr-defined]  # the lifespan closed it
+
+
+class _Hanging:
+    """An event log whose probe never answers (a Redis that accepts connections and says
+    nothing), counting the probes."""
+
+    def __init__(self, log: Any) -> None:
+        self.log = log
+        self.probes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.log, name)
+
+    async def probe(self) -> None:
+        self.probes += 1
+        await asyncio.sleep(3600)
+
+
+def test_a_store_that_does_not_answer_is_not_ready_and_is_probed_once_at_a_time() -> None:
+    """A probe that hangs: /readyz is 503 once PROBE_TIMEOUT passes, and checks coming at the
+    same time share one probe instead of each sending its own."""
+    hanging = _Hanging(open_log("memory://"))
+    server = agui.AgentServer({"a": paced}, store=hanging)  # type: ignore[arg-type]
+
+    async def checks(base: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=30) as client:  # hang bound
+            return list(await asyncio.gather(*(client.get(f"{base}/readyz") for _ in range(5))))
+
+    with live_server(server) as base:
+        answers = asyncio.run(checks(base))
+    assert [a.status_code for a in answers] == [503] * 5
+    assert all(
+        a.json() == {"status": "unavailable", "reason": "the event log does not answer"}
+        for a in answers
+    )
+    assert hanging.probes == 1
+
+
+def test_an_agent_whose_capabilities_fail_is_listed_without_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """/agents still lists the other agents, and this one without capabilities (logged)."""
+
+    class Broken:
+        def capabilities(self) -> agui.AgentCapabilities:
+            raise RuntimeError("no declaration today")
+
+        async def __call__(self, run: agui.RunAgentInput) -> AsyncIterator[Any]:
+            yield agui.StateSnapshotEvent(snapshot={})
+
+    server = agui.AgentServer({"ok": Speaker("ok"), "broken": Broken()})
+    with live_server(server) as base:
+        agents = get(f"{base}/agents").json()["agents"]
+    assert [a["name"] for a in agents] == ["ok", "broken"]
+    assert "capabilities" in agents[0] and "capabilities" not in agents[1]
+    assert any("agent 'broken'" in r.getMessage() for r in caplog.records)
