@@ -285,6 +285,7 @@ def test_health_and_readiness_while_serving_and_draining() -> None:
         before = (get(f"{base}/healthz"), get(f"{base}/readyz"))
         server.shutdown(60.0)
         after = (get(f"{base}/healthz"), get(f"{base}/readyz"))
+        listing = get(f"{base}/agents")
         refused = httpx.post(
             f"{base}/a", content=body("r"), headers={"content-type": "application/json"}
         )
@@ -294,6 +295,7 @@ def test_health_and_readiness_while_serving_and_draining() -> None:
     assert after[1].status_code == 503
     assert after[1].json() == {"status": "unavailable", "reason": "the server is shutting down"}
     assert refused.status_code == 503
+    assert listing.status_code == 503
 
 
 def test_readiness_follows_an_agents_own_shutdown() -> None:
