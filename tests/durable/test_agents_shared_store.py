@@ -19,12 +19,12 @@ import httpx
 import pytest
 
 import agui
-from agui.store import RunRecord
+from agui.store import RunRecord, open_log
 from agui.wire.codec import encode
 from tests.conftest import live_server
 from tests.store.support import free_port, ping, skip_or_fail_without_redis
 
-from .support import JSON, body, deltas, post, stream, wait_for
+from .support import JSON, Tail, body, deltas, post, stream, wait_for
 from .two_agents import alpha, beta
 
 UNAVAILABLE = {"status": "unavailable", "reason": "the event log does not answer"}
@@ -257,3 +257,36 @@ def test_readyz_in_process_follows_redis(tmp_path: Path) -> None:
             redis.start()
             wait_for(lambda: ready(base).status_code == 200, timeout=DOWN_FOR)
             assert all(d is not None and d.healthy for d in durables)
+
+
+def test_sigterm_ends_both_agents_runs_and_stores_their_ends(tmp_path: Path, served: Any) -> None:
+    """SIGTERM while a run streams on each agent (the same ids, one SQLite store): each client
+    gets RUN_ERROR SERVER_SHUTDOWN, each agent's run is finished in the store under its own
+    namespace, and the process exits with no traceback and nothing cancelled by uvicorn."""
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    server = served(
+        "a=two_agents:alpha", "b=two_agents:beta", "--store", store,
+        "--timeout-graceful-shutdown", "3",
+    )  # fmt: skip
+    tails = {
+        name: Tail("POST", f"{server.url}/{name}", body("long", "t", count=1000, delay=0.05))
+        for name in ("a", "b")
+    }
+    wait_for(lambda: all(len(t.frames) >= 3 for t in tails.values()), timeout=DOWN_FOR)
+    server.stop(signal.SIGTERM)
+    for tail in tails.values():
+        frames = tail.wait(DOWN_FOR)
+        assert frames[-1].type == "RUN_ERROR"
+        assert frames[-1].event["code"] == "SERVER_SHUTDOWN"
+
+    async def statuses() -> list[str | None]:
+        log = open_log(store)
+        try:
+            records = [await log.get_run(key) for key in ("a/long", "b/long")]
+            return [None if r is None else r.status for r in records]
+        finally:
+            await log.aclose()
+
+    assert asyncio.run(statuses()) == ["finished", "finished"]
+    stderr = "".join(server.stderr)
+    assert "Traceback" not in stderr and "Cancel" not in stderr, stderr
