@@ -3,10 +3,10 @@
 Every model class, enum and union of the spec is available here (`agui.RunAgentInput`,
 `agui.TextMessageContentEvent`, `agui.Role`, `agui.Event`, `agui.Message`, ...), with a small set
 of hand-written names: the codec (`decode`, `encode`, ...), SSE and protobuf framing, the errors,
-the `Agent` protocol, the ASGI server `AgentApp`, the httpx client `HttpAgent`, and the client-side
-stream processing (`Pipeline`, `Conversation`). The model agent is `agui.model`; everything else is
-imported from the layer that holds it (`agui.wire`, `agui.agent`, `agui.stream`, `agui.http`,
-`agui.cli`).
+the `Agent` protocol, the ASGI servers `AgentApp` and `AgentServer` (several agents), the httpx
+client `HttpAgent`, and the client-side stream processing (`Pipeline`, `Conversation`). The model
+agent is `agui.model`; everything else is imported from the layer that holds it (`agui.wire`,
+`agui.agent`, `agui.stream`, `agui.http`, `agui.cli`).
 
 Nothing is imported until it is first used (PEP 562), so `import agui` loads neither the models
 nor httpx, uvicorn, jsonpatch or protobuf.
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         Timeout as Timeout,
         TransportError as TransportError,
     )
+    from agui.http.agents import AgentServer as AgentServer
     from agui.http.client import HttpAgent as HttpAgent
     from agui.http.server import AgentApp as AgentApp
     from agui.stream.conversation import (
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
 _HOMES: dict[str, str] = {
     "Agent": "agui.agent.protocol",
     "AgentApp": "agui.http.server",
+    "AgentServer": "agui.http.agents",
     "ConnectError": "agui.errors",
     "Conversation": "agui.stream.conversation",
     "ConversationBusyError": "agui.stream.conversation",

@@ -562,15 +562,19 @@ def parser() -> argparse.ArgumentParser:
         description="Serve an agent (wrapped in AgentApp at --path) or an ASGI app (an AgentApp, "
         "a FastAPI or Starlette application, as it is) under uvicorn. MODULE:ATTR is an ASGI app "
         "when its call takes (scope, receive, send) and an agent when it takes the RunAgentInput "
-        "alone; anything else is refused at start. Each setting below with a variable is read from "
-        "its option, else from that environment variable, else its default ('none' or 'off' "
+        "alone; anything else is refused at start. Several agents, NAME=MODULE:ATTR each, are "
+        "served by one agui.AgentServer: each at /NAME, the settings applied to each, one store "
+        "shared (each agent's runs in a namespace of its own), GET /agents listing them. GET "
+        "/healthz and GET /readyz answer a load balancer's health checks. Each setting below "
+        "with a variable is read from its option, else from that environment variable, else its default ('none' or 'off' "
         "turns off a limit that says so); a bad value is refused (exit 2).",
     )
     s.add_argument(
         "agent",
-        nargs="?",
-        metavar="MODULE:ATTR",
-        help="the agent or ASGI app to serve (default: the demo agent)",
+        nargs="*",
+        metavar="MODULE:ATTR | NAME=MODULE:ATTR",
+        help="the agent or ASGI app to serve (default: the demo agent); NAME=MODULE:ATTR, "
+        "repeated: several agents, each at /NAME, sharing --store, listed at /agents",
     )
     for setting in SERVE_SETTINGS:
         setting.add_to(s)

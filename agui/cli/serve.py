@@ -5,6 +5,12 @@ MODULE:ATTR is looked up the way uvicorn looks up its app: MODULE is imported wi
 served (`serving_kind`): an ASGI app (an AgentApp, a FastAPI or Starlette application) as it is,
 an agent wrapped in AgentApp at `--path`; anything else is refused before the server starts.
 
+Several agents, `NAME=MODULE:ATTR ...` (each an agent, not an ASGI app), are served by one
+agui.AgentServer: each at `/NAME` with the settings an agent's AgentApp gets, the store opened
+once and shared (each agent's runs in a namespace of its own), `GET /agents` listing them;
+`--path` is refused then. Every AgentApp with a path of its own and every AgentServer answers
+`GET /healthz` and `GET /readyz` (agui.http.health).
+
 The listening socket is bound here, so a busy port is one line and exit status 1; the "serving"
 line is printed once uvicorn has started (with several workers: once the socket is bound, since
 the workers start on their own). Shutdown: the server tells every AgentApp when it begins, so that
@@ -73,6 +79,9 @@ def serve(args: argparse.Namespace) -> int:
     if args.model_url and not args.model:
         print("agui serve: --model-url needs --model NAME", file=sys.stderr)
         return 2
+    if args.model and settings["agents"]:
+        print("agui serve: give NAME=MODULE:ATTR or --model, not both", file=sys.stderr)
+        return 2
     if args.model and args.agent:
         print("agui serve: give MODULE:ATTR or --model, not both", file=sys.stderr)
         return 2
@@ -128,6 +137,11 @@ def serve(args: argparse.Namespace) -> int:
         # any path ending in /console). An ASGI app of another kind decides its own routes.
         at = (app.path or "").rstrip("/")
         console = f"\nconsole: http://{host}:{port}{at}/console"  # as the "serving" URL
+    if settings["agents"]:  # an AgentServer: its list, and each agent's console
+        console = f"\nagents: http://{host}:{port}/agents"
+        for name, agent in app.apps.items():
+            if agent.console:
+                console += f"\nconsole: http://{host}:{port}/{name}/console ({name})"
     # --cors-origin '*': AgentApp itself warns (on the "agui.server" logger, which reaches
     # stderr before uvicorn's logging is set up), once.
     options: dict[str, Any] = {
@@ -185,8 +199,14 @@ def settings_of(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[st
         # The console talks to the agent without any hook of the application's: on where only
         # this machine reaches it, off on an address others reach unless asked for.
         settings["console"] = _loopback(settings["host"])
+    single, named = _targets(args.agent)
+    if named and "path" in settings["given"]:
+        raise _Refused(
+            f"{settings['given']['path']} is for one agent: several agents are each at /NAME"
+        )
     settings.update(
-        agent=args.agent,
+        agent=single,
+        agents=named,
         model=args.model,
         model_url=args.model_url,
         app_dir=os.path.abspath(args.app_dir),
@@ -202,6 +222,37 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _targets(given: str | list[str] | None) -> tuple[str | None, list[list[str]]]:
+    """What the command line names: (one MODULE:ATTR, or None) and the [NAME, MODULE:ATTR] pairs
+    of several agents (NAME=MODULE:ATTR each; a module name holds no '='). Raises _Refused for
+    a mix of both, several MODULE:ATTR without names, an empty or repeated name."""
+    if given is None or isinstance(given, str):
+        return given, []
+    named: list[list[str]] = []
+    plain: list[str] = []
+    for spec in given:
+        name, sep, target = spec.partition("=")
+        if not sep:
+            plain.append(spec)
+            continue
+        if not name or not target:
+            raise _Refused(f"{spec!r}: expected NAME=MODULE:ATTR")
+        if any(name == seen for seen, _ in named):
+            raise _Refused(f"{spec!r}: the name {name!r} is given twice")
+        named.append([name, target])
+    if named and plain:
+        raise _Refused(
+            f"{plain[0]}: give every agent a name to serve several (NAME=MODULE:ATTR), or serve "
+            "one MODULE:ATTR"
+        )
+    if len(plain) > 1:
+        raise _Refused(
+            f"{' '.join(plain)}: serve one MODULE:ATTR, or name each agent (NAME=MODULE:ATTR) to "
+            "serve several at /NAME"
+        )
+    return (plain[0] if plain else None), named
 
 
 # ── what to serve ──────────────────────────────────────────────────────────────────────────────
@@ -257,6 +308,8 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     from agui.http.server import AgentApp
 
     given: dict[str, str] = settings.get("given", {})
+    if settings.get("agents"):
+        return _build_server(settings)
     if settings["model"]:
         agent, what = _model_agent(settings["model"], settings["model_url"])
     elif not settings["agent"]:
@@ -304,6 +357,53 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     if store:
         what += f", runs kept in {_redacted(store)}"
     return app, what, path
+
+
+def _build_server(settings: dict[str, Any]) -> tuple[Any, str, str]:
+    """The agui.AgentServer of several NAME=MODULE:ATTR agents, with the settings an agent's
+    AgentApp gets applied to each and one store shared."""
+    from agui.http.agents import AgentServer
+    from agui.store import Retention
+
+    given: dict[str, str] = settings.get("given", {})
+    agents: dict[str, Any] = {}
+    for name, spec in settings["agents"]:
+        target = _load(spec)
+        try:
+            kind = serving_kind(target)
+        except TypeError as exc:
+            raise _Refused(
+                f"{name}={spec} is not an agent (called with a RunAgentInput, returning an async "
+                f"iterator of events): {exc}"
+            ) from None
+        if kind == "asgi":
+            raise _Refused(
+                f"{name}={spec} is an ASGI app: several agents served together are agents; for "
+                "agents with settings of their own, build an agui.AgentServer in your module and "
+                "serve it as MODULE:ATTR"
+            )
+        agents[name] = target
+    store = settings.get("store")
+    kept = settings.get("retention")
+    authorize = _hook(settings["authorize"]) if settings.get("authorize") else None
+    try:
+        server = AgentServer(
+            agents,
+            store=store or None,
+            retention=Retention(**kept) if kept else None,
+            authorize=authorize,
+            cors_origins=settings.get("cors_origins") or (),
+            console=settings.get("console", True),
+            **settings.get("app", {}),
+        )
+    except (TypeError, ValueError, ImportError) as exc:  # a name, an origin, an agent
+        raise _Refused(str(exc)) from None
+    except AguiError as exc:  # the store URL (agui.store.StoreError)
+        raise _Refused(f"{given.get('store', '--store')} {store}: {exc}") from None
+    what = f"{len(agents)} agents: " + ", ".join(f"{n} ({s})" for n, s in settings["agents"])
+    if store:
+        what += f", runs kept in {_redacted(store)}"
+    return server, what, ""
 
 
 def _asgi_refuses(spec: str, given: dict[str, str], settings: dict[str, Any]) -> None:

@@ -213,6 +213,10 @@ class Durable:
         self._sweeper: asyncio.Task[None] | None = None
         self._pruned = 0.0
         self._closed = False
+        self.namespace = ""
+        """Put before every id this app keeps, ahead of the principal's prefix: `agui.AgentServer`
+        gives each agent its own (`NAME/`), so agents sharing a log never see each other's
+        threads and runs. "" (a lone AgentApp): the ids as the principal keeps them."""
         self.store_failure: StoreFailure | None = None
         """The event log's last failure while it is failing, None while it works: see
         `healthy`."""
@@ -293,9 +297,12 @@ class Durable:
         that principal's namespace only, so another principal's run or thread is "not known
         here", exactly as an id never used."""
         try:
-            return await ask(self.app.authorize, scope["headers"], action, thread_id, run_id)
+            principal = await ask(self.app.authorize, scope["headers"], action, thread_id, run_id)
         except Refused as refused:
             raise _BadRequest(refused.status, refused.error) from None
+        if self.namespace:  # the agent's namespace, then the principal's (agui.AgentServer)
+            return Principal(principal.name, self.namespace + principal.prefix)
+        return principal
 
     # ── start ────────────────────────────────────────────────────────────────
 
@@ -938,6 +945,8 @@ class Durable:
         if self.store_failure is not None:
             await self._probe()
         for record in await self.log.expired(now):
+            if not record.run_id.startswith(self.namespace):
+                continue  # another agent's, on a shared log: its own sweep sees to it
             if record.run_id not in self.executions:  # a run of ours is not lost: we are here
                 try:
                     await self._close_lost(record.run_id)

@@ -49,6 +49,7 @@ from agui_generated import (
 
 from agui.agent.protocol import Agent, CapabilitySource, InputValidator
 from agui.errors import AguiError, EncodeError
+from agui.http import health
 from agui.http.access import Action, Authorize, Refused, ask
 from agui.stream.lifecycle import (
     DEFAULT_FINISH_GRACE,
@@ -219,7 +220,9 @@ class AgentApp:
     the retention to the log (`open_log(url, retention=...)`): ValueError here.
 
     `GET {path}/capabilities` answers `capabilities()`: the agent's declaration (an agent that is
-    an agui.agent.protocol.CapabilitySource) with the transport this app serves.
+    an agui.agent.protocol.CapabilitySource) with the transport this app serves. An app with a
+    path of its own (the whole application, as `agui serve` builds it) also answers `GET
+    /healthz` and `GET /readyz` (agui.http.health), unless its path is one of them.
     cors_origins: the origins of web pages allowed to call the agent from another origin, such as
     "http://localhost:3000" ("*": any, for development only; it is logged as a warning). Every
     route then answers CORS preflights and carries the CORS headers (Starlette's CORSMiddleware,
@@ -480,6 +483,10 @@ class AgentApp:
             return
         if scope["type"] != "http":
             return
+        if self._at_health(scope):  # the whole app, with a path of its own (agui.http.health)
+            ready = _relative(scope) == health.READYZ
+            await health.answer(scope, send, await health.not_ready([self]) if ready else None)
+            return
         if self._console is not None and scope["method"] in ("GET", "HEAD"):
             name = self._console.file_for(_relative(scope), self.path)
             if name is not None:
@@ -542,6 +549,14 @@ class AgentApp:
             await _json_response(send, refused.status, {"error": refused.error})
             return True
         return False
+
+    def _at_health(self, scope: Scope) -> bool:
+        """The request is for /healthz or /readyz, and this app has a path of its own that is
+        neither (with path None every path is the agent's)."""
+        relative = _relative(scope)
+        if self.path is None or relative not in (health.HEALTHZ, health.READYZ):
+            return False
+        return relative != self.path.rstrip("/")
 
     # ── capabilities ─────────────────────────────────────────────────────────
     async def capabilities(self) -> AgentCapabilities:

@@ -218,6 +218,22 @@ RECIPES: tuple[Recipe, ...] = (
         "agui serve --cors-origin",
         ("tests/usage/test_serving_usage.py::test_the_cors_line_allows_the_origin",),
     ),
+    # ── docs/agents.md ──
+    Recipe(
+        "docs/agents.md",
+        "# agents.py",
+        ("tests/usage/test_agents_usage.py::test_each_line_serves_both_agents",),
+    ),
+    Recipe(
+        "docs/agents.md",
+        "agui serve greet=",
+        ("tests/usage/test_agents_usage.py::test_each_line_serves_both_agents",),
+    ),
+    Recipe(
+        "docs/agents.md",
+        "# api.py",
+        ("tests/usage/test_agents_usage.py::test_each_line_serves_both_agents",),
+    ),
     # ── docs/durable-runs.md ──
     Recipe(
         "docs/durable-runs.md",
