@@ -265,6 +265,8 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     origins = settings.get("cors_origins") or ()
     authorize = _hook(settings["authorize"]) if settings.get("authorize") else None
     kept = settings.get("retention")
+    if settings.get("app", {}).get("tracing"):
+        _check_tracing(given["tracing"])
     from agui.store import Retention
 
     try:
@@ -287,6 +289,25 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     if store:
         what += f", runs kept in {_redacted(store)}"
     return app, what, path
+
+
+def _check_tracing(source: str) -> None:
+    """--otel: OpenTelemetry is installed and, unless the application set its own tracer
+    provider, the OTEL_* variables name exporters that are (refused at start, not at the first
+    run)."""
+    try:
+        from opentelemetry import trace
+
+        from agui.http import tracing
+    except ImportError as exc:
+        raise _Refused(
+            f"{source} needs OpenTelemetry ({exc}): pip install 'agui-spec[otel]'"
+        ) from None
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        try:
+            tracing.check_environment()
+        except ValueError as exc:
+            raise _Refused(f"{source}: {exc}") from None
 
 
 def _asgi_refuses(spec: str, given: dict[str, str], settings: dict[str, Any]) -> None:
