@@ -353,6 +353,25 @@ def _error_type(exc: BaseException) -> str:
     return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
+def _server(url: object) -> dict[str, str | int]:
+    """server.address and server.port of a model's base URL (none for a model without one)."""
+    if not isinstance(url, str):
+        return {}
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return {}
+    if not parts.hostname:
+        return {}
+    found: dict[str, str | int] = {"server.address": parts.hostname}
+    if port is not None:
+        found["server.port"] = port
+    return found
+
+
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -364,7 +383,7 @@ class ChatSpan:
 
     def __init__(self, tracer: trace.Tracer, model: object) -> None:
         requested = _text(getattr(model, "model", None))
-        attributes: dict[str, str | bool] = {
+        attributes: dict[str, str | bool | int] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.stream": True,
         }
@@ -373,6 +392,7 @@ class ChatSpan:
             attributes["gen_ai.provider.name"] = provider
         if requested is not None:
             attributes["gen_ai.request.model"] = requested
+        attributes.update(_server(getattr(model, "base_url", None)))
         self.span = tracer.start_span(
             f"chat {requested}" if requested else "chat",
             kind=SpanKind.CLIENT,
