@@ -626,6 +626,26 @@ def test_a_bad_exporter_setting_is_refused_at_start(
     assert "AGUI_OTEL: OTEL_EXPORTER_OTLP_PROTOCOL=http/json" in capsys.readouterr().err
 
 
+def test_an_app_whose_environment_is_refused_serves_untraced(
+    otel_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    serve: Serve,
+) -> None:
+    """AgentApp(tracing=True) outside agui serve: a bad exporter setting is logged once, at the
+    first run; the runs are served, untraced, and no provider is set."""
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "nosuch")
+    url = serve(agui.AgentApp(echo, tracing=True))
+    for run_id in ("run-1", "run-2"):
+        assert post(url, run_input(run_id))[-1]["type"] == "RUN_FINISHED"
+    refused = [r for r in caplog.records if r.name == "agui.tracing"]
+    assert [r.getMessage() for r in refused] == [
+        "tracing is off: OTEL_TRACES_EXPORTER=nosuch: no span exporter of that name is installed "
+        "(otlp, console, none, or an exporter package's name)"
+    ]
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 def test_the_environment_names_the_exporters() -> None:
     """OTEL_TRACES_EXPORTER (default otlp, over http/protobuf), none, console, a list."""
     classes = tracing._exporter_classes

@@ -19,6 +19,10 @@ that origin can call it from a browser (the preflight answered, the CORS headers
 `*` allows any origin and is warned about; an ORIGIN that is not one (a path, a trailing slash)
 and `--cors-origin` with an ASGI app are refused.
 
+`--otel` (AGUI_OTEL=1) gives the agent's AgentApp `tracing=True` (agui.http.tracing): unless
+MODULE set a tracer provider, the OpenTelemetry SDK configured from the OTEL_* variables, which are
+checked at start (an exporter that is not installed is refused, exit 2).
+
 The agent's AgentApp serves the dev console (agui.console) at `{path}/console`, whose URL is
 printed after the "serving" line; `--no-console` leaves it out (an ASGI app has its own settings).
 
