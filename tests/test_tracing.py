@@ -43,6 +43,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 import agui
 from agui.http import tracing
+from agui.http.durable import lost_event
 from agui.model import ModelAgent
 from agui.model.openai import OpenAIChatModel
 from agui.store import StoreUnavailable
@@ -440,6 +441,31 @@ def test_a_durable_run_whose_store_fails_has_store_error(
     (run,) = receiver.wait_for("invoke_agent paced")
     assert events[-1]["code"] == "STORE_ERROR"
     assert (run.status, run.attributes["error.type"]) == (ERROR, "STORE_ERROR")
+
+
+def test_a_durable_run_closed_elsewhere_is_abandoned(
+    serve: Serve, receiver: Receiver, provider: TracerProvider
+) -> None:
+    """Another worker closed the run in the log (its sweep took it for lost): this worker can no
+    longer write it, and its span says so."""
+    app: agui.AgentApp
+
+    async def overtaken(run: agui.RunAgentInput) -> AsyncIterator[Any]:
+        yield agui.TextMessageChunkEvent(message_id="m", delta="hi")
+        await asyncio.sleep(0.2)  # the writer appends what came
+        assert app.store is not None
+        await app.store.append(run.run_id, [lost_event()], final=True)  # as the other worker
+        for _ in range(5):
+            await asyncio.sleep(0.05)
+            yield agui.TextMessageChunkEvent(message_id="m", delta=" more")
+
+    app = agui.AgentApp(overtaken, tracing=provider, store="memory://")
+    events = post(serve(app), run_input(), **{"agui-resume": "1"})  # not stopped when it ends
+    provider.force_flush()
+    (run,) = receiver.wait_for("invoke_agent overtaken")
+    assert events[-1]["code"] == "RUN_LOST"  # what the log holds
+    assert run.attributes["agui.run.outcome"] == "abandoned"
+    assert (run.status, run.attributes["error.type"]) == (ERROR, "abandoned")
 
 
 def test_a_durable_run_stopped_on_request_is_cancelled(

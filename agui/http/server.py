@@ -244,10 +244,10 @@ class AgentApp:
     responses are never translated. Retired input shapes (legacy binary content parts) are
     upgraded whatever the setting.
 
-    tracing: trace every run with OpenTelemetry (`pip install 'agui-spec[otel]'`; agui.http.tracing,
-    the tracing page): a span `invoke_agent {agent}` following the GenAI conventions, continuing
-    the caller's trace (its traceparent header), with the model agent's model requests and
-    server tools as child spans. True: the application's global TracerProvider, or when it set
+    tracing: trace every run with OpenTelemetry (`pip install 'agui-spec[otel]'`;
+    agui.http.tracing, the tracing page): a span `invoke_agent {agent}` following the GenAI
+    conventions, continuing the caller's trace (its traceparent header), with the model agent's
+    model requests and server tools as child spans. True: the application's global TracerProvider, or when it set
     none, the SDK configured from the OTEL_* environment variables; a TracerProvider: that one.
     False (the default): nothing is traced, and OpenTelemetry is never imported.
 

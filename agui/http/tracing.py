@@ -227,14 +227,18 @@ class Tracing:
             self._attributes["gen_ai.provider.name"] = provider_name
 
     def tracer(self) -> trace.Tracer | None:
-        """The tracer (None when the environment's configuration was refused: logged once, and
-        the app's runs are not traced)."""
+        """The tracer (None when the environment's configuration was refused or failed: logged
+        once, and the app's runs are served untraced)."""
         if self._tracer is None and not self._failed:
             try:
                 provider = self.provider if self.provider is not None else global_provider()
             except ValueError as exc:
                 self._failed = True
                 log.error("tracing is off: %s", exc)
+                return None
+            except Exception:  # an exporter that cannot be made: serve on, untraced
+                self._failed = True
+                log.exception("tracing is off: the OpenTelemetry SDK could not be configured")
                 return None
             self._tracer = provider.get_tracer(SCOPE, _version())
         return self._tracer
