@@ -616,6 +616,22 @@ def test_agui_serve_otel_exports_to_the_environments_collector(
     assert run.attributes["agui.run.events"] == len(events)
 
 
+def test_agui_serve_otel_sends_what_is_queued_when_it_stops(
+    otel_env: None, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "600000")  # nothing is sent before the exit
+    served = Served("tests.test_tracing:echo", "--port", "0", "--otel", cwd=ROOT)
+    try:
+        post(served.url(), run_input())
+        time.sleep(0.5)  # what a batch would have sent by now (nothing is)
+        assert not receiver.spans
+    finally:
+        served.stop()
+    assert served.proc.returncode is not None  # it exited (130: after SIGINT)
+    (run,) = receiver.wait_for("invoke_agent echo")
+    assert run.attributes["agui.run.outcome"] == "success"
+
+
 def test_agui_serve_otel_uses_the_applications_own_provider(
     otel_env: None, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
