@@ -132,6 +132,7 @@ SAMPLES: dict[str, tuple[list[str], Any, str, Any]] = {
         "http://c.test:1, http://d.test:2",
         ["http://c.test:1", "http://d.test:2"],
     ),
+    "tracing": (["--otel"], True, "on", True),
     "max_run_seconds": (["--max-run-seconds", "2.5"], 2.5, "off", None),
     "max_active_runs": (["--max-active-runs", "7"], 7, "none", None),
     "body_timeout": (["--body-timeout", "none"], None, "4", 4.0),

@@ -388,6 +388,19 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         shown="none",
         repeat=True,
     ),
+    Setting(
+        "tracing",
+        "--otel",
+        "AGUI_OTEL",
+        _switch,
+        False,
+        "trace every run with OpenTelemetry (pip install 'agui-spec[otel]'), the SDK configured "
+        "from the OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT, ...) unless MODULE sets a "
+        "tracer provider; see docs/tracing.md",
+        target="app",
+        shown="off",
+        boolean=True,
+    ),
     # The limits (AgentApp's parameters; docs/serving.md#limits).
     Setting(
         "max_run_seconds",

@@ -25,6 +25,10 @@ that origin can call it from a browser (the preflight answered, the CORS headers
 `*` allows any origin and is warned about; an ORIGIN that is not one (a path, a trailing slash)
 and `--cors-origin` with an ASGI app are refused.
 
+`--otel` (AGUI_OTEL=1) gives the agent's AgentApp `tracing=True` (agui.http.tracing): unless
+MODULE set a tracer provider, the OpenTelemetry SDK configured from the OTEL_* variables, which are
+checked at start (an exporter that is not installed is refused, exit 2).
+
 The agent's AgentApp serves the dev console (agui.console) at `{path}/console`, whose URL is
 printed after the "serving" line, when `--host` is a loopback address (the default); on another
 address it is off unless `--console` asks for it; `--no-console` leaves it out (an ASGI app has
@@ -335,6 +339,8 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     origins = settings.get("cors_origins") or ()
     authorize = _hook(settings["authorize"]) if settings.get("authorize") else None
     kept = settings.get("retention")
+    if settings.get("app", {}).get("tracing"):
+        _check_tracing(given["tracing"])
     from agui.store import Retention
 
     try:
@@ -386,6 +392,8 @@ def _build_server(settings: dict[str, Any]) -> tuple[Any, str, str]:
     store = settings.get("store")
     kept = settings.get("retention")
     authorize = _hook(settings["authorize"]) if settings.get("authorize") else None
+    if settings.get("app", {}).get("tracing"):
+        _check_tracing(given["tracing"])
     try:
         server = AgentServer(
             agents,
@@ -404,6 +412,25 @@ def _build_server(settings: dict[str, Any]) -> tuple[Any, str, str]:
     if store:
         what += f", runs kept in {_redacted(store)}"
     return server, what, ""
+
+
+def _check_tracing(source: str) -> None:
+    """--otel: OpenTelemetry is installed and, unless the application set its own tracer
+    provider, the OTEL_* variables name exporters that are (refused at start, not at the first
+    run)."""
+    try:
+        from opentelemetry import trace
+
+        from agui.http import tracing
+    except ImportError as exc:
+        raise _Refused(
+            f"{source} needs OpenTelemetry ({exc}): pip install 'agui-spec[otel]'"
+        ) from None
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        try:
+            tracing.check_environment()
+        except ValueError as exc:
+            raise _Refused(f"{source}: {exc}") from None
 
 
 def _asgi_refuses(spec: str, given: dict[str, str], settings: dict[str, Any]) -> None:

@@ -45,6 +45,11 @@ cursor), `connect(thread_id)` (a thread's history, then its live run) and `stop(
 
 `capabilities()` reads what the agent declares it can do (`GET {url}/capabilities`, the
 AgentCapabilities AgentApp serves, as does the official ADK middleware).
+
+Tracing. When the application traces with OpenTelemetry (it is loaded, and a span is current
+where a request is made), every request carries the current trace context (`traceparent`, and
+what else the global propagator writes), so the server's run continues the caller's trace
+(agui.http.tracing); a header of `headers` by that name is sent as it is.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ import email.utils
 import logging
 import math
 import random
+import sys
 import threading
 import time
 import weakref
@@ -555,7 +561,8 @@ class HttpAgent:
         return f"{PROTO_MEDIA_TYPE}, text/event-stream;q=0.5" if self.binary else _SSE
 
     def _request_headers(self) -> dict[str, str]:
-        return {"content-type": "application/json", "accept": self._accept(), **self.headers}
+        headers = {"content-type": "application/json", "accept": self._accept(), **self.headers}
+        return _traced(headers)
 
     def _reader(self, response: httpx.Response, position: StreamPosition) -> _Frames | _ProtoFrames:
         """The frame reader for the answer's content type; StreamError for anything but SSE or
@@ -603,7 +610,7 @@ class HttpAgent:
 
     def _rejoin(self, run_id: str, after: str | None, position: StreamPosition | None) -> _Request:
         position = _fresh(position, run_id, after)
-        headers = {"accept": self._accept(), **self.headers}
+        headers = _traced({"accept": self._accept(), **self.headers})
         if after is not None:
             headers["last-event-id"] = after
         url = endpoint(self.url, "runs", run_id, "events")
@@ -617,7 +624,7 @@ class HttpAgent:
         url = endpoint(self.url, "threads", thread_id, "events")
         if history == "full":
             url = url.copy_merge_params({"history": "full"})
-        headers = {"accept": self._accept(), **self.headers}
+        headers = _traced({"accept": self._accept(), **self.headers})
         # A thread's stream holds several runs (the history's, then the live one): it ends when
         # the server ends it.
         position = _fresh(position, None)
@@ -841,7 +848,7 @@ class HttpAgent:
                     response = await client.request(
                         method,
                         url,
-                        headers={"accept": "application/json", **self.headers},
+                        headers=_traced({"accept": "application/json", **self.headers}),
                         timeout=self._request_timeout(own),
                         follow_redirects=True,
                     )
@@ -870,7 +877,7 @@ class HttpAgent:
                 response = client.request(
                     method,
                     url,
-                    headers={"accept": "application/json", **self.headers},
+                    headers=_traced({"accept": "application/json", **self.headers}),
                     timeout=self._request_timeout(own),
                     follow_redirects=True,
                 )
@@ -947,6 +954,17 @@ class HttpAgent:
         transport = capabilities.transport
         self.declared_resumable = transport is not None and transport.resumable is True
         return capabilities
+
+
+def _traced(headers: dict[str, str]) -> dict[str, str]:
+    """`headers` with the current trace context when the application traces (OpenTelemetry is
+    loaded, a span is current): agui.http.tracing.inject. Without OpenTelemetry, nothing is
+    imported."""
+    if "opentelemetry.trace" not in sys.modules:
+        return headers
+    from agui.http.tracing import inject
+
+    return inject(headers)
 
 
 def _log_retry(
@@ -1149,7 +1167,7 @@ class _Resumer:
         request = self.request
         request.method = "GET"
         request.url = endpoint(self.agent_url, "runs", position.run_id or "", "events")
-        request.headers = {"accept": _SSE, **self.agent.headers, "last-event-id": cursor}
+        request.headers = _traced({"accept": _SSE, **self.agent.headers, "last-event-id": cursor})
         request.content = None
         self.reconnecting = True
         position.reconnects += 1

@@ -109,6 +109,7 @@ from agui.wire.sse import sse_frame
 
 if TYPE_CHECKING:
     from agui.http.server import AgentApp
+    from agui.http.tracing import RunSpan
 
 __all__ = [
     "HISTORY_RUN_SUFFIX",
@@ -360,6 +361,8 @@ class Durable:
             self.executions[run_key] = execution
         finally:
             self._reserved -= 1
+        # Detached from this request, the run carries its trace span (and the caller's trace).
+        execution.span = app._run_span(run_input, scope)
         execution.start()
         binary = self.app.binary_for(scope)
 
@@ -1047,9 +1050,11 @@ class Execution:
         self._stop_requested = False
         self._failure: BaseException | None = None  # the log's last failure (a renewal, a poll)
         self.wake: asyncio.Future[None] = self.loop.create_future()
+        self.span: RunSpan | None = None  # the run's trace span (None: not traced)
 
     def start(self) -> None:
-        self.task = asyncio.create_task(self.run(), name=f"agui run {self.id}")
+        context = None if self.span is None else self.span.task_context()
+        self.task = asyncio.create_task(self.run(), name=f"agui run {self.id}", context=context)
         self.app._runs.add(self)
         if self.app._stop_at is not None:
             self.stop(self.app._stop_at)
@@ -1086,6 +1091,8 @@ class Execution:
         """End the run with RUN_ERROR `code` (RUN_STARTED first when nothing was queued)."""
         if self.final:
             return
+        if self.span is not None:
+            self.span.ended_by_server(code, message)
         if self._open.started is None:
             self._queue_event(run_started(self.input))
         log.warning("run %s: ended with RUN_ERROR %s: %s", self.id, code, message)
@@ -1110,6 +1117,8 @@ class Execution:
             self.close_with(f"The run cannot be finished: {exc}", INVALID_EVENT)
             return
         log.info("run %s: stopped on request", self.id)
+        if self.span is not None:
+            self.span.ended_by_server(None, closed=len(closing))
         for event in closing:
             self._queue(encode(event))
         self._queue(encode(finished), True)
@@ -1146,6 +1155,8 @@ class Execution:
             self.app._runs.discard(self)
             if self.durable.executions.get(self.id) is self:
                 del self.durable.executions[self.id]
+            if self.span is not None:
+                self.span.end("abandoned")
 
     async def _produce(self) -> None:
         """Drive the agent through the run lifecycle; encode and queue its events."""
@@ -1154,6 +1165,8 @@ class Execution:
         stream = run_lifecycle(
             app.agent, self.input, finish_grace=app.finish_grace, tracker=self._open
         )
+        if self.span is not None:
+            stream = self.span.observe(stream)
         pending = self._pending
         limit = self._limit
         filled = self._filled
@@ -1258,6 +1271,8 @@ class Execution:
         works again the sweep closes the run as lost."""
         durable = self.durable
         durable._store_failed(error, self.id)
+        if self.span is not None:
+            self.span.ended_by_server(STORE_ERROR, _STORE_ERROR_MESSAGE)
         self.final = True  # nothing more is queued
         self._pending.clear()
         end = encode(run_error(_STORE_ERROR_MESSAGE, STORE_ERROR))

@@ -70,8 +70,11 @@ from agui.wire.proto import (
 from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, KEEPALIVE, sse_frame
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from agui.console import Console
     from agui.http.durable import Durable
+    from agui.http.tracing import RunSpan, Tracing
     from agui.store.base import EventLog, Retention
 
 __all__ = [
@@ -244,6 +247,13 @@ class AgentApp:
     responses are never translated. Retired input shapes (legacy binary content parts) are
     upgraded whatever the setting.
 
+    tracing: trace every run with OpenTelemetry (`pip install 'agui-spec[otel]'`;
+    agui.http.tracing, the tracing page): a span `invoke_agent {agent}` following the GenAI
+    conventions, continuing the caller's trace (its traceparent header), with the model agent's
+    model requests and server tools as child spans. True: the application's global TracerProvider, or when it set
+    none, the SDK configured from the OTEL_* environment variables; a TracerProvider: that one.
+    False (the default): nothing is traced, and OpenTelemetry is never imported.
+
     An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
     something not callable with the input) is refused here with TypeError.
     """
@@ -273,6 +283,7 @@ class AgentApp:
         compat: str = "auto",
         cors_origins: Iterable[str] = (),
         console: bool = False,
+        tracing: bool | TracerProvider = False,
     ) -> None:
         check_agent(agent)
         source = agent if isinstance(agent, CapabilitySource) else None
@@ -315,6 +326,9 @@ class AgentApp:
             from agui.console import Console
 
             self._console = Console()
+        self.tracing = tracing
+        """Whether (or with which TracerProvider) runs are traced (see the docstring)."""
+        self._tracing: Tracing | None = None if tracing is False else _tracing(agent, tracing)
         self._app: Callable[[Scope, Receive, Send], Awaitable[None]] = self._serve
         if origins:
             self._app = _with_cors(self._serve, origins)
@@ -532,11 +546,20 @@ class AgentApp:
         if run_input is None:  # the client left while sending its body
             return
         binary = self.binary_for(scope)
+        span = self._run_span(run_input, scope)
         self._served += 1
         try:
-            await self._respond(run_input, receive, send, binary, self.era_for(run_input))
+            await self._respond(run_input, receive, send, binary, self.era_for(run_input), span)
         finally:
             self._served -= 1
+            if span is not None:
+                span.end("disconnected")
+
+    def _run_span(self, run_input: RunAgentInput, scope: Scope) -> RunSpan | None:
+        """The trace span of a run starting now (None: tracing is off)."""
+        if self._tracing is None:
+            return None
+        return self._tracing.start(run_input, scope["headers"])
 
     async def _refused(self, scope: Scope, send: Send, action: Action) -> bool:
         """Ask `authorize` about a request that names no run (capabilities, console); answer
@@ -702,13 +725,16 @@ class AgentApp:
         send: Send,
         binary: bool = False,
         era: Era | None = None,
+        span: RunSpan | None = None,
     ) -> None:
         headers = _PROTO_HEADERS if binary else _STREAM_HEADERS
         if self.protobuf:
             headers = [*headers, _VARY]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        run = _Run(run_input, self.queue_size, binary, era)
-        producer = asyncio.create_task(self._produce(run))
+        run = _Run(run_input, self.queue_size, binary, era, span)
+        # The agent runs in the producer's task: a traced run's span is current there.
+        context = None if span is None else span.task_context()
+        producer = asyncio.create_task(self._produce(run), context=context)
         sender = asyncio.create_task(_send_frames(run.outbox, send, run.clock))
         watcher = asyncio.create_task(_wait_for_disconnect(receive))
         tasks = [producer, sender, watcher]
@@ -777,6 +803,8 @@ class AgentApp:
         limit = _MAX_PROTO_FRAME if binary else _MAX_SSE_FRAME
         run_id = run.id
         stream = run_lifecycle(self.agent, run.input, finish_grace=self.finish_grace)
+        if run.span is not None:
+            stream = run.span.observe(stream)
         try:
             async for event in stream:
                 if binary and type(event) is UnknownEvent:
@@ -824,6 +852,17 @@ class AgentApp:
                     downgrade.era.name,
                     downgrade.notes.summary(),
                 )
+
+
+def _tracing(agent: Agent, tracing: bool | TracerProvider) -> Tracing:
+    """What `AgentApp(tracing=...)` traces with; ImportError without OpenTelemetry."""
+    try:
+        from agui.http.tracing import Tracing
+    except ImportError as exc:
+        raise ImportError(
+            f"tracing needs OpenTelemetry ({exc}): pip install 'agui-spec[otel]'"
+        ) from None
+    return Tracing(agent, None if isinstance(tracing, bool) else tracing)
 
 
 def _declared(value: object) -> AgentCapabilities:
@@ -942,15 +981,22 @@ class _Run:
         "input",
         "loop",
         "outbox",
+        "span",
         "started",
         "stop_at",
         "wake",
     )
 
     def __init__(
-        self, run_input: RunAgentInput, queue_size: int, binary: bool, era: Era | None = None
+        self,
+        run_input: RunAgentInput,
+        queue_size: int,
+        binary: bool,
+        era: Era | None = None,
+        span: RunSpan | None = None,
     ) -> None:
         self.input = run_input
+        self.span = span  # the run's trace span (None: not traced)
         self.id = run_input.run_id
         self.binary = binary
         # the translation for a pre-1.0 peer (SSE only: no 0.0.x client asks for protobuf)
@@ -978,6 +1024,8 @@ class _Run:
         """Queue the run's end: RUN_STARTED when nothing was sent yet, then RUN_ERROR."""
         if self.ended:
             return
+        if self.span is not None:
+            self.span.ended_by_server(code, message)
         if not self.started:
             self.outbox.put_nowait(self.frame(run_started(self.input)))
             self.started = True
@@ -1034,6 +1082,8 @@ async def _cancelled(
         frames.append(frame)
     if not run.ended:
         log.warning("run %s: the server cancelled the run; it ends in RUN_ERROR", run.id)
+        if run.span is not None:
+            run.span.ended_by_server(SERVER_SHUTDOWN, "The server is shutting down.")
         if not run.started:
             frames.append(run.frame(run_started(run.input)))
         frames.append(run.frame(run_error("The server is shutting down.", SERVER_SHUTDOWN)))

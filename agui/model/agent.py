@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import typing
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -107,6 +108,9 @@ from agui.model.tools import (
     thread_safe_sink,
     tool,
 )
+
+if TYPE_CHECKING:
+    from agui.http.tracing import ChatSpan, ToolSpan
 
 __all__ = ["APPROVAL_SCHEMA", "MAX_STEPS", "ModelAgent", "approval_interrupt_id"]
 
@@ -544,6 +548,7 @@ class _Run:
                 ReasoningEndEvent(message_id=span),
             ]
 
+        chat = _chat_span(self.agent.model)
         stream = self.agent.model.stream(tuple(prompt), self.specs)
         try:
             async for part in stream:
@@ -595,15 +600,25 @@ class _Run:
                 elif isinstance(part, Finish):
                     produced.finish = part
                     self._add_usage(part.usage)
+                    if chat is not None:
+                        chat.finished(part)
                 else:
                     raise ModelError(
                         "MODEL_STREAM_ERROR",
                         f"The model produced an unknown part ({type(part).__name__}).",
                     )
+        except Exception as exc:
+            if chat is not None:
+                chat.failed(exc)
+            raise
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            try:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            finally:
+                if chat is not None:
+                    chat.end()
         for event in [*close_reasoning(), *close_text()]:
             yield event
         for call, ended in calls.values():
@@ -685,16 +700,37 @@ class _Run:
     async def _invoke(
         self, call: _Call, server: ServerTool, arguments: dict[str, Any], context: ToolContext
     ) -> str | tuple[Any, ...]:
+        if _TRACING not in sys.modules:  # no run is traced in this process
+            return await self._run_tool(call, server, arguments, context, None)
+        from agui.http.tracing import tool_span
+
+        with tool_span(call.name, call.id, server.description) as span:
+            return await self._run_tool(call, server, arguments, context, span)
+
+    async def _run_tool(
+        self,
+        call: _Call,
+        server: ServerTool,
+        arguments: dict[str, Any],
+        context: ToolContext,
+        span: ToolSpan | None,
+    ) -> str | tuple[Any, ...]:
         try:
             value = await server.invoke(arguments, context)
         except ToolError as exc:
+            if span is not None:
+                span.failed(exc)
             return f"Error: {exc}"
         except Exception as exc:
             log.exception("run %s: tool %s failed", self.input.run_id, call.name)
+            if span is not None:
+                span.failed(exc)
             return _failed(server.name, exc)
         try:
             return result_content(value)
         except TypeError:
+            if span is not None:
+                span.failed(kind="not_json")
             log.error(
                 "run %s: tool %s returned a %s, which is not JSON",
                 self.input.run_id,
@@ -702,6 +738,19 @@ class _Run:
                 type(value).__name__,
             )
             return f"Error: the tool {server.name} returned a value that is not JSON."
+
+
+_TRACING = "agui.http.tracing"
+"""The tracing module: loaded once an AgentApp traces its runs (it imports OpenTelemetry)."""
+
+
+def _chat_span(model: LanguageModel) -> ChatSpan | None:
+    """The trace span of a model request starting now; None unless the run is traced."""
+    if _TRACING not in sys.modules:
+        return None
+    from agui.http.tracing import chat_span
+
+    return chat_span(model)
 
 
 def _result(call_id: str, content: str | tuple[Any, ...]) -> ToolCallResultEvent:
