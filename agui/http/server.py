@@ -223,8 +223,8 @@ class AgentApp:
     cors_origins: the origins of web pages allowed to call the agent from another origin, such as
     "http://localhost:3000" ("*": any, for development only; it is logged as a warning). Every
     route then answers CORS preflights and carries the CORS headers (Starlette's CORSMiddleware,
-    `pip install 'agui-spec[server]'`): GET and POST, the request headers CORS_REQUEST_HEADERS, the
-    response headers CORS_EXPOSED_HEADERS. Empty (the default): no CORS, so a browser refuses a
+    `pip install 'agui-spec[server]'`): GET, POST and DELETE, the request headers
+    CORS_REQUEST_HEADERS, the response headers CORS_EXPOSED_HEADERS. Empty (the default): no CORS, so a browser refuses a
     page on another origin.
 
     console: serve the dev console (agui.console), a page to talk to the agent and watch its runs,
@@ -398,6 +398,8 @@ class AgentApp:
                 f"{base}/runs/{{run_id:path}}/events",
                 f"{base}/runs/{{run_id:path}}/stop",
                 f"{base}/threads/{{thread_id:path}}/events",
+                f"{base}/threads",  # the thread API (agui.http.threads)
+                f"{base}/threads/{{thread_id:path}}",
             ]
         if self._console is not None:
             paths += [f"{base}/console", f"{base}/console/{{file:path}}"]
@@ -860,7 +862,7 @@ def _with_cors(
     return CORSMiddleware(
         app,
         allow_origins=origins,
-        allow_methods=("GET", "POST"),
+        allow_methods=("GET", "POST", "DELETE"),  # DELETE: a thread (agui.http.threads)
         allow_headers=CORS_REQUEST_HEADERS,
         expose_headers=CORS_EXPOSED_HEADERS,
     )

@@ -96,6 +96,9 @@ class RunRecord:
     """A stop was asked for; the owner ends the run (RUN_FINISHED, outcome cancelled)."""
     last_cursor: Cursor | None = None
     """The cursor of the last event stored, None before the first."""
+    finished_at: float | None = None
+    """When the run finished (its terminal event was stored), in seconds since the epoch; None
+    while it runs."""
 
 
 @attrs.frozen(kw_only=True)
@@ -111,8 +114,6 @@ class ThreadSummary:
     """How many runs of the thread the log keeps."""
     last_run: RunRecord
     """The thread's latest run (the last one started)."""
-    finished_at: float | None = None
-    """When that run finished, in seconds since the epoch; None while it runs."""
     last_event: bytes | None = None
     """That run's last stored event (its terminal event once it finished); None before one."""
 

@@ -248,7 +248,7 @@ class MemoryLog(EventLog):
             busy = [r for r in runs if self._runs[r].record.status == "running"]
             if busy:
                 raise ThreadBusy(f"thread {record.thread_id!r} has a running run ({busy[-1]!r})")
-        stored = attrs.evolve(record, status="running", last_cursor=None)
+        stored = attrs.evolve(record, status="running", last_cursor=None, finished_at=None)
         order = next(self._order)
         self._runs[record.run_id] = _Run(stored, _copy(input), self.compress, order)
         runs.append(record.run_id)
@@ -274,8 +274,11 @@ class MemoryLog(EventLog):
         last = run.last
         cursors = list(map(str, range(start, last + 1)))
         if final:
-            run.record = attrs.evolve(run.record, status="finished", last_cursor=cursors[-1])
-            self._finished[run_id] = time.time()
+            now = time.time()
+            run.record = attrs.evolve(
+                run.record, status="finished", last_cursor=cursors[-1], finished_at=now
+            )
+            self._finished[run_id] = now
         else:
             run.record = attrs.evolve(run.record, last_cursor=cursors[-1])
         limit = self.retention.max_events_per_run
@@ -346,7 +349,6 @@ class MemoryLog(EventLog):
             order=order,
             runs=len(runs),
             last_run=last.record,
-            finished_at=self._finished.get(last.record.run_id),
             last_event=event,
         )
 

@@ -142,7 +142,7 @@ COMMAND_CONNECTIONS = 64
 TAIL_CONNECTIONS = 100_000
 """Connections for followers blocked in XREAD per instance: one per follower waiting."""
 
-RECORD_FIELDS = ("thread", "status", "owner", "started", "lease", "stop", "last")
+RECORD_FIELDS = ("thread", "status", "owner", "started", "lease", "stop", "last", "finished")
 
 _FINISH = """
 local function finish(run_key, run_id, thread, now, ttl_ms, prefix)
@@ -336,7 +336,7 @@ return 1
 STOP = """
 -- KEYS: run; returns the record as it was (RECORD_FIELDS), or nothing for an unknown run
 local record = redis.call('HMGET', KEYS[1], 'thread', 'status', 'owner', 'started', 'lease',
-    'stop', 'last')
+    'stop', 'last', 'finished')
 if not record[2] then return nil end
 if record[2] == 'running' then redis.call('HSET', KEYS[1], 'stop', 1) end
 return record
@@ -378,7 +378,7 @@ def split(fields: dict[bytes, bytes]) -> list[bytes]:
 
 def to_record(run_id: str, values: Sequence[bytes | None]) -> RunRecord | None:
     """A RunRecord from the RECORD_FIELDS of a run's hash (None when the hash is gone)."""
-    thread, status, owner, started, lease, stop, last = values
+    thread, status, owner, started, lease, stop, last, finished = values
     if status is None or thread is None or owner is None:
         return None
     return RunRecord(
@@ -390,6 +390,7 @@ def to_record(run_id: str, values: Sequence[bytes | None]) -> RunRecord | None:
         lease_until=float(lease or 0),
         stop_requested=stop == b"1",
         last_cursor=last.decode() if last else None,
+        finished_at=float(finished) if finished and status == b"finished" else None,
     )
 
 
@@ -721,7 +722,7 @@ class RedisLog(EventLog):
         threads: list[ThreadSummary] = []
         for row in rows:
             thread, order, runs, run_id = row[:4]
-            record = to_record(run_id.decode(), row[4:11])
+            record = to_record(run_id.decode(), row[4:12])
             if record is None:  # pragma: no cover - the script checked the record's status
                 continue
             data, lengths = row[12], row[13]
@@ -735,7 +736,6 @@ class RedisLog(EventLog):
                     order=int(order),
                     runs=int(runs),
                     last_run=record,
-                    finished_at=None if row[11] is None else float(row[11]),
                     last_event=event,
                 )
             )

@@ -129,12 +129,14 @@ _UPGRADE_NAMESPACE = re.compile(r"[0-9a-f]{32}/|-/")
 
 _NO_ORDER = 1 << 62  # above every run's n: `before` left out
 
-RECORD_COLUMNS = "thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq"
+RECORD_COLUMNS = (
+    "thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq, finished_at"
+)
 
 
 def to_record(row: Sequence[Any]) -> RunRecord:
     """A RunRecord from a row of RECORD_COLUMNS."""
-    thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq = row
+    thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq, finished_at = row
     return RunRecord(
         thread_id=thread_id,
         run_id=run_id,
@@ -144,6 +146,7 @@ def to_record(row: Sequence[Any]) -> RunRecord:
         lease_until=lease_until,
         stop_requested=bool(stop),
         last_cursor=str(last_seq) if last_seq else None,
+        finished_at=finished_at if status == "finished" else None,
     )
 
 
@@ -781,8 +784,7 @@ class SQLiteLog(EventLog):
                     thread_id=row[1],
                     order=row[0],
                     runs=row[10],
-                    last_run=to_record(row[1:9]),
-                    finished_at=row[9],
+                    last_run=to_record(row[1:10]),
                     last_event=None if row[11] is None else bytes(row[11]),
                 )
                 for row in rows
