@@ -137,11 +137,12 @@ class ThreadInfo:
     @classmethod
     def from_wire(cls, value: Any, at: str) -> ThreadInfo:
         item = _object(value, at)
+        thread_id = _text(item, "threadId", at)
         runs = item.get("runs")
         if not isinstance(runs, int) or isinstance(runs, bool) or runs < 0:
             raise _bad(f"{at}/runs", "is not a count")
         return cls(
-            thread_id=_text(item, "threadId", at),
+            thread_id=thread_id,
             runs=runs,
             updated_at=_time(item, "updatedAt", at),
             last_run=RunInfo.from_wire(item.get("lastRun"), f"{at}/lastRun"),
