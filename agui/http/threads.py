@@ -33,7 +33,7 @@ import attrs
 import orjson
 from agui_generated import DecodeError, Message, Problem
 
-from agui.errors import StreamError
+from agui.errors import AguiError, StreamError
 from agui.store import RunRecord, ThreadSummary
 from agui.wire.codec import decode_json, to_json
 
@@ -343,7 +343,9 @@ def thread_info(summary: ThreadSummary, wire: Any) -> ThreadInfo:
     )
 
 
-class _Refused(Exception):
+class _Refused(AguiError):
+    """A listing's query refused (answered 400 with its problems)."""
+
     def __init__(self, error: str, problems: tuple[Problem, ...]) -> None:
         self.error, self.problems = error, problems
 

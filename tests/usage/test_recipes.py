@@ -244,6 +244,12 @@ RECIPES: tuple[Recipe, ...] = (
         "pip install 'agui-spec[server,redis]'",
         (WHEEL_INSTALL, "tests/usage/test_durable_usage.py::test_the_workers_line_on_redis"),
     ),
+    # ── docs/threads.md ──
+    Recipe(
+        "docs/threads.md",
+        "# threads_example.py",
+        ("tests/usage/test_threads_usage.py::test_the_threads_example_runs",),
+    ),
     # ── docs/extending.md ──
     Recipe(
         "docs/extending.md",
