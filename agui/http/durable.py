@@ -10,7 +10,8 @@ run's live tail, read back from the log like every other reader's.
 Every response that replays a run reads it from the log: `GET {path}/runs/{runId}/events` (resume
 after `Last-Event-ID` or `?after=`), `GET {path}/threads/{threadId}/events` (connect: the
 thread's history, then its active run live). Over SSE each stored event carries its cursor as the
-frame's `id:`; the binary transport sends the same events without ids.
+frame's `id:`; the binary transport sends the same events without ids. The thread API
+(`GET {path}/threads`, `GET` and `DELETE {path}/threads/{threadId}`) is agui.http.threads.
 
 The worker executing a run owns it: it renews its lease every third of `lease_seconds`, and
 every `STOP_POLL` seconds reads the run's record for a stop request (`POST
@@ -265,7 +266,8 @@ class Durable:
             await _json_response(send, 503, {"error": "the event log failed"}, _RETRY_AFTER)
 
     def _route(self, scope: Scope) -> tuple[str, str]:
-        """(start|resume|connect|stop, the run or thread id) of the request; 404 otherwise."""
+        """(start|resume|connect|stop|threads|thread, the run or thread id) of the request; 404
+        otherwise."""
         path = _relative(scope)
         raw = scope.get("raw_path")
         tail = raw.decode("latin-1") if isinstance(raw, bytes) else path

@@ -380,7 +380,8 @@ class AgentApp:
         APIRouter or a Router) under `path` (default: the app's own), with this app as their
         endpoint: `{path}` (the run) and `{path}/capabilities`; with a store the durable routes
         (`{path}/runs/{runId}/events`, `{path}/runs/{runId}/stop`,
-        `{path}/threads/{threadId}/events`); with the console `{path}/console` and its files.
+        `{path}/threads/{threadId}/events`) and the thread API (`{path}/threads`,
+        `{path}/threads/{threadId}`); with the console `{path}/console` and its files.
         Every method goes to the app, which answers a wrong one with its own 405; the routes are
         left out of an OpenAPI schema. An app with a path of its own serves only that one
         (ValueError for another).
