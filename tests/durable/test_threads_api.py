@@ -234,3 +234,95 @@ def test_a_thread_id_with_a_slash_is_one_id(store_url: str, live: Callable[[Any]
     assert [t["threadId"] for t in page["threads"]] == ["a/b"]
     assert call(base, "GET", "/agent/threads/a%2Fb", {})[0] == 200
     assert call(base, "DELETE", "/agent/threads/a%2Fb", {})[1]["deletedRuns"] == 1
+
+
+def _digest(name: str) -> str:
+    """The namespace prefix of a principal (agui.http.access): what the store's keys hold."""
+    import hashlib
+
+    return hashlib.sha256(name.encode()).hexdigest()[:32] + "/"
+
+
+def test_a_deleted_thread_leaves_nothing_in_the_store(
+    store_url: str, live: Callable[[Any], str]
+) -> None:
+    """Through the HTTP API, on the store itself: SQLite's rows read with sqlite3, Redis' keys
+    and members with a plain client. Nothing mentions the deleted thread's runs or its secret;
+    Bob's thread with the same ids is all there."""
+    if store_url.startswith("memory"):
+        pytest.skip("memory: nothing outside the process (the 404s are tested above)")
+    base = live(agui.AgentApp(paced, path="/agent", store=store_url, authorize=authorize))
+    run(base, "gone-run-1", "gone-thread", ALICE, count=3, text="alice's erasable secret")
+    run(base, "gone-run-2", "gone-thread", ALICE, count=3, text="alice's erasable secret")
+    run(base, "gone-run-1", "gone-thread", BOB, count=1, text="bob's")
+    alice = _digest("alice")
+
+    def mentions() -> list[str]:
+        if store_url.startswith("sqlite"):
+            import sqlite3
+
+            path = store_url.split("sqlite:///", 1)[1]
+            with sqlite3.connect(path) as db:
+                tables = [
+                    t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                ]
+                rows = [repr(row) for t in tables for row in db.execute(f"SELECT * FROM {t}")]
+            return [row for row in rows if alice in row or "erasable" in row]
+        import redis
+
+        parts = httpx.URL(store_url)
+        prefix = store_url.split("prefix=", 1)[1]
+        client = redis.Redis(host=parts.host, port=parts.port or 6379)
+        found: list[str] = []
+        try:
+            for key in client.scan_iter(match=f"{prefix}*"):
+                kind = client.type(key).decode()
+                values: list[bytes] = [key]
+                if kind == "hash":
+                    values += client.hgetall(key).values()
+                elif kind == "zset":
+                    values += client.zrange(key, 0, -1)
+                elif kind == "set":
+                    values += client.smembers(key)
+                elif kind == "stream":
+                    values += [v for _, fields in client.xrange(key) for v in fields.values()]
+                if any(alice.encode() in v or b"erasable" in v for v in values):
+                    found.append(key.decode())
+        finally:
+            client.close()
+        return found
+
+    assert mentions()
+    status, answer = call(base, "DELETE", "/agent/threads/gone-thread", ALICE)
+    assert (status, answer["deletedRuns"]) == (200, 2), answer
+    assert mentions() == []
+    status, thread = call(base, "GET", "/agent/threads/gone-thread", BOB)
+    assert status == 200 and thread["messages"][0]["content"] == "bob's"
+
+
+def test_a_run_on_another_worker_is_stopped_before_the_delete(
+    store_url: str, live: Callable[[Any], str]
+) -> None:
+    """Two workers share the store; the run executes on one, the DELETE goes to the other: the
+    run ends cancelled for its client, then the thread is gone from both."""
+    if store_url.startswith("memory"):
+        pytest.skip("memory: one process, no other worker")
+    one = live(agui.AgentApp(paced, path="/agent", store=store_url, authorize=authorize))
+    two = live(agui.AgentApp(paced, path="/agent", store=store_url, authorize=authorize))
+    frames: list[Any] = []
+
+    def follow() -> None:
+        answer = post(f"{one}/agent", body("far", "t1", count=400, delay=0.05), headers=ALICE)
+        frames.extend(answer.frames)
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    wait_for(lambda: call(two, "GET", "/agent/threads", ALICE)[1]["threads"])
+    status, answer = call(two, "DELETE", "/agent/threads/t1", ALICE)
+    assert (status, answer) == (200, {"threadId": "t1", "deletedRuns": 1, "stoppedRuns": 1})
+    reader.join(60)  # hang bound
+    assert frames and frames[-1].type == "RUN_FINISHED", frames[-1:]
+    assert frames[-1].event["outcome"]["type"] == "cancelled"
+    for base in (one, two):
+        assert call(base, "GET", "/agent/threads/t1", ALICE)[0] == 404
+        assert call(base, "GET", "/agent/runs/far/events", ALICE)[0] == 404
