@@ -432,6 +432,8 @@ async def serve_delete(durable: Durable, scope: Scope, send: Send, thread_id: st
     if live:
         await _stop_all(durable, live)
     removed = await log.delete_thread(principal.key(""), key)
+    if not removed:  # another request deleted it meanwhile
+        raise _BadRequest(404, f"no thread {thread_id!r} is known here")
     log_.info("thread %s: deleted (%d runs, %d stopped first)", key, len(removed), len(live))
     answer = DeletedThread(thread_id=thread_id, deleted_runs=len(removed), stopped_runs=len(live))
     await _json_response(send, 200, answer.to_wire())

@@ -326,3 +326,28 @@ def test_a_run_on_another_worker_is_stopped_before_the_delete(
     for base in (one, two):
         assert call(base, "GET", "/agent/threads/t1", ALICE)[0] == 404
         assert call(base, "GET", "/agent/runs/far/events", ALICE)[0] == 404
+
+
+def test_two_deletes_at_once_delete_once(server: str) -> None:
+    """Of two DELETEs racing for a thread with a live run, one deletes it (200), the other
+    answers as for an unknown thread (404), whichever comes first."""
+    threading.Thread(
+        target=post,
+        args=(f"{server}/agent", body("live", "t1", count=400, delay=0.05)),
+        kwargs={"headers": ALICE},
+        daemon=True,
+    ).start()
+    wait_for(lambda: call(server, "GET", "/agent/threads", ALICE)[1]["threads"])
+    answers: list[tuple[int, Any]] = []
+    racers = [
+        threading.Thread(
+            target=lambda: answers.append(call(server, "DELETE", "/agent/threads/t1", ALICE))
+        )
+        for _ in range(2)
+    ]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(60)  # hang bound
+    assert sorted(status for status, _ in answers) == [200, 404], answers
+    assert call(server, "GET", "/agent/threads/t1", ALICE)[0] == 404
