@@ -27,7 +27,6 @@ reused at once.
 from __future__ import annotations
 
 import asyncio
-import heapq
 import itertools
 import time
 import zlib
@@ -253,7 +252,9 @@ class MemoryLog(EventLog):
         self._runs[record.run_id] = _Run(stored, _copy(input), self.compress, order)
         runs.append(record.run_id)
         space = self._space_of.setdefault(record.thread_id, namespace)
-        self._spaces.setdefault(space, {})[record.thread_id] = order
+        threads = self._spaces.setdefault(space, {})
+        threads.pop(record.thread_id, None)  # to the end: the dict stays in the threads' order
+        threads[record.thread_id] = order
         limit = self.retention.max_runs_per_thread
         if limit is not None and len(runs) > limit:
             for run_id in runs[: len(runs) - limit]:
@@ -329,16 +330,14 @@ class MemoryLog(EventLog):
     async def list_threads(
         self, namespace: str, *, limit: int, before: int | None = None
     ) -> list[ThreadSummary]:
-        threads = self._spaces.get(namespace, {})
-        chosen = heapq.nlargest(
-            max(0, limit),
-            (
-                (order, thread_id)
-                for thread_id, order in threads.items()
-                if before is None or order < before
-            ),
-        )
-        return [self._summary(thread_id, order) for order, thread_id in chosen]
+        # Each namespace's dict is in the threads' order (see start_run): the newest are last.
+        chosen: list[ThreadSummary] = []
+        for thread_id, order in reversed(self._spaces.get(namespace, {}).items()):
+            if len(chosen) >= limit:
+                break
+            if before is None or order < before:
+                chosen.append(self._summary(thread_id, order))
+        return chosen
 
     def _summary(self, thread_id: str, order: int) -> ThreadSummary:
         runs = self._threads[thread_id]
@@ -414,7 +413,11 @@ class MemoryLog(EventLog):
             if not threads:
                 del self._spaces[space]
         else:  # the thread's order is that of its latest run kept
-            self._spaces[space][thread_id] = self._runs[runs[-1]].order
+            threads = self._spaces[space]
+            order = self._runs[runs[-1]].order
+            if threads[thread_id] != order:  # rare (a later run dropped first): sort again
+                threads[thread_id] = order
+                self._spaces[space] = dict(sorted(threads.items(), key=lambda item: item[1]))
         run.notify()
 
     async def aclose(self) -> None:

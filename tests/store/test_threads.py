@@ -225,3 +225,21 @@ async def test_a_sqlite_file_of_schema_1_is_upgraded_with_its_threads(tmp_path: 
         assert [t.last_run.run_id for t in threads] == ["0123456789abcdef0123456789abcdef/r1"]
     finally:
         await log.aclose()
+
+
+async def test_a_thread_whose_latest_run_was_dropped_goes_back_to_its_place(
+    backend: Backend,
+) -> None:
+    """The TTL drops a thread's latest run (finished) while an older one still runs: the thread
+    is ordered by the run it keeps, behind a thread started in between. (Redis keeps the order
+    of the latest start: its keys expire by themselves, not through a prune.)"""
+    if backend.name == "redis":
+        pytest.skip("Redis orders by the latest start ever (its runs expire by themselves)")
+    log = backend.open(Retention(run_ttl_seconds=1000.0))
+    await started(log, "long", "t", "ns/")  # still running: kept
+    await started(log, "between", "u", "ns/")  # running too
+    await finished(log, "short", "t", "ns/")
+    assert [x.thread_id for x in await log.list_threads("ns/", limit=10)] == ["t", "u"]
+    assert await log.prune(time.time() + 2000.0) == 1  # "short", as if 2000 s went by
+    listed = await log.list_threads("ns/", limit=10)
+    assert [(x.thread_id, x.last_run.run_id) for x in listed] == [("u", "between"), ("t", "long")]
