@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 import attrs
 import orjson
-from agui_generated import DecodeError, Message, Problem
+from agui_generated import DecodeError, Interrupt, Message, Problem, RunFinishedInterruptOutcome
 
 from agui.errors import AguiError, StreamError
 from agui.store import RunRecord, ThreadSummary
@@ -190,14 +190,22 @@ class Thread:
     state: Any
     """The state as of the thread's last run (None: no state was ever set)."""
     runs: tuple[RunInfo, ...]
+    interrupts: tuple[Interrupt, ...] = ()
+    """What the thread's last run waits for, when it ended with the outcome interrupt (the
+    next run answers them with resume entries). A Conversation picks the thread up with
+    `Conversation(t.thread_id, messages=t.messages, state=t.state,
+    pending_interrupts=t.interrupts)`."""
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire = {
             "threadId": self.thread_id,
             "messages": [to_json(message) for message in self.messages],
             "state": self.state,
             "runs": [run.to_wire() for run in self.runs],
         }
+        if self.interrupts:
+            wire["interrupts"] = [to_json(interrupt) for interrupt in self.interrupts]
+        return wire
 
     @classmethod
     def from_wire(cls, value: Any, *, strict: bool = False) -> Thread:
@@ -208,19 +216,21 @@ class Thread:
         runs = thread.get("runs")
         if not isinstance(runs, list):
             raise _bad("/runs", "is not a list")
-        decoded: list[Message] = []
-        for n, item in enumerate(messages):
-            try:
-                decoded.append(decode_json(item, Message, strict=strict, warnings=[]))
-            except DecodeError as exc:
-                first = exc.problems[0] if exc.problems else None
-                where = f"/messages/{n}{first.pointer if first else ''}"
-                raise _bad(where, first.message if first else str(exc)) from None
+        decoded = [
+            _decoded(item, Message, f"/messages/{n}", strict) for n, item in enumerate(messages)
+        ]
+        listed = thread.get("interrupts", [])
+        if not isinstance(listed, list):
+            raise _bad("/interrupts", "is not a list")
+        interrupts = tuple(
+            _decoded(item, Interrupt, f"/interrupts/{n}", strict) for n, item in enumerate(listed)
+        )
         return cls(
             thread_id=_text(thread, "threadId", ""),
             messages=tuple(decoded),
             state=thread.get("state"),
             runs=tuple(RunInfo.from_wire(item, f"/runs/{n}") for n, item in enumerate(runs)),
+            interrupts=interrupts,
         )
 
 
@@ -253,6 +263,16 @@ class DeletedThread:
         return cls(
             thread_id=_text(answer, "threadId", ""), deleted_runs=counts[0], stopped_runs=counts[1]
         )
+
+
+def _decoded(value: Any, cls: Any, at: str, strict: bool) -> Any:
+    """`value` decoded as `cls` (tolerantly unless `strict`); a StreamError naming where."""
+    try:
+        return decode_json(value, cls, strict=strict, warnings=[])
+    except DecodeError as exc:
+        first = exc.problems[0] if exc.problems else None
+        where = at + (first.pointer if first else "")
+        raise _bad(where, first.message if first else str(exc)) from None
 
 
 def _iso(when: datetime) -> str:
@@ -413,8 +433,15 @@ async def serve_thread(durable: Durable, scope: Scope, send: Send, thread_id: st
     infos = tuple(
         run_info(record, principal.wire(record.run_id), ends.get(record.run_id)) for record in runs
     )
+    outcome = head[3].outcome
     thread = Thread(
-        thread_id=thread_id, messages=tuple(head[1].messages), state=head[2].snapshot, runs=infos
+        thread_id=thread_id,
+        messages=tuple(head[1].messages),
+        state=head[2].snapshot,
+        runs=infos,
+        interrupts=tuple(outcome.interrupts)
+        if isinstance(outcome, RunFinishedInterruptOutcome)
+        else (),
     )
     await _json_response(send, 200, thread.to_wire(), _NO_CACHE)
 

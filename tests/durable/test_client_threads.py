@@ -144,3 +144,33 @@ def test_the_thread_requests_are_retried(live: Callable[[Any], str], mode: str) 
         ("DELETE", "/agent/threads/t1"),
         ("DELETE", "/agent/threads/t1"),
     ]
+
+
+def test_a_thread_that_waits_for_an_answer_picks_up_as_a_conversation(
+    live: Callable[[Any], str],
+) -> None:
+    """The demo agent interrupts (forwardedProps {"interrupt": true}): the Thread carries the
+    interrupt, and a Conversation made from it answers it; the next run completes."""
+    from agui.cli.demo import DemoAgent
+    from agui.stream.conversation import Conversation
+
+    url = live(agui.AgentApp(DemoAgent(delay=0), path="/agent", store="memory://"))
+    agent = HttpAgent(f"{url}/agent")
+    first = Conversation("t-wait")
+    asked = first.run_sync(agent, "hi", forwarded_props={"interrupt": True})
+    assert asked.outcome == "interrupt"
+    thread = agent.thread_sync("t-wait")
+    assert [i.id for i in thread.interrupts] == [i.id for i in first.pending_interrupts]
+    assert Thread.from_wire(thread.to_wire()) == thread
+    again = Conversation(
+        thread.thread_id,
+        messages=thread.messages,
+        state=thread.state,
+        pending_interrupts=thread.interrupts,
+    )
+    for interrupt in again.pending_interrupts:
+        again.resolve(interrupt.id, {"approved": True})
+    done = again.run_sync(agent)
+    assert done.outcome == "success", done
+    assert agent.thread_sync("t-wait").interrupts == ()
+    agent.close()
