@@ -187,19 +187,28 @@ def test_deleting_a_thread_with_a_live_run_stops_it_first(server: str) -> None:
     assert "outcome" not in page["threads"][0]["lastRun"]
     # a second follower: a resume of the run from its start
     rejoined: list[Any] = []
-    rejoin = threading.Thread(
-        target=lambda: rejoined.extend(
-            stream(f"{server}/agent/runs/live/events", headers=ALICE).frames
-        )
-    )
+    reading = threading.Event()
+
+    def rejoin_run() -> None:
+        decoder = agui.SSEDecoder()
+        with httpx.stream(
+            "GET", f"{server}/agent/runs/live/events", headers=ALICE, timeout=60
+        ) as response:
+            for chunk in response.iter_raw():
+                for message in decoder.feed(chunk):
+                    rejoined.append(json.loads(message.data))
+                    reading.set()
+
+    rejoin = threading.Thread(target=rejoin_run)
     rejoin.start()
+    assert reading.wait(30)  # hang bound: it follows the run before the DELETE
     status, answer = call(server, "DELETE", "/agent/threads/t1", ALICE)
     assert (status, answer) == (200, {"threadId": "t1", "deletedRuns": 1, "stoppedRuns": 1})
     reader.join(60)  # hang bound
     rejoin.join(60)  # hang bound
-    for got in (frames, rejoined):
+    for got in ([f.event for f in frames], rejoined):
         assert got, "a follower got nothing"
-        last = got[-1].event
+        last = got[-1]
         assert last["type"] == "RUN_FINISHED" and last["outcome"]["type"] == "cancelled", last
     assert call(server, "GET", "/agent/runs/live/events", ALICE)[0] == 404
     assert call(server, "GET", "/agent/threads/t1", ALICE)[0] == 404
