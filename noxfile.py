@@ -282,6 +282,8 @@ def bench(session: nox.Session) -> None:
     SQLite, Redis) against no store and the official path, resume latency, and the server's
     memory over a 1,000,000-event run. That script starts and stops its own redis-server (on a
     free loopback port, in a temporary folder); without redis-server on PATH it leaves Redis out.
+    So does benchmarks/threads.py: the thread API's store side (a page of threads among 20,000,
+    deleting one) on each event log.
     Last the dev console (benchmarks/console.py): a 100,000-event run shown in headless Chromium,
     seconds to its final text, ms per 1,000 events and the longest main-thread task (no peer);
     without Chromium or Playwright it says so and is skipped. benchmarks/sse_large.py, after the
@@ -303,6 +305,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/memory.py", *quick)
     session.run("python", "benchmarks/sse_large.py", *quick)
     session.run("python", "benchmarks/durable.py", *quick)
+    session.run("python", "benchmarks/threads.py", *quick)  # the thread API's store side
     session.run("python", "benchmarks/console.py", *quick)
 
 

@@ -1,6 +1,6 @@
 """The `agui` command line (`main`), one module per command: `validate`, `serve`, `run`
-(run and replay), `connect` (connect and stop), `capabilities`, `demo` (the demo agent and the
-demo command).
+(run and replay), `connect` (connect and stop), `threads`, `capabilities`, `demo` (the demo agent
+and the demo command).
 The usage:
 
     agui validate [--as DEFINITION] [--strict] [FILE ...]
@@ -33,6 +33,12 @@ The usage:
         stored event), then its live run until it ends.
     agui stop URL RUN_ID
         Ask a server with a store to stop a run; it ends with the outcome cancelled.
+    agui threads URL [--limit N] [--before CURSOR] [--json] [--header 'NAME: VALUE' ...]
+        List the caller's threads of a server with a store, newest first (one line each, or the
+        server's answer as JSON); the next page's command goes to stderr.
+    agui threads URL --delete THREAD
+        Delete a thread from the server's store: every stored event of its runs (its live run is
+        stopped first).
     agui capabilities URL [--strict] [--compact]
         Print what the agent declares it can do (GET URL/capabilities) as JSON.
     agui replay FILE [--summary]

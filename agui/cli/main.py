@@ -43,6 +43,12 @@ def _stop(args: argparse.Namespace) -> int:
     return stop(args)
 
 
+def _threads(args: argparse.Namespace) -> int:
+    from agui.cli.threads import threads
+
+    return threads(args)
+
+
 def _capabilities(args: argparse.Namespace) -> int:
     from agui.cli.capabilities import capabilities
 
@@ -700,6 +706,24 @@ def parser() -> argparse.ArgumentParser:
     _add_header(t)
     t.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
     t.set_defaults(run=_stop)
+    h = commands.add_parser(
+        "threads",
+        help="list the threads a server keeps for you, or delete one",
+        description="List the caller's threads of a server with a store (GET URL/threads), "
+        "newest first: one line each (thread, last update, the last run's outcome or status, "
+        "runs, the last run's id); the next page's command goes to stderr. With --delete, delete "
+        "a thread (DELETE URL/threads/THREAD): every stored event of its runs, its live run "
+        "stopped first. Exit 0 when the server answered, 1 when it refused (400, 403, 404) or "
+        "cannot be reached, 2 for a usage error.",
+    )
+    h.add_argument("url", help="the agent's URL, as for agui run")
+    h.add_argument("--limit", type=int, metavar="N", help="at most N threads (1-100; default 20)")
+    h.add_argument("--before", metavar="CURSOR", help="the page after the one that gave CURSOR")
+    h.add_argument("--delete", metavar="THREAD", help="delete this thread instead of listing")
+    h.add_argument("--json", action="store_true", help="print the server's answer as JSON")
+    _add_header(h)
+    h.add_argument("--timeout", type=float, metavar="SECONDS", help=TIMEOUT_HELP)
+    h.set_defaults(run=_threads)
     k = commands.add_parser(
         "capabilities",
         help="print what an agent declares it can do (JSON)",

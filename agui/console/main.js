@@ -211,6 +211,7 @@ async function follow(thread, run, request) {
     thread.controller = null;
     thread.version++;
     schedule();
+    if (!$("stored-group").hidden) loadStored(); // the run's thread, now first
   }
 }
 
@@ -334,6 +335,61 @@ async function openRecording(file) {
   schedule();
 }
 
+// ── the stored threads (a durable store's GET {endpoint}/threads) ────────────────────────────
+let storedNext = null;
+let storedLoading = null;
+let storedAgain = false; // asked again while a read was going: read once more after it
+
+// Read the caller's threads, newest first, into the picker (more: the next page, appended). A
+// server without a store (404), or one that refuses the listing, leaves the picker hidden.
+function loadStored(more = false) {
+  if (storedLoading) {
+    if (!more) storedAgain = true;
+    return storedLoading;
+  }
+  storedLoading = (async () => {
+    let url = `${endpoint}/threads?limit=50`;
+    if (more && storedNext) url += `&before=${encodeURIComponent(storedNext)}`;
+    try {
+      const response = await fetch(url, { headers: { accept: "application/json" } });
+      if (!response.ok) return;
+      const page = await response.json();
+      if (!page || !Array.isArray(page.threads)) return;
+      const picker = $("stored");
+      if (!more) picker.replaceChildren(h("option", { value: "" }, "pick a thread…"));
+      for (const option of [...picker.options]) if (option.dataset.more) option.remove();
+      for (const t of page.threads) picker.append(h("option", { value: t.threadId }, storedLabel(t)));
+      storedNext = typeof page.next === "string" ? page.next : null;
+      if (storedNext) picker.append(h("option", { value: "", "data-more": "1" }, "more…"));
+      picker.value = "";
+      $("stored-group").hidden = false;
+    } catch (error) {
+      console.warn("stored threads:", error);
+    } finally {
+      storedLoading = null;
+      document.body.dataset.stored = String(Number(document.body.dataset.stored || 0) + 1);
+    }
+    if (storedAgain) {
+      storedAgain = false;
+      await loadStored();
+    }
+  })();
+  return storedLoading;
+}
+
+function storedLabel(t) {
+  const last = t.lastRun || {};
+  const when = typeof t.updatedAt === "string" ? t.updatedAt.slice(0, 19).replace("T", " ") : "";
+  return `${t.threadId} · ${last.outcome || last.status || "?"} · ${when}`;
+}
+
+function pickStored(option) {
+  $("stored").value = "";
+  if (!option) return;
+  if (option.dataset.more) loadStored(true);
+  else if (option.value) connect(option.value);
+}
+
 // ── the page ───────────────────────────────────────────────────────────────────────────────
 async function start() {
   $("endpoint").textContent = endpoint || "/";
@@ -367,12 +423,15 @@ async function start() {
   $("thread-id").addEventListener("click", () => {
     $("connect-id").value = current.id;
   });
+  $("stored").addEventListener("change", (e) => pickStored(e.target.selectedOptions[0]));
+  $("stored-refresh").addEventListener("click", () => loadStored());
   try {
     const response = await fetch(`${endpoint}/capabilities`, { headers: { accept: "application/json" } });
     if (response.ok) {
       const capabilities = await response.json();
       $("capabilities").textContent = JSON.stringify(capabilities, null, 2);
       $("capabilities-summary").textContent = Object.entries(capabilities).map(([key, value]) => (value && typeof value === "object" && "supported" in value ? `${key}: ${value.supported ? "yes" : "no"}` : key)).join(" · ");
+      if (capabilities.transport?.resumable) await loadStored(); // a store: its thread API
     } else $("capabilities-summary").textContent = `no capabilities (HTTP ${response.status})`;
   } catch (error) {
     $("capabilities-summary").textContent = `capabilities: ${error.message}`;
@@ -384,6 +443,7 @@ async function start() {
 // failure would (a durable run goes on, and Resume reads the rest).
 window.aguiConsole = {
   threads: () => threads,
+  loadStored,
   current: () => current,
   dropConnection: () => current?.controller?.abort(DROP),
 };

@@ -50,6 +50,10 @@ Tracing. When the application traces with OpenTelemetry (it is loaded, and a spa
 where a request is made), every request carries the current trace context (`traceparent`, and
 what else the global propagator writes), so the server's run continues the caller's trace
 (agui.http.tracing); a header of `headers` by that name is sent as it is.
+
+A server with a store also answers about the caller's threads (agui.http.threads): `threads()`
+(a page of them, newest first), `thread(thread_id)` (its messages, state and runs) and
+`delete_thread(thread_id)` (removed whole, its live run stopped first).
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ from agui.errors import (
     Timeout,
     TransportError,
 )
+from agui.http.threads import DeletedThread, Thread, ThreadPage
 from agui.wire.codec import decode, decode_frame, encode
 from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
@@ -911,6 +916,57 @@ class HttpAgent:
         if not response.is_success:
             raise _http_error(response, response.content[:_MAX_ERROR_BODY], attempts)
 
+    # ── threads ──────────────────────────────────────────────────────────────────────────────
+
+    async def threads(self, *, limit: int | None = None, before: str | None = None) -> ThreadPage:
+        """The caller's threads a server with a store keeps (GET {url}/threads), newest first: a
+        page of at most `limit` (the server's default 20, at most 100), after the page whose
+        `next` is `before`. HttpError for a refusal (400 names the bad parameter in its
+        problems, 403 the hook's, 404 a server without a store); StreamError for an answer that
+        is not a ThreadPage; TransportError when the server cannot be reached."""
+        response, attempts = await self._fetch("GET", self._threads_url(limit, before))
+        return ThreadPage.from_wire(_json_of(response, attempts, "the threads"))
+
+    def threads_sync(self, *, limit: int | None = None, before: str | None = None) -> ThreadPage:
+        """The same as `threads`, for code without an event loop."""
+        response, attempts = self._fetch_sync("GET", self._threads_url(limit, before))
+        return ThreadPage.from_wire(_json_of(response, attempts, "the threads"))
+
+    def _threads_url(self, limit: int | None, before: str | None) -> httpx.URL:
+        params: dict[str, str] = {}
+        if limit is not None:
+            params["limit"] = str(limit)
+        if before is not None:
+            params["before"] = before
+        return endpoint(self.url, "threads").copy_merge_params(params)
+
+    async def thread(self, thread_id: str) -> Thread:
+        """One thread (GET {url}/threads/{threadId}): its messages and state as connect's
+        compact history builds them, and its runs. HttpError 404 for a thread the server does
+        not hold for this caller; StreamError, TransportError as for `threads`."""
+        response, attempts = await self._fetch("GET", endpoint(self.url, "threads", thread_id))
+        return Thread.from_wire(_json_of(response, attempts, "the thread"), strict=self.strict)
+
+    def thread_sync(self, thread_id: str) -> Thread:
+        """The same as `thread`, for code without an event loop."""
+        response, attempts = self._fetch_sync("GET", endpoint(self.url, "threads", thread_id))
+        return Thread.from_wire(_json_of(response, attempts, "the thread"), strict=self.strict)
+
+    async def delete_thread(self, thread_id: str) -> DeletedThread:
+        """Delete a thread from the server's store (DELETE {url}/threads/{threadId}): every
+        stored event of every run, its live run stopped first. HttpError 404 for a thread the
+        server does not hold for this caller (a retry after a lost answer may get it too: the
+        first try deleted it); StreamError, TransportError as for `threads`."""
+        url = endpoint(self.url, "threads", thread_id)
+        response, attempts = await self._fetch("DELETE", url)
+        return DeletedThread.from_wire(_json_of(response, attempts, "the deletion"))
+
+    def delete_thread_sync(self, thread_id: str) -> DeletedThread:
+        """The same as `delete_thread`, for code without an event loop."""
+        url = endpoint(self.url, "threads", thread_id)
+        response, attempts = self._fetch_sync("DELETE", url)
+        return DeletedThread.from_wire(_json_of(response, attempts, "the deletion"))
+
     # ── capabilities ─────────────────────────────────────────────────────────────────────────
 
     async def capabilities(self) -> AgentCapabilities:
@@ -965,6 +1021,23 @@ def _traced(headers: dict[str, str]) -> dict[str, str]:
     from agui.http.tracing import inject
 
     return inject(headers)
+
+
+def _json_of(response: httpx.Response, attempts: int, what: str) -> Any:
+    """The JSON of a 2xx answer; HttpError for another, StreamError for one that is not JSON."""
+    body = response.content
+    if not response.is_success:
+        raise _http_error(response, body[:_MAX_ERROR_BODY], attempts)
+    media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    where = f"HTTP {response.status_code} from {response.url}"
+    if media != "application/json" and not media.endswith("+json"):
+        raise StreamError(
+            f"expected {what} as application/json, got {media or 'no content type'} ({where})"
+        )
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise StreamError(f"{what}: the answer is not JSON ({where}): {exc}") from None
 
 
 def _log_retry(

@@ -10,7 +10,8 @@ run's live tail, read back from the log like every other reader's.
 Every response that replays a run reads it from the log: `GET {path}/runs/{runId}/events` (resume
 after `Last-Event-ID` or `?after=`), `GET {path}/threads/{threadId}/events` (connect: the
 thread's history, then its active run live). Over SSE each stored event carries its cursor as the
-frame's `id:`; the binary transport sends the same events without ids.
+frame's `id:`; the binary transport sends the same events without ids. The thread API
+(`GET {path}/threads`, `GET` and `DELETE {path}/threads/{threadId}`) is agui.http.threads.
 
 The worker executing a run owns it: it renews its lease every third of `lease_seconds`, and
 every `STOP_POLL` seconds reads the run's record for a stop request (`POST
@@ -154,7 +155,9 @@ _RESUME_KEY = RESUME_HEADER.lower().encode()
 _SUPERSEDE_WAIT = 5.0  # seconds a new run on a thread waits for the end of a run being stopped
 _STOP_NOTICE = 0.5  # seconds it looks for a stop of the thread's run (its client just left)
 _ROUTE = re.compile(r"/(runs|threads)/([^/]+)/(events|stop)$")
+_THREADS_ROUTE = re.compile(r"/threads(?:/([^/]+))?$")  # the thread API (agui.http.threads)
 _ALLOW_GET = ((b"allow", b"GET"),)
+_ALLOW_GD = ((b"allow", b"GET, DELETE"),)
 
 
 def lost_event() -> bytes:
@@ -250,6 +253,8 @@ class Durable:
                 if method != "POST":
                     raise _BadRequest(405, "stop a run with POST", (), _ALLOW_POST)
                 await self._stop(scope, send, ident)
+            elif kind in ("threads", "thread"):
+                await self._threads(scope, send, kind, ident)
             elif method != "GET":
                 raise _BadRequest(405, "read events with GET", (), _ALLOW_GET)
             elif kind == "resume":
@@ -266,7 +271,8 @@ class Durable:
             await _json_response(send, 503, {"error": "the event log failed"}, _RETRY_AFTER)
 
     def _route(self, scope: Scope) -> tuple[str, str]:
-        """(start|resume|connect|stop, the run or thread id) of the request; 404 otherwise."""
+        """(start|resume|connect|stop|threads|thread, the run or thread id) of the request; 404
+        otherwise."""
         path = _relative(scope)
         raw = scope.get("raw_path")
         tail = raw.decode("latin-1") if isinstance(raw, bytes) else path
@@ -284,6 +290,15 @@ class Durable:
                 base = path[: -len(suffix)]
                 if self.app.path is None or base == self.app.path.rstrip("/"):
                     return kind, ident
+        match = _THREADS_ROUTE.search(tail)
+        if match is not None and not (self.app.path is None and scope["method"] == "POST"):
+            # (with no path of its own, a POST is a run wherever it goes, as before)
+            ident = unquote(match.group(1) or "")
+            suffix = f"/threads/{ident}" if match.group(1) is not None else "/threads"
+            if path.endswith(suffix) and (match.group(1) is None or ident):
+                base = path[: -len(suffix)]
+                if self.app.path is None or base == self.app.path.rstrip("/"):
+                    return ("thread" if match.group(1) is not None else "threads"), ident
         if self.app.path is None or self.app.path in (scope["path"], path):
             return "start", ""
         raise _BadRequest(
@@ -340,7 +355,10 @@ class Durable:
             )
             try:
                 await self.log.start_run(
-                    record, encode(run_input), exclusive=self.exclusive_threads
+                    record,
+                    encode(run_input),
+                    exclusive=self.exclusive_threads,
+                    namespace=principal.key(""),
                 )
             except ThreadBusy:
                 if not await self._superseded(record.thread_id):
@@ -348,7 +366,9 @@ class Durable:
                         409, f"thread {thread_id!r} has a run going; stop it or wait for its end"
                     ) from None
                 try:
-                    await self.log.start_run(record, encode(run_input), exclusive=True)
+                    await self.log.start_run(
+                        record, encode(run_input), exclusive=True, namespace=principal.key("")
+                    )
                 except ThreadBusy:
                     raise _BadRequest(
                         409, f"thread {thread_id!r} has a run going; stop it or wait for its end"
@@ -478,11 +498,14 @@ class Durable:
 
         await self._respond(receive, send, binary, produce, era)
 
-    async def _compact(self, thread_id: str, runs: list[RunRecord]) -> list[Any]:
+    async def _compact(
+        self, thread_id: str, runs: list[RunRecord], ends: dict[str, bytes] | None = None
+    ) -> list[Any]:
         """The thread's history as one synthetic run: RUN_STARTED, MESSAGES_SNAPSHOT,
         STATE_SNAPSHOT, RUN_FINISHED. Each run's input sets the messages and state it started
         from, and its stored events are applied to them (agui.stream.reducer.Reducer); a run still
-        going contributes its input only (its events follow live)."""
+        going contributes its input only (its events follow live). `ends`, when given, gets each
+        finished run's last event (by the log's run key)."""
         reducer = Reducer()
         last_finished = False
         for record in runs:
@@ -496,6 +519,8 @@ class Durable:
             try:
                 async for stored in self.log.read(record.run_id):
                     _apply(reducer, expander, stored.data)
+                    if ends is not None:
+                        ends[record.run_id] = stored.data
             except UnknownRun:  # dropped since it was listed
                 continue
             reducer.abort("The stored run has no terminal event.")
@@ -513,6 +538,24 @@ class Durable:
                 thread_id=thread_id, run_id=history_id, outcome=outcome, result=result
             ),
         ]
+
+    # ── the thread API ───────────────────────────────────────────────────────
+
+    async def _threads(self, scope: Scope, send: Send, kind: str, thread_id: str) -> None:
+        """GET {path}/threads, GET and DELETE {path}/threads/{id}: agui.http.threads."""
+        from agui.http import threads
+
+        method = scope["method"]
+        if kind == "threads":
+            if method != "GET":
+                raise _BadRequest(405, "list the threads with GET", (), _ALLOW_GET)
+            await threads.serve_list(self, scope, send)
+        elif method == "GET":
+            await threads.serve_thread(self, scope, send, thread_id)
+        elif method == "DELETE":
+            await threads.serve_delete(self, scope, send, thread_id)
+        else:
+            raise _BadRequest(405, "read a thread with GET, delete it with DELETE", (), _ALLOW_GD)
 
     # ── stop ─────────────────────────────────────────────────────────────────
 

@@ -229,8 +229,8 @@ class AgentApp:
     cors_origins: the origins of web pages allowed to call the agent from another origin, such as
     "http://localhost:3000" ("*": any, for development only; it is logged as a warning). Every
     route then answers CORS preflights and carries the CORS headers (Starlette's CORSMiddleware,
-    `pip install 'agui-spec[server]'`): GET and POST, the request headers CORS_REQUEST_HEADERS, the
-    response headers CORS_EXPOSED_HEADERS. Empty (the default): no CORS, so a browser refuses a
+    `pip install 'agui-spec[server]'`): GET, POST and DELETE, the request headers
+    CORS_REQUEST_HEADERS, the response headers CORS_EXPOSED_HEADERS. Empty (the default): no CORS, so a browser refuses a
     page on another origin.
 
     console: serve the dev console (agui.console), a page to talk to the agent and watch its runs,
@@ -397,7 +397,8 @@ class AgentApp:
         APIRouter or a Router) under `path` (default: the app's own), with this app as their
         endpoint: `{path}` (the run) and `{path}/capabilities`; with a store the durable routes
         (`{path}/runs/{runId}/events`, `{path}/runs/{runId}/stop`,
-        `{path}/threads/{threadId}/events`); with the console `{path}/console` and its files.
+        `{path}/threads/{threadId}/events`) and the thread API (`{path}/threads`,
+        `{path}/threads/{threadId}`); with the console `{path}/console` and its files.
         Every method goes to the app, which answers a wrong one with its own 405; the routes are
         left out of an OpenAPI schema. An app with a path of its own serves only that one
         (ValueError for another).
@@ -415,6 +416,8 @@ class AgentApp:
                 f"{base}/runs/{{run_id:path}}/events",
                 f"{base}/runs/{{run_id:path}}/stop",
                 f"{base}/threads/{{thread_id:path}}/events",
+                f"{base}/threads",  # the thread API (agui.http.threads)
+                f"{base}/threads/{{thread_id:path}}",
             ]
         if self._console is not None:
             paths += [f"{base}/console", f"{base}/console/{{file:path}}"]
@@ -914,7 +917,7 @@ def _with_cors(
     return CORSMiddleware(
         app,
         allow_origins=origins,
-        allow_methods=("GET", "POST"),
+        allow_methods=("GET", "POST", "DELETE"),  # DELETE: a thread (agui.http.threads)
         allow_headers=CORS_REQUEST_HEADERS,
         expose_headers=CORS_EXPOSED_HEADERS,
     )

@@ -24,6 +24,7 @@ from .base import (
     StoreError,
     StoreUnavailable,
     ThreadBusy,
+    ThreadSummary,
     UnknownRun,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "StoreUnavailable",
     "StoredEvent",
     "ThreadBusy",
+    "ThreadSummary",
     "UnknownRun",
     "open_log",
 ]

@@ -36,6 +36,7 @@ __all__ = [
     "StoreUnavailable",
     "StoredEvent",
     "ThreadBusy",
+    "ThreadSummary",
     "UnknownRun",
 ]
 
@@ -95,6 +96,26 @@ class RunRecord:
     """A stop was asked for; the owner ends the run (RUN_FINISHED, outcome cancelled)."""
     last_cursor: Cursor | None = None
     """The cursor of the last event stored, None before the first."""
+    finished_at: float | None = None
+    """When the run finished (its terminal event was stored), in seconds since the epoch; None
+    while it runs."""
+
+
+@attrs.frozen(kw_only=True)
+class ThreadSummary:
+    """A thread as `EventLog.list_threads` gives it: its latest run and where it stands."""
+
+    thread_id: str
+    """The thread's id as the log keeps it (its namespace's prefix included)."""
+    order: int
+    """Where the thread's latest run stands in the log's start order: unique in the log, larger
+    for a later start (the page cursor of `list_threads`)."""
+    runs: int
+    """How many runs of the thread the log keeps."""
+    last_run: RunRecord
+    """The thread's latest run (the last one started)."""
+    last_event: bytes | None = None
+    """That run's last stored event (its terminal event once it finished); None before one."""
 
 
 @attrs.frozen(kw_only=True)
@@ -171,10 +192,14 @@ class Retention:
 class EventLog(Protocol):
     """The event log a server with a store writes runs to and reads them from."""
 
-    async def start_run(self, record: RunRecord, input: bytes, *, exclusive: bool) -> None:
+    async def start_run(
+        self, record: RunRecord, input: bytes, *, exclusive: bool, namespace: str = ""
+    ) -> None:
         """Record a new run (status running, no events yet) and its RunAgentInput JSON. Raises
         RunExists for a run id already in the log, and ThreadBusy when `exclusive` and the thread
-        has a running run. Atomic: of two workers starting runs on one thread, one wins."""
+        has a running run. Atomic: of two workers starting runs on one thread, one wins.
+        `namespace`: whose thread it is (the prefix of its principal's ids,
+        `agui.http.access.Principal.prefix`): the index `list_threads` reads."""
         ...
 
     async def append(
@@ -223,6 +248,23 @@ class EventLog(Protocol):
 
     async def thread_runs(self, thread_id: str) -> list[RunRecord]:
         """The thread's runs, in the order they started (empty for an unknown thread)."""
+        ...
+
+    async def list_threads(
+        self, namespace: str, *, limit: int, before: int | None = None
+    ) -> list[ThreadSummary]:
+        """The threads whose runs were started in `namespace`, newest first (by the start of
+        their latest run: `ThreadSummary.order`), at most `limit`; with `before`, only those whose
+        order is below it (the next page after a thread of that order). Read from an index kept
+        as runs start and are dropped: no scan of other namespaces' threads."""
+        ...
+
+    async def delete_thread(self, namespace: str, thread_id: str) -> list[str]:
+        """Remove the thread `thread_id` of `namespace` whole: every run's record, input and
+        events, and the thread's entries in every index. Returns the ids of the runs removed
+        (empty for a thread the log does not hold). A reader following a removed run ends, as
+        when retention drops it; a run still executing finds itself unknown at its next write.
+        The caller stops live runs first (their followers then get the run's end)."""
         ...
 
     async def renew(self, run_id: str, owner: str, lease_until: float) -> bool:

@@ -27,6 +27,7 @@ reused at once.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 import zlib
 from array import array
@@ -46,6 +47,7 @@ from .base import (
     RunRecord,
     StoreError,
     ThreadBusy,
+    ThreadSummary,
     UnknownRun,
     parse_seq,
 )
@@ -82,14 +84,17 @@ class _Run:
         "input",
         "last",
         "loose",
+        "order",
         "record",
         "sealed",
         "starts",
         "wake",
     )
 
-    def __init__(self, record: RunRecord, input: bytes, compress: bool) -> None:
+    def __init__(self, record: RunRecord, input: bytes, compress: bool, order: int = 0) -> None:
         self.record = record
+        self.order = order
+        """Where the run's start stands among the log's (list_threads' order)."""
         self.input = input
         self.compress = compress
         """Seal and compress older blocks."""
@@ -218,6 +223,11 @@ class MemoryLog(EventLog):
         self._threads: dict[str, list[str]] = {}
         self._finished: OrderedDict[str, float] = OrderedDict()
         """Finished runs by the time they finished, oldest first (for the TTL)."""
+        self._order = itertools.count(1)
+        self._spaces: dict[str, dict[str, int]] = {}
+        """Each namespace's threads, with the order of their latest run (list_threads)."""
+        self._space_of: dict[str, str] = {}
+        """Each thread's namespace."""
         self._closed = False
 
     def _run(self, run_id: str) -> _Run:
@@ -226,7 +236,9 @@ class MemoryLog(EventLog):
             raise UnknownRun(f"no run {run_id!r} in the log")
         return run
 
-    async def start_run(self, record: RunRecord, input: bytes, *, exclusive: bool) -> None:
+    async def start_run(
+        self, record: RunRecord, input: bytes, *, exclusive: bool, namespace: str = ""
+    ) -> None:
         await self.prune(time.time())
         if record.run_id in self._runs:
             raise RunExists(f"run {record.run_id!r} was already started")
@@ -235,9 +247,14 @@ class MemoryLog(EventLog):
             busy = [r for r in runs if self._runs[r].record.status == "running"]
             if busy:
                 raise ThreadBusy(f"thread {record.thread_id!r} has a running run ({busy[-1]!r})")
-        stored = attrs.evolve(record, status="running", last_cursor=None)
-        self._runs[record.run_id] = _Run(stored, _copy(input), self.compress)
+        stored = attrs.evolve(record, status="running", last_cursor=None, finished_at=None)
+        order = next(self._order)
+        self._runs[record.run_id] = _Run(stored, _copy(input), self.compress, order)
         runs.append(record.run_id)
+        space = self._space_of.setdefault(record.thread_id, namespace)
+        threads = self._spaces.setdefault(space, {})
+        threads.pop(record.thread_id, None)  # to the end: the dict stays in the threads' order
+        threads[record.thread_id] = order
         limit = self.retention.max_runs_per_thread
         if limit is not None and len(runs) > limit:
             for run_id in runs[: len(runs) - limit]:
@@ -258,8 +275,11 @@ class MemoryLog(EventLog):
         last = run.last
         cursors = list(map(str, range(start, last + 1)))
         if final:
-            run.record = attrs.evolve(run.record, status="finished", last_cursor=cursors[-1])
-            self._finished[run_id] = time.time()
+            now = time.time()
+            run.record = attrs.evolve(
+                run.record, status="finished", last_cursor=cursors[-1], finished_at=now
+            )
+            self._finished[run_id] = now
         else:
             run.record = attrs.evolve(run.record, last_cursor=cursors[-1])
         limit = self.retention.max_events_per_run
@@ -307,6 +327,36 @@ class MemoryLog(EventLog):
     async def thread_runs(self, thread_id: str) -> list[RunRecord]:
         return [self._runs[run_id].record for run_id in self._threads.get(thread_id, ())]
 
+    async def list_threads(
+        self, namespace: str, *, limit: int, before: int | None = None
+    ) -> list[ThreadSummary]:
+        # Each namespace's dict is in the threads' order (see start_run): the newest are last.
+        chosen: list[ThreadSummary] = []
+        for thread_id, order in reversed(self._spaces.get(namespace, {}).items()):
+            if len(chosen) >= limit:
+                break
+            if before is None or order < before:
+                chosen.append(self._summary(thread_id, order))
+        return chosen
+
+    def _summary(self, thread_id: str, order: int) -> ThreadSummary:
+        runs = self._threads[thread_id]
+        last = self._runs[runs[-1]]
+        event = last.take(last.last, 1).data[0] if last.last >= last.first else None
+        return ThreadSummary(
+            thread_id=thread_id,
+            order=order,
+            runs=len(runs),
+            last_run=last.record,
+            last_event=event,
+        )
+
+    async def delete_thread(self, namespace: str, thread_id: str) -> list[str]:
+        run_ids = list(self._threads.get(thread_id, ()))
+        for run_id in run_ids:
+            self._drop(run_id)
+        return run_ids
+
     async def renew(self, run_id: str, owner: str, lease_until: float) -> bool:
         run = self._runs.get(run_id)
         if run is None or run.record.status != "running" or run.record.owner != owner:
@@ -351,10 +401,23 @@ class MemoryLog(EventLog):
     def _drop(self, run_id: str) -> None:
         run = self._runs.pop(run_id)
         self._finished.pop(run_id, None)
-        runs = self._threads[run.record.thread_id]
+        thread_id = run.record.thread_id
+        runs = self._threads[thread_id]
         runs.remove(run_id)
+        space = self._space_of[thread_id]
         if not runs:
-            del self._threads[run.record.thread_id]
+            del self._threads[thread_id]
+            del self._space_of[thread_id]
+            threads = self._spaces[space]
+            del threads[thread_id]
+            if not threads:
+                del self._spaces[space]
+        else:  # the thread's order is that of its latest run kept
+            threads = self._spaces[space]
+            order = self._runs[runs[-1]].order
+            if threads[thread_id] != order:  # rare (a later run dropped first): sort again
+                threads[thread_id] = order
+                self._spaces[space] = dict(sorted(threads.items(), key=lambda item: item[1]))
         run.notify()
 
     async def aclose(self) -> None:

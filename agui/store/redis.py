@@ -20,7 +20,14 @@ Keys, under a prefix (`agui:` unless the URL says `?prefix=`):
 * `thread:{thread_id}`: a sorted set of the thread's run ids, scored by `seq`, a counter shared
   by every worker, so the order is the order the runs started in;
 * `running:{thread_id}`: a set of the thread's running runs (the busy check);
-* `leases`: a sorted set of the running runs by the end of their lease (`expired()`).
+* `leases`: a sorted set of the running runs by the end of their lease (`expired()`);
+* `threads:{namespace}`: a sorted set of a namespace's threads, scored by the `seq` of their
+  latest run (`list_threads` reads a page of it; the ids of threads whose keys expired are
+  dropped from it as a listing meets them).
+
+`delete_thread` is one script: every key of the thread's runs (UNLINK: Redis frees a long
+stream in the background), their leases, the thread's index and running set, its entry in its
+namespace's index.
 
 Retention: a run's stream is trimmed by whole entries, oldest first, while the events left are at
 least `max_events_per_run` (so it keeps up to one batch more); a finished run's keys expire
@@ -69,6 +76,7 @@ from .base import (
     RunRecord,
     StoreError,
     ThreadBusy,
+    ThreadSummary,
     UnknownRun,
 )
 
@@ -134,7 +142,7 @@ COMMAND_CONNECTIONS = 64
 TAIL_CONNECTIONS = 100_000
 """Connections for followers blocked in XREAD per instance: one per follower waiting."""
 
-RECORD_FIELDS = ("thread", "status", "owner", "started", "lease", "stop", "last")
+RECORD_FIELDS = ("thread", "status", "owner", "started", "lease", "stop", "last", "finished")
 
 _FINISH = """
 local function finish(run_key, run_id, thread, now, ttl_ms, prefix)
@@ -153,7 +161,7 @@ end
 """
 
 START = """
--- KEYS: run, thread, running, leases, seq
+-- KEYS: run, thread, running, leases, seq, threads (the namespace's index)
 -- ARGV: run_id, thread_id, owner, started, lease, stop, input, exclusive, max_runs, prefix, token
 if redis.call('EXISTS', KEYS[1]) == 1 then
     -- the same token: a retry of this very start, whose reply was lost
@@ -171,7 +179,9 @@ end
 redis.call('HSET', KEYS[1], 'thread', ARGV[2], 'status', 'running', 'owner', ARGV[3],
     'started', ARGV[4], 'lease', ARGV[5], 'stop', ARGV[6], 'last', '', 'kept', 0,
     'input', ARGV[7], 'token', ARGV[11])
-redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), ARGV[1])
+local seq = redis.call('INCR', KEYS[5])
+redis.call('ZADD', KEYS[2], seq, ARGV[1])
+redis.call('ZADD', KEYS[6], seq, ARGV[2])
 redis.call('PERSIST', KEYS[2])
 redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
@@ -257,6 +267,63 @@ return 1
 """
 )
 
+LIST_THREADS = """
+-- KEYS: threads (the namespace's index); ARGV: prefix, max score ('+inf' or '(N'), count
+-- Returns, newest first, per thread: id, order, runs, the latest run's id and record fields
+-- (RECORD_FIELDS, then 'finished'), and its last stream entry's 'd' and 'l' (or false).
+local found = {}
+local top = ARGV[2]
+local want = tonumber(ARGV[3])
+while #found < want do
+    local page = redis.call('ZREVRANGEBYSCORE', KEYS[1], top, '-inf', 'WITHSCORES', 'LIMIT', 0,
+        want - #found)
+    if #page == 0 then break end
+    for i = 1, #page, 2 do
+        local thread = page[i]
+        top = '(' .. page[i + 1]
+        local index = ARGV[1] .. 'thread:' .. thread
+        local latest = nil
+        local fields = nil
+        for _, id in ipairs(redis.call('ZREVRANGE', index, 0, -1)) do
+            fields = redis.call('HMGET', ARGV[1] .. 'run:' .. id, 'thread', 'status', 'owner',
+                'started', 'lease', 'stop', 'last', 'finished')
+            if fields[2] then latest = id break end
+            redis.call('ZREM', index, id)  -- expired
+        end
+        if latest == nil then
+            redis.call('ZREM', KEYS[1], thread)  -- every run expired: the thread is gone
+        else
+            local entry = redis.call('XREVRANGE', ARGV[1] .. 'events:' .. latest, '+', '-',
+                'COUNT', 1)[1]
+            local data, lengths = false, false
+            if entry then
+                for j = 1, #entry[2], 2 do
+                    if entry[2][j] == 'd' then data = entry[2][j + 1] end
+                    if entry[2][j] == 'l' then lengths = entry[2][j + 1] end
+                end
+            end
+            table.insert(found, {thread, page[i + 1], redis.call('ZCARD', index), latest,
+                fields[1], fields[2], fields[3], fields[4], fields[5], fields[6], fields[7],
+                fields[8], data, lengths})
+        end
+    end
+end
+return found
+"""
+
+DELETE_THREAD = """
+-- KEYS: thread, running, threads (the namespace's index), leases; ARGV: prefix, thread_id
+local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do table.insert(ids, id) end
+for _, id in ipairs(ids) do
+    redis.call('UNLINK', ARGV[1] .. 'run:' .. id, ARGV[1] .. 'events:' .. id)
+    redis.call('ZREM', KEYS[4], id)
+end
+redis.call('UNLINK', KEYS[1], KEYS[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
+return ids
+"""
+
 RENEW = """
 -- KEYS: run, leases; ARGV: run_id, owner, lease
 local record = redis.call('HMGET', KEYS[1], 'status', 'owner')
@@ -269,7 +336,7 @@ return 1
 STOP = """
 -- KEYS: run; returns the record as it was (RECORD_FIELDS), or nothing for an unknown run
 local record = redis.call('HMGET', KEYS[1], 'thread', 'status', 'owner', 'started', 'lease',
-    'stop', 'last')
+    'stop', 'last', 'finished')
 if not record[2] then return nil end
 if record[2] == 'running' then redis.call('HSET', KEYS[1], 'stop', 1) end
 return record
@@ -311,7 +378,7 @@ def split(fields: dict[bytes, bytes]) -> list[bytes]:
 
 def to_record(run_id: str, values: Sequence[bytes | None]) -> RunRecord | None:
     """A RunRecord from the RECORD_FIELDS of a run's hash (None when the hash is gone)."""
-    thread, status, owner, started, lease, stop, last = values
+    thread, status, owner, started, lease, stop, last, finished = values
     if status is None or thread is None or owner is None:
         return None
     return RunRecord(
@@ -323,6 +390,7 @@ def to_record(run_id: str, values: Sequence[bytes | None]) -> RunRecord | None:
         lease_until=float(lease or 0),
         stop_requested=stop == b"1",
         last_cursor=last.decode() if last else None,
+        finished_at=float(finished) if finished and status == b"finished" else None,
     )
 
 
@@ -519,6 +587,8 @@ class RedisLog(EventLog):
         self._close_lost = self._redis.register_script(CLOSE_LOST)
         self._renew = self._redis.register_script(RENEW)
         self._stop = self._redis.register_script(STOP)
+        self._list_threads = self._redis.register_script(LIST_THREADS)
+        self._delete_thread = self._redis.register_script(DELETE_THREAD)
         ttl = self.retention.run_ttl_seconds
         self._ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
         limit = self.retention.max_events_per_run
@@ -536,13 +606,16 @@ class RedisLog(EventLog):
 
     # ── writes ──────────────────────────────────────────────────────────────────────────────
 
-    async def start_run(self, record: RunRecord, input: bytes, *, exclusive: bool) -> None:
+    async def start_run(
+        self, record: RunRecord, input: bytes, *, exclusive: bool, namespace: str = ""
+    ) -> None:
         keys = [
             self._key("run", record.run_id),
             self._key("thread", record.thread_id),
             self._key("running", record.thread_id),
             self.prefix + "leases",
             self.prefix + "seq",
+            self._key("threads", namespace),
         ]
         arguments: list[bytes | str | int] = [
             record.run_id,
@@ -633,6 +706,53 @@ class RedisLog(EventLog):
             return bool(await self._close_lost(keys, arguments))
         except RedisError as error:
             raise StoreError(f"Redis store: {error}") from error
+
+    async def list_threads(
+        self, namespace: str, *, limit: int, before: int | None = None
+    ) -> list[ThreadSummary]:
+        if limit <= 0:
+            return []
+        top = "+inf" if before is None else f"({int(before)}"
+        try:
+            rows = await self._list_threads(
+                [self._key("threads", namespace)], [self.prefix, top, limit]
+            )
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        threads: list[ThreadSummary] = []
+        for row in rows:
+            thread, order, runs, run_id = row[:4]
+            record = to_record(run_id.decode(), row[4:12])
+            if record is None:  # pragma: no cover - the script checked the record's status
+                continue
+            data, lengths = row[12], row[13]
+            event = None
+            if data is not None:
+                fields = {b"d": data} if lengths is None else {b"d": data, b"l": lengths}
+                event = split(fields)[-1]
+            threads.append(
+                ThreadSummary(
+                    thread_id=thread.decode(),
+                    order=int(order),
+                    runs=int(runs),
+                    last_run=record,
+                    last_event=event,
+                )
+            )
+        return threads
+
+    async def delete_thread(self, namespace: str, thread_id: str) -> list[str]:
+        keys = [
+            self._key("thread", thread_id),
+            self._key("running", thread_id),
+            self._key("threads", namespace),
+            self.prefix + "leases",
+        ]
+        try:
+            removed = await self._delete_thread(keys, [self.prefix, thread_id])
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        return list(dict.fromkeys(run_id.decode() for run_id in removed))
 
     async def prune(self, now: float) -> int:
         """Nothing to do: Redis expires finished runs by itself (PEXPIRE when they finish), and

@@ -8,9 +8,17 @@ go to a small pool of reader threads, each with its own connection. WAL journal,
 `synchronous=NORMAL`: a commit does not wait for the disk, readers never block the writer.
 
 Tables: `runs` (one row per run: its record, its RunAgentInput, the sequence numbers of its
-first kept and last event; `n`, an autoincrement key, orders a thread's runs) and `events`
-(`(run, seq) -> data`, without rowid). The cursor is the event's sequence number in its run,
-in decimal.
+first kept and last event; `n`, an autoincrement key, orders a thread's runs), `events`
+(`(run, seq) -> data`, without rowid) and `threads` (one row per thread: its namespace and the
+`n` of its latest run, indexed by both: `list_threads` reads a page of one namespace from the
+index). The cursor is the event's sequence number in its run, in decimal. A file of schema
+version 1 (before `threads`) is upgraded when opened: its threads' namespaces are read from
+their ids (agui.http.access's prefixes: 32 hex digits and a slash, or `-/`; else none).
+
+`delete_thread` erases: its deletes run with `PRAGMA secure_delete` (the freed pages are
+overwritten with zeros) and end with a checkpoint that truncates the write-ahead log, so the
+thread's bytes are in neither file afterwards (unless a reader held an old snapshot then: the
+next checkpoint copies the zeroed pages).
 
 A reader following a run is woken by appends made through this instance, and takes them from
 memory (the latest `RECENT` events of each run followed here) instead of querying the file;
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -50,6 +59,7 @@ from .base import (
     StoreError,
     StoreUnavailable,
     ThreadBusy,
+    ThreadSummary,
     UnknownRun,
     parse_seq,
 )
@@ -79,7 +89,7 @@ READERS = 4
 RECENT = 4096
 """The latest events per followed run kept in memory for its live followers."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -105,14 +115,28 @@ CREATE TABLE IF NOT EXISTS events (
     data BLOB NOT NULL,
     PRIMARY KEY (run, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS threads (
+    thread_id TEXT PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    last_n INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS threads_by_namespace ON threads (namespace, last_n);
 """
 
-RECORD_COLUMNS = "thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq"
+_UPGRADE_NAMESPACE = re.compile(r"[0-9a-f]{32}/|-/")
+"""The namespace prefixes of agui.http.access, read from a thread's id when a version 1 file
+(no `threads` table) is upgraded."""
+
+_NO_ORDER = 1 << 62  # above every run's n: `before` left out
+
+RECORD_COLUMNS = (
+    "thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq, finished_at"
+)
 
 
 def to_record(row: Sequence[Any]) -> RunRecord:
     """A RunRecord from a row of RECORD_COLUMNS."""
-    thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq = row
+    thread_id, run_id, status, owner, started_at, lease_until, stop, last_seq, finished_at = row
     return RunRecord(
         thread_id=thread_id,
         run_id=run_id,
@@ -122,6 +146,7 @@ def to_record(row: Sequence[Any]) -> RunRecord:
         lease_until=lease_until,
         stop_requested=bool(stop),
         last_cursor=str(last_seq) if last_seq else None,
+        finished_at=finished_at if status == "finished" else None,
     )
 
 
@@ -256,15 +281,17 @@ class SQLiteLog(EventLog):
             self._wal(connection)
             with _Transaction(connection, immediate=True):
                 version = connection.execute("PRAGMA user_version").fetchone()[0]
-                if version not in (0, SCHEMA_VERSION):
+                if version not in (0, 1, SCHEMA_VERSION):
                     raise StoreError(
                         f"{self.path!r} holds a store of schema version {version}; this agui "
-                        f"knows version {SCHEMA_VERSION}"
+                        f"knows versions 1 and {SCHEMA_VERSION}"
                     )
-                if version == 0:
+                if version != SCHEMA_VERSION:
                     for statement in SCHEMA.split(";"):  # not executescript: it commits first
                         if statement.strip():
                             connection.execute(statement)
+                    if version == 1:
+                        self._upgrade_threads(connection)
                     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             status = os.stat(self.path)
         except (sqlite3.Error, OSError) as error:
@@ -272,6 +299,18 @@ class SQLiteLog(EventLog):
                 f"cannot open the SQLite store {self.path!r}: {error}"
             ) from error
         self._file = (status.st_dev, status.st_ino)
+
+    @staticmethod
+    def _upgrade_threads(db: sqlite3.Connection) -> None:
+        """Fill `threads` from the runs of a version 1 file."""
+        rows = db.execute("SELECT thread_id, max(n) FROM runs GROUP BY thread_id").fetchall()
+        for thread_id, last in rows:
+            match = _UPGRADE_NAMESPACE.match(thread_id)
+            namespace = match.group(0) if match else ""
+            db.execute(
+                "INSERT OR REPLACE INTO threads (thread_id, namespace, last_n) VALUES (?, ?, ?)",
+                (thread_id, namespace, last),
+            )
 
     def _check_file(self) -> None:
         """StoreUnavailable when the path no longer names the file this log opened."""
@@ -390,12 +429,16 @@ class SQLiteLog(EventLog):
 
     # ── writes (in the writer thread) ───────────────────────────────────────────────────────
 
-    async def start_run(self, record: RunRecord, input: bytes, *, exclusive: bool) -> None:
+    async def start_run(
+        self, record: RunRecord, input: bytes, *, exclusive: bool, namespace: str = ""
+    ) -> None:
         now = time.time()
         prune = now - self._last_prune >= PRUNE_EVERY_SECONDS
         if prune:
             self._last_prune = now
-        await self._write(self._start, record, bytes(input), exclusive, now if prune else None)
+        await self._write(
+            self._start, record, bytes(input), exclusive, now if prune else None, namespace
+        )
 
     def _start(
         self,
@@ -404,6 +447,7 @@ class SQLiteLog(EventLog):
         input: bytes,
         exclusive: bool,
         prune_at: float | None,
+        namespace: str,
     ) -> None:
         with _Transaction(db, immediate=True):
             if prune_at is not None:
@@ -417,7 +461,7 @@ class SQLiteLog(EventLog):
                 ).fetchone()
                 if busy:
                     raise ThreadBusy(f"thread {record.thread_id!r} has a running run ({busy[0]!r})")
-            db.execute(
+            inserted = db.execute(
                 "INSERT INTO runs (run_id, thread_id, status, owner, started_at, lease_until,"
                 " stop, input) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
                 (
@@ -429,6 +473,11 @@ class SQLiteLog(EventLog):
                     int(record.stop_requested),
                     input,
                 ),
+            )
+            db.execute(
+                "INSERT INTO threads (thread_id, namespace, last_n) VALUES (?, ?, ?)"
+                " ON CONFLICT (thread_id) DO UPDATE SET last_n = excluded.last_n",
+                (record.thread_id, namespace, inserted.lastrowid),
             )
             limit = self.retention.max_runs_per_thread
             if limit is not None:
@@ -442,9 +491,50 @@ class SQLiteLog(EventLog):
 
     @staticmethod
     def _drop(db: sqlite3.Connection, runs: list[int]) -> None:
-        if runs:
-            db.executemany("DELETE FROM events WHERE run = ?", [(n,) for n in runs])
-            db.executemany("DELETE FROM runs WHERE n = ?", [(n,) for n in runs])
+        """Drop runs (their events and rows); each thread they leave keeps its latest run's n,
+        and a thread left with no run goes."""
+        if not runs:
+            return
+        threads = {
+            row[0]
+            for n in runs
+            for row in db.execute("SELECT thread_id FROM runs WHERE n = ?", (n,)).fetchall()
+        }
+        db.executemany("DELETE FROM events WHERE run = ?", [(n,) for n in runs])
+        db.executemany("DELETE FROM runs WHERE n = ?", [(n,) for n in runs])
+        for thread_id in threads:
+            (last,) = db.execute(
+                "SELECT max(n) FROM runs WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            if last is None:
+                db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+            else:
+                db.execute("UPDATE threads SET last_n = ? WHERE thread_id = ?", (last, thread_id))
+
+    async def delete_thread(self, namespace: str, thread_id: str) -> list[str]:
+        def delete(db: sqlite3.Connection) -> list[str]:
+            db.execute("PRAGMA secure_delete = ON")
+            try:
+                with _Transaction(db, immediate=True):
+                    rows = db.execute(
+                        "SELECT n, run_id FROM runs WHERE thread_id = ? ORDER BY n", (thread_id,)
+                    ).fetchall()
+                    self._drop(db, [n for n, _ in rows])
+                    db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+            finally:
+                db.execute("PRAGMA secure_delete = OFF")
+            if not rows:
+                return []
+            # The old pages are in the write-ahead log until a checkpoint: copy them back (as
+            # zeros) and empty it. A reader's snapshot may keep it busy: the next one then does.
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            return [run_id for _, run_id in rows]
+
+        removed = await self._write(delete)
+        for run_id in removed:
+            self._recent.pop(run_id, None)
+            self._notify(run_id)
+        return removed
 
     async def append(
         self, run_id: str, events: Sequence[bytes], *, final: bool = False
@@ -674,6 +764,33 @@ class SQLiteLog(EventLog):
             return [to_record(row) for row in rows]
 
         return await self._read(runs)
+
+    async def list_threads(
+        self, namespace: str, *, limit: int, before: int | None = None
+    ) -> list[ThreadSummary]:
+        def threads(db: sqlite3.Connection) -> list[ThreadSummary]:
+            with _Transaction(db, immediate=False):  # one snapshot
+                rows = db.execute(
+                    "SELECT t.last_n, r.thread_id, r.run_id, r.status, r.owner, r.started_at,"
+                    " r.lease_until, r.stop, r.last_seq, r.finished_at,"
+                    " (SELECT count(*) FROM runs c WHERE c.thread_id = t.thread_id),"
+                    " (SELECT data FROM events e WHERE e.run = r.n AND e.seq = r.last_seq)"
+                    " FROM threads t JOIN runs r ON r.n = t.last_n"
+                    " WHERE t.namespace = ? AND t.last_n < ? ORDER BY t.last_n DESC LIMIT ?",
+                    (namespace, _NO_ORDER if before is None else before, max(0, limit)),
+                ).fetchall()
+            return [
+                ThreadSummary(
+                    thread_id=row[1],
+                    order=row[0],
+                    runs=row[10],
+                    last_run=to_record(row[1:10]),
+                    last_event=None if row[11] is None else bytes(row[11]),
+                )
+                for row in rows
+            ]
+
+        return await self._read(threads)
 
     async def expired(self, now: float) -> list[RunRecord]:
         def expired(db: sqlite3.Connection) -> list[RunRecord]:

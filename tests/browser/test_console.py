@@ -708,3 +708,58 @@ def test_stop_without_a_store_closes_the_connection(
     assert "599 " not in shown
     page.shot("stopped")
     page.clean()
+
+
+# ── the stored threads (the thread API) ──────────────────────────────────────────────────────
+
+
+def test_the_thread_picker_lists_the_stored_threads_and_opens_one(
+    browser: Any,  # noqa: F811
+    console: Any,
+) -> None:
+    """With a store, the picker lists the caller's threads from GET {path}/threads, newest
+    first, with the last run's outcome; picking one connects to it (its history in the chat).
+    Without a store the picker stays hidden."""
+    served = console("--store", "memory://")
+    first = Page(browser, served.url, "stored-first")
+    first.send("older thread")
+    first.wait_text("#chat .msg.assistant", "You said: older thread")
+    first.idle()
+    older = first.page.evaluate("aguiConsole.current().id")
+    first.page.click("#new-thread")
+    first.send("newer thread")
+    first.wait_text("#chat .msg.assistant", "You said: newer thread")
+    first.idle()
+    newer = first.page.evaluate("aguiConsole.current().id")
+    other = Page(browser, served.url, "stored-picker")
+    p = other.page
+    p.wait_for_selector("#stored-group:not([hidden])", timeout=WAIT_MS)
+    listed = p.evaluate("[...document.querySelectorAll('#stored option')].map((o) => o.value)")
+    assert listed == ["", newer, older]
+    labels = p.inner_text("#stored")
+    assert f"{newer} · success" in labels and f"{older} · success" in labels
+    other.shot("listed")
+    p.select_option("#stored", older)
+    other.wait_text("#chat .msg.assistant", "You said: older thread")
+    other.idle()
+    assert "older thread" in p.inner_text("#chat .msg.user")
+    assert f"{older} (connected)" in p.inner_text("#threads")
+    assert p.evaluate("aguiConsole.current().id") == older
+    other.shot("opened")
+    # A run of this page puts its thread first once it ends.
+    p.click("#new-thread")
+    other.send("newest of all")
+    other.wait_text("#chat .msg.assistant", "You said: newest of all")
+    other.idle()
+    newest = p.evaluate("aguiConsole.current().id")
+    p.wait_for_function(
+        "(id) => document.querySelectorAll('#stored option')[1]?.value === id",
+        arg=newest,
+        timeout=WAIT_MS,
+    )
+    first.clean()
+    other.clean()
+    plain = console("--port", "0")  # no store: no thread API
+    page = Page(browser, plain.url, "stored-none")
+    assert page.page.evaluate("document.getElementById('stored-group').hidden") is True
+    page.clean()

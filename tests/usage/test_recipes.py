@@ -272,6 +272,12 @@ RECIPES: tuple[Recipe, ...] = (
             "test_a_rollout_ends_the_run_cleanly_and_the_other_worker_goes_on",
         ),
     ),
+    # ── docs/threads.md ──
+    Recipe(
+        "docs/threads.md",
+        "# threads_example.py",
+        ("tests/usage/test_threads_usage.py::test_the_threads_example_runs",),
+    ),
     # ── docs/extending.md ──
     Recipe(
         "docs/extending.md",
