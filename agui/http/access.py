@@ -28,16 +28,27 @@ __all__ = ["ACTIONS", "Action", "Authorize", "Principal", "Refused", "ask", "req
 
 log = logging.getLogger("agui.server")
 
-Action: TypeAlias = Literal["start", "resume", "connect", "stop", "capabilities", "console"]
-ACTIONS: tuple[Action, ...] = ("start", "resume", "connect", "stop", "capabilities", "console")
+Action: TypeAlias = Literal[
+    "start", "resume", "connect", "stop", "capabilities", "console", "metrics"
+]
+ACTIONS: tuple[Action, ...] = (
+    "start",
+    "resume",
+    "connect",
+    "stop",
+    "capabilities",
+    "console",
+    "metrics",
+)
 Authorize: TypeAlias = Callable[
     [Mapping[str, str], Action, "str | None", "str | None"], Awaitable["str | bool | None"]
 ]
 """`authorize(headers, action, thread_id, run_id) -> principal`: headers with lower-case names
 (repeated ones joined with ", "); thread_id and run_id as the request names them (None where it
-names none: resume and stop name the run only, connect the thread only, capabilities and console
-nothing). Return the caller's principal (a non-empty string: a user id, a tenant, a key's id) to
-allow, None or False to refuse (403); True allows with no principal (an anonymous namespace)."""
+names none: resume and stop name the run only, connect the thread only, capabilities, console
+and metrics nothing). Return the caller's principal (a non-empty string: a user id, a tenant, a
+key's id) to allow, None or False to refuse (403); True allows with no principal (an anonymous
+namespace)."""
 
 
 class Refused(AguiError):

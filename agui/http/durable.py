@@ -349,7 +349,7 @@ class Durable:
                     raise _BadRequest(409, f"run {run_id!r} was already started") from None
             except RunExists:
                 raise _BadRequest(409, f"run {run_id!r} was already started") from None
-            execution = Execution(self, run_input, run_key)
+            execution = Execution(self, run_input, run_key, scope.get("client"))
             self.executions[run_key] = execution
         finally:
             self._reserved -= 1
@@ -423,6 +423,8 @@ class Durable:
                 raise  # the log failed (a backend's error is the cause): 503
             raise _BadRequest(400, f"run {run_id!r} has no event at cursor {after!r}") from exc
         binary = self.app.binary_for(scope)
+        if self.app._meter is not None:
+            self.app._meter.resumed()
 
         async def produce(tail: _Tail) -> None:
             await self._follow(tail, key, after, binary, principal, first=first, backlog=backlog)
@@ -450,6 +452,8 @@ class Durable:
         era = self._replay_era(scope)
         frame_of = proto_frame if binary else sse_frame
         frames = [frame_of(event) for event in head]
+        if self.app._meter is not None:
+            self.app._meter.connected()
 
         async def produce(tail: _Tail) -> None:
             if tail.downgrade is not None:  # a pre-1.0 peer: the head as its era takes it
@@ -590,7 +594,8 @@ class Durable:
                 data = events[-1]
                 if binary:
                     frames = [_proto_of(event, run_id) for event in events]
-                    chunk = b"".join([frame for frame in frames if frame is not None])
+                    kept = [frame for frame in frames if frame is not None]
+                    chunk = b"".join(kept)
                 elif downgrade is not None:
                     sse_data = downgrade.sse_data
                     chunk = b"".join(
@@ -606,8 +611,11 @@ class Durable:
                 else:
                     chunk = b"".join([b"data: " + event + b"\n\n" for event in events])
                 tail.count += len(events)
-                if chunk and not offer(chunk):
-                    await put(chunk)
+                if chunk:
+                    # One piece holds the batch's frames: the sender counts it as one.
+                    tail.clock.events += (len(kept) if binary else chunk.count(b"\n\n")) - 1
+                    if not offer(chunk):
+                        await put(chunk)
                 last = batch.cursors[-1]  # queued: a read after the fault goes on from here
                 tail.started = True
                 tail.ended = data.startswith(_TERMINAL_PREFIXES)
@@ -711,6 +719,9 @@ class Durable:
         app._runs.add(tail)
         if app._stop_at is not None:
             tail.stop(app._stop_at)
+        meter = app._meter
+        if meter is not None:
+            meter.streaming(tail.clock, binary)
         try:
             await self._watch(tail, producer, sender, watcher)
         except asyncio.CancelledError:
@@ -739,6 +750,8 @@ class Durable:
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     log.error("a durable response failed", exc_info=task.exception())
+            if meter is not None:
+                meter.streamed(tail.clock, binary)
 
     async def _cancelled(
         self,
@@ -868,6 +881,9 @@ class Durable:
         """Record a failure of the log. One line is logged per run it meets (`run_id`), and one
         for a failure that meets no run (the sweep, a probe) unless this outage was logged
         already; never a traceback, never again for the same run."""
+        meter = self.app._meter
+        if meter is not None:
+            meter.store_failed()
         now = time.time()
         text = str(error) or type(error).__name__
         failure = self.store_failure
@@ -1019,7 +1035,9 @@ class Execution:
     """One run executing on this worker: the agent's events, encoded and queued for the writer,
     which appends them to the log; the lease, the stop flag, the time limit and the shutdown."""
 
-    def __init__(self, durable: Durable, run_input: RunAgentInput, key: str) -> None:
+    def __init__(
+        self, durable: Durable, run_input: RunAgentInput, key: str, client: object = None
+    ) -> None:
         self.durable = durable
         self.app = durable.app
         self.input = run_input
@@ -1038,8 +1056,14 @@ class Execution:
         self._stop_requested = False
         self._failure: BaseException | None = None  # the log's last failure (a renewal, a poll)
         self.wake: asyncio.Future[None] = self.loop.create_future()
+        self.client = client  # the address of the request that started it
+        self.terminal: object = None  # the terminal event queued (its outcome), None: none
+        self.events = 0  # events stored
+        self.first_at: float | None = None  # when the first was (the loop's clock)
+        self.started_at = 0.0
 
     def start(self) -> None:
+        self.started_at = self.app._observe_start()
         self.task = asyncio.create_task(self.run(), name=f"agui run {self.id}")
         self.app._runs.add(self)
         if self.app._stop_at is not None:
@@ -1071,7 +1095,10 @@ class Execution:
     def _queue_event(self, event: Any) -> None:
         if type(event) is RunStartedEvent:
             self._open.start(event)
-        self._queue(encode(event), type(event) in _TERMINAL)
+        terminal = type(event) in _TERMINAL
+        if terminal:
+            self.terminal = event
+        self._queue(encode(event), terminal)
 
     def close_with(self, message: str, code: str) -> None:
         """End the run with RUN_ERROR `code` (RUN_STARTED first when nothing was queued)."""
@@ -1103,6 +1130,7 @@ class Execution:
         log.info("run %s: stopped on request", self.id)
         for event in closing:
             self._queue(encode(event))
+        self.terminal = finished
         self._queue(encode(finished), True)
 
     # ── the tasks ────────────────────────────────────────────────────────────
@@ -1137,6 +1165,15 @@ class Execution:
             self.app._runs.discard(self)
             if self.durable.executions.get(self.id) is self:
                 del self.durable.executions[self.id]
+            self.app._observe_end(
+                self.input,
+                self.started_at,
+                self.terminal,
+                self.events,
+                self.first_at,
+                self.client,
+                default="error",  # no end of its own here: abandoned (the lease, the log)
+            )
 
     async def _produce(self) -> None:
         """Drive the agent through the run lifecycle; encode and queue its events."""
@@ -1190,6 +1227,7 @@ class Execution:
                 pending.append(data if queued < _UNCOPIED else bytes(memoryview(data)))
                 if type(event) in _TERMINAL:
                     self.final = True
+                    self.terminal = event
                     filled.set()
                 elif not queued:
                     filled.set()  # the writer waits for an empty queue to fill, nothing else
@@ -1236,6 +1274,9 @@ class Execution:
                     )
                 raise _Abandoned(str(exc)) from exc
             self.durable._store_ok()
+            if self.first_at is None:
+                self.first_at = self.loop.time()
+            self.events += len(batch)
             if final:
                 self.stored = True
                 return
@@ -1251,7 +1292,8 @@ class Execution:
         durable._store_failed(error, self.id)
         self.final = True  # nothing more is queued
         self._pending.clear()
-        end = encode(run_error(_STORE_ERROR_MESSAGE, STORE_ERROR))
+        self.terminal = run_error(_STORE_ERROR_MESSAGE, STORE_ERROR)
+        end = encode(self.terminal)
         try:
             async with asyncio.timeout(_STOP_WAIT):
                 await durable.log.append(self.id, [end], final=True)
