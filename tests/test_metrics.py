@@ -110,8 +110,12 @@ def test_the_counters_match_the_runs_made() -> None:
             read_events += len(events)
             read_bytes += size
         leave_after_first_event(url, "gone")
-        wait_for(lambda: value(scrape(url), "agui_runs_ended_total", agent="talk",
-                               outcome="disconnected") == 1)
+        wait_for(
+            lambda: (
+                value(scrape(url), "agui_runs_ended_total", agent="talk", outcome="disconnected")
+                == 1
+            )
+        )
         samples = scrape(url)
     assert value(samples, "agui_runs_started_total", agent="talk") == 5
     ended = {
@@ -171,7 +175,9 @@ def test_protobuf_responses_are_counted_under_their_transport() -> None:
     assert value(samples, "agui_sent_bytes_total", agent="agent", transport="protobuf") == len(
         answer.content
     )
-    assert value(samples, "agui_sent_events_total", agent="agent", transport="protobuf") == 24  # RUN_STARTED, 22, RUN_FINISHED
+    assert (
+        value(samples, "agui_sent_events_total", agent="agent", transport="protobuf") == 24
+    )  # RUN_STARTED, 22, RUN_FINISHED
     assert value(samples, "agui_sent_events_total", agent="agent", transport="sse") == 0
 
 

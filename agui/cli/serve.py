@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -125,11 +126,13 @@ def serve(args: argparse.Namespace) -> int:
         # any path ending in /console). An ASGI app of another kind decides its own routes.
         at = (app.path or "").rstrip("/")
         console = f"\nconsole: http://{host}:{port}{at}/console"  # as the "serving" URL
+    if isinstance(app, AgentApp) and app._meter is not None:
+        console += f"\nmetrics: http://{host}:{port}/metrics"
     # --cors-origin '*': AgentApp itself warns (on the "agui.server" logger, which reaches
     # stderr before uvicorn's logging is set up), once.
     options: dict[str, Any] = {
         "log_level": settings["log_level"],
-        "log_config": _log_config(settings["log_level"]),
+        "log_config": _log_config(settings["log_level"], settings.get("log_format", "text")),
         "root_path": args.root_path,
         "timeout_graceful_shutdown": settings["timeout_graceful_shutdown"],
     }
@@ -267,6 +270,10 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
     kept = settings.get("retention")
     from agui.store import Retention
 
+    metrics = settings.get("metrics", True)
+    if metrics and "metrics" not in given and importlib.util.find_spec("prometheus_client") is None:
+        metrics = False  # on by default where prometheus-client is installed (the server extra)
+
     try:
         app = AgentApp(
             agent,
@@ -276,11 +283,15 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
             authorize=authorize,
             cors_origins=origins,
             console=settings.get("console", True),
+            metrics=metrics,
             **settings.get("app", {}),
         )
     except TypeError as exc:
         raise _Refused(f"{what} cannot be served: {exc}") from None
-    except (ValueError, ImportError) as exc:  # an origin that is not one; no Starlette
+    except ImportError as exc:  # no Starlette (CORS), no prometheus-client (--metrics)
+        where = "cors_origins" if "Starlette" in str(exc) else "metrics"
+        raise _Refused(f"{given.get(where, '--' + where.replace('_', '-'))}: {exc}") from None
+    except ValueError as exc:  # an origin that is not one
         raise _Refused(f"{given.get('cors_origins', '--cors-origin')}: {exc}") from None
     except AguiError as exc:  # the store URL (agui.store.StoreError)
         raise _Refused(f"{given.get('store', '--store')} {store}: {exc}") from None
@@ -310,6 +321,11 @@ def _asgi_refuses(spec: str, given: dict[str, str], settings: dict[str, Any]) ->
         raise _Refused(
             f"{spec} is an ASGI app: {given['cors_origins']} is for an agent (give an AgentApp "
             "its cors_origins=[...], or wrap the app in Starlette's CORSMiddleware)"
+        )
+    if "metrics" in given:
+        raise _Refused(
+            f"{spec} is an ASGI app: {given['metrics']} is for an agent (give an AgentApp its "
+            "metrics=True, and serve /metrics in the app: docs/operations.md)"
         )
     for name in (*settings.get("app", {}), *settings.get("retention", {})):
         parameter = name if name in settings.get("app", {}) else "retention"
@@ -398,16 +414,12 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _log_config(level: str) -> dict[str, Any]:
-    """uvicorn's logging configuration, with agui's loggers at the same level."""
-    import copy
+def _log_config(level: str, log_format: Any = "text") -> dict[str, Any]:
+    """uvicorn's logging configuration, with agui's loggers at the same level, every line in
+    `log_format` (text, or json: one object per line, agui.logs)."""
+    from agui.logs import log_config
 
-    from uvicorn.config import LOGGING_CONFIG
-
-    config = copy.deepcopy(LOGGING_CONFIG)
-    numeric = "DEBUG" if level == "trace" else level.upper()
-    config["loggers"]["agui"] = {"handlers": ["default"], "level": numeric, "propagate": False}
-    return config
+    return log_config(log_format, level)
 
 
 def _shutting_down(server: Any) -> None:
