@@ -138,12 +138,14 @@ def serve(args: argparse.Namespace) -> int:
     }
     with sock:
         if workers == 1:
-            server = _make_server(uvicorn.Config(app, **options), line + console)
+            config = uvicorn.Config(app, **options)
+            server = _make_server(config, line + console, settings.get("log_format", "text"))
             server.run(sockets=[sock])
             return 0 if server.started else 3
         os.environ[_SETTINGS] = json.dumps(settings)
         config = uvicorn.Config(f"{__name__}:worker_app", factory=True, workers=workers, **options)
-        print(f"{line} ({workers} workers){console}", file=sys.stderr, flush=True)
+        said = _said(f"{line} ({workers} workers){console}", settings.get("log_format", "text"))
+        print(said, file=sys.stderr, flush=True)
         _supervise(config, sock)
     return 0
 
@@ -422,6 +424,26 @@ def _log_config(level: str, log_format: Any = "text") -> dict[str, Any]:
     return log_config(log_format, level)
 
 
+def _said(text: str, log_format: str) -> str:
+    """The "serving" lines as stderr gets them: as they are, or with --log-format json each a
+    JSON object (logger "agui.serve"), as every other line there is."""
+    if log_format != "json":
+        return text
+    import logging
+
+    from agui.logs import JsonFormatter
+
+    formatter = JsonFormatter()
+    return "\n".join(
+        formatter.format(
+            logging.makeLogRecord(
+                {"name": "agui.serve", "levelname": "INFO", "levelno": logging.INFO, "msg": part}
+            )
+        )
+        for part in text.splitlines()
+    )
+
+
 def _shutting_down(server: Any) -> None:
     """Tell every AgentApp of this process that `server` (a uvicorn.Server) shuts down (as
     `AgentApp.shutdown_all`, with the grace and the end of the server's window)."""
@@ -437,9 +459,10 @@ def _server_class() -> Any:
         """uvicorn's server, which tells the AgentApps when the shutdown begins and prints the
         "serving" line once it has started."""
 
-        def __init__(self, config: Any, line: str) -> None:
+        def __init__(self, config: Any, line: str, log_format: str) -> None:
             super().__init__(config)
             self.line = line
+            self.log_format = log_format
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)
@@ -448,13 +471,13 @@ def _server_class() -> Any:
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
             if self.started and not self.should_exit:
-                print(self.line, file=sys.stderr, flush=True)
+                print(_said(self.line, self.log_format), file=sys.stderr, flush=True)
 
     return Server
 
 
-def _make_server(config: Any, line: str) -> Any:
-    return _server_class()(config, line)
+def _make_server(config: Any, line: str, log_format: str = "text") -> Any:
+    return _server_class()(config, line, log_format)
 
 
 def _supervise(config: Any, sock: socket.socket) -> None:
