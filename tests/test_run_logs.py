@@ -1,7 +1,7 @@
 """Logs an operator can use (issue 21, item 5): one line per run at INFO (agent, thread, run,
 outcome, events, duration, client address), an agent's failure with its traceback, and
 `--log-format json`: every line on stderr one JSON object. Each with a real `agui serve` process,
-and with plain `uvicorn module:app --log-config FILE` (agui.logs.log_config written as JSON).
+and with plain `uvicorn module:app --log-config FILE` (agui.http.logs.log_config written as JSON).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 import agui
-from agui.logs import JsonFormatter, log_config
+from agui.http.logs import JsonFormatter, log_config
 
 from .conftest import run_input
 
@@ -183,7 +183,7 @@ def test_agui_serve_text_has_the_run_line_and_the_traceback(folder: Path) -> Non
 
 
 def test_plain_uvicorn_with_the_log_config_writes_json(folder: Path) -> None:
-    """`uvicorn logged_agent:app --log-config logging.json` (agui.logs.log_config("json")): the
+    """`uvicorn logged_agent:app --log-config logging.json` (agui.http.logs.log_config("json")): the
     same objects as agui serve writes, the AgentApp's name as the agent."""
     (folder / "logging.json").write_text(json.dumps(log_config("json", "info")))
     server = Process(

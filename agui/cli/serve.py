@@ -418,8 +418,8 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def _log_config(level: str, log_format: Any = "text") -> dict[str, Any]:
     """uvicorn's logging configuration, with agui's loggers at the same level, every line in
-    `log_format` (text, or json: one object per line, agui.logs)."""
-    from agui.logs import log_config
+    `log_format` (text, or json: one object per line, agui.http.logs)."""
+    from agui.http.logs import log_config
 
     return log_config(log_format, level)
 
@@ -431,7 +431,7 @@ def _said(text: str, log_format: str) -> str:
         return text
     import logging
 
-    from agui.logs import JsonFormatter
+    from agui.http.logs import JsonFormatter
 
     formatter = JsonFormatter()
     return "\n".join(

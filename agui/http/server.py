@@ -256,7 +256,7 @@ class AgentApp:
 
     Every run's end is logged at INFO on "agui.server" (agent, thread, run, outcome, events,
     duration, client address), its fields also in the record's `agui` attribute (for
-    agui.logs.JsonFormatter).
+    agui.http.logs.JsonFormatter).
 
     An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
     something not callable with the input) is refused here with TypeError.

@@ -4,7 +4,7 @@ that include agui's loggers.
 `agui serve --log-format json` (AGUI_LOG_FORMAT=json) writes every line, uvicorn's and agui's, as
 one JSON object on stderr. Under plain uvicorn the same comes from its logging configuration:
 `uvicorn module:app --log-config logging.json`, a file holding `log_config("json")` (or a
-configuration of your own naming `agui.logs.JsonFormatter`), or `uvicorn.run(app,
+configuration of your own naming `agui.http.logs.JsonFormatter`), or `uvicorn.run(app,
 log_config=log_config("json"))`.
 
 Each object has `time` (UTC, ISO 8601 with milliseconds), `level`, `logger` and `message`; a
@@ -75,5 +75,5 @@ def log_config(log_format: Literal["text", "json"] = "text", level: str = "info"
     config["loggers"]["agui"] = {"handlers": ["default"], "level": numeric, "propagate": False}
     if log_format == "json":
         for name in ("default", "access"):
-            config["formatters"][name] = {"()": "agui.logs.JsonFormatter"}
+            config["formatters"][name] = {"()": "agui.http.logs.JsonFormatter"}
     return config
