@@ -257,3 +257,12 @@ def test_a_mounted_app_reports_into_the_registry_an_application_serves() -> None
         post(url, "m1", "hi")
         samples = scrape(url, "/metrics/")  # a mount's root (Prometheus follows the redirect)
     assert value(samples, "agui_runs_ended_total", agent="mounted", outcome="success") == 1
+
+
+def test_the_metrics_route_is_served_under_a_root_path() -> None:
+    """Behind a proxy that strips a prefix (uvicorn's root_path), /metrics is still answered."""
+    app = AgentApp(talk, path="/agent", metrics=CollectorRegistry())
+    with live_server(app, root_path="/prefix") as url:
+        samples = scrape(url)
+    assert value(samples, "agui_runs_started_total", agent="agent") == 0
+    assert ("agui_runs_started_total", (("agent", "agent"),)) in samples

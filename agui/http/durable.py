@@ -561,6 +561,7 @@ class Durable:
         offer, put = outbox.offer, outbox.put
         downgrade = tail.downgrade  # a pre-1.0 peer's translation, or None
         tail.run_id = run_id
+        counting = self.app._meter is not None  # the events a piece holds, for the metrics
         fresh = after is None  # from the run's start: it must open with RUN_STARTED
         tail.started = not fresh
         tail.ended = False
@@ -612,8 +613,8 @@ class Durable:
                     chunk = b"".join([b"data: " + event + b"\n\n" for event in events])
                 tail.count += len(events)
                 if chunk:
-                    # One piece holds the batch's frames: the sender counts it as one.
-                    tail.clock.events += (len(kept) if binary else chunk.count(b"\n\n")) - 1
+                    if counting:  # one piece holds the batch's frames: the sender counts one
+                        tail.clock.events += (len(kept) if binary else chunk.count(b"\n\n")) - 1
                     if not offer(chunk):
                         await put(chunk)
                 last = batch.cursors[-1]  # queued: a read after the fault goes on from here

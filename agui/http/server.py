@@ -577,7 +577,9 @@ class AgentApp:
     # ── metrics, the log line of a run ───────────────────────────────────────
     def _at_metrics(self, scope: Scope) -> bool:
         """The request is for `GET /metrics` of an app with a path of its own (the whole app)."""
-        return self.path is not None and self.path != _METRICS and scope["path"] == _METRICS
+        if self.path is None or self.path == _METRICS:
+            return False
+        return _METRICS in (scope["path"], _relative(scope))
 
     async def _serve_metrics(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):

@@ -129,6 +129,33 @@ def test_durable_runs_are_counted_by_outcome(
     assert lines["ok"]["client"].startswith("127.0.0.1:")
 
 
+def test_a_resume_counts_the_events_and_bytes_its_client_reads(store_url: str) -> None:
+    """A stored run resumed from its start, read to the end: the events and bytes counted for
+    that response are exactly what its client read (a batch read from the log is one write of
+    many events)."""
+    app = agui.AgentApp(
+        agent, path="/agent", store=store_url, metrics=CollectorRegistry(), name="durable"
+    )
+    with live_server(app) as url:
+        assert post(f"{url}/agent", body("big", "t1", count=500)).frames[-1].type == "RUN_FINISHED"
+        before = scrape(url)
+        size = 0
+        frames = 0
+        with httpx.stream("GET", f"{url}/agent/runs/big/events", timeout=30) as answer:
+            for chunk in answer.iter_raw():
+                size += len(chunk)
+                frames += chunk.count(b"\n\n")
+        after = scrape(url)
+    assert frames == 504  # RUN_STARTED, the message's 502, RUN_FINISHED
+
+    def grew(name: str) -> float:
+        key = {"agent": "durable", "transport": "sse"}
+        return value(after, name, **key) - value(before, name, **key)
+
+    assert grew("agui_sent_events_total") == frames
+    assert grew("agui_sent_bytes_total") == size
+
+
 def test_a_failing_store_counts_store_errors_and_ends_the_run_in_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
