@@ -2,6 +2,8 @@
 outcome, events, duration, client address), an agent's failure with its traceback, and
 `--log-format json`: every line on stderr one JSON object. Each with a real `agui serve` process,
 and with plain `uvicorn module:app --log-config FILE` (agui.http.logs.log_config written as JSON).
+The same processes' metrics (issue 21, item 4): on by default under `agui serve`, counting its
+runs; `--no-metrics` leaves /metrics out; `--metrics` with an ASGI app is refused.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 import agui
 from agui.http.logs import JsonFormatter, log_config
@@ -155,14 +158,27 @@ def test_agui_serve_json_writes_one_object_per_line(folder: Path) -> None:
         [*SERVE, "--log-format", "json"],
         folder,
     )
-    two_runs(server.url(r'"serving '))
+    url = server.url(r'"serving ')
+    two_runs(url)
+    scraped = httpx.get(f"{url}/metrics").text  # agui serve's metrics, on by default
     objects = check_json_lines(server.stop())
+    ended = {
+        sample.labels["outcome"]: sample.value
+        for family in text_string_to_metric_families(scraped)
+        for sample in family.samples
+        if sample.name == "agui_runs_ended_total"
+    }
+    assert (ended["success"], ended["error"], ended["disconnected"]) == (1, 1, 0), ended
     check_run_objects(objects, "agent")
     assert objects[3]["logger"] == "agui.serve"
     assert objects[3]["message"].startswith("serving logged_agent:agent at http://127.0.0.1:")
     # uvicorn's access lines (on stdout, where its handler writes them) are objects too
     access = check_json_lines(server.stdout)
-    assert [(o["method"], o["path"], o["status"]) for o in access] == [("POST", "/agent", 200)] * 2
+    assert [(o["method"], o["path"], o["status"]) for o in access] == [
+        ("POST", "/agent", 200),
+        ("POST", "/agent", 200),
+        ("GET", "/metrics", 200),
+    ]
 
 
 def test_agui_serve_text_has_the_run_line_and_the_traceback(folder: Path) -> None:
@@ -192,6 +208,29 @@ def test_plain_uvicorn_with_the_log_config_writes_json(folder: Path) -> None:
     )
     two_runs(server.url("Uvicorn running on"))
     check_run_objects(check_json_lines(server.stop()), "logged")
+
+
+def test_no_metrics_leaves_the_route_out(folder: Path) -> None:
+    """`agui serve --no-metrics`: /metrics is 404, and no "metrics:" line is printed."""
+    server = Process([*SERVE, "--no-metrics"], folder)
+    url = server.url(r"^serving ")
+    answer = httpx.get(f"{url}/metrics")
+    text = "".join(server.stop())
+    assert answer.status_code == 404
+    assert "metrics: http" not in text
+
+
+def test_metrics_with_an_asgi_app_are_refused(folder: Path) -> None:
+    """--metrics names an AgentApp setting: with an ASGI app it is refused before the start."""
+    done = subprocess.run(
+        [str(AGUI), "serve", "logged_agent:app", "--port", "0", "--metrics"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("agui serve: logged_agent:app is an ASGI app: --metrics is for")
 
 
 def test_client_ids_cannot_forge_a_field_or_a_line(caplog: pytest.LogCaptureFixture) -> None:
