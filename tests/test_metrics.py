@@ -27,7 +27,7 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 async def talk(run: agui.RunAgentInput) -> AsyncIterator[Any]:
-    """Success, cancelled or an error, as the first user message says."""
+    """Success, cancelled, an interrupt or an error, as the user message says."""
     text = str(run.messages[-1].content)
     if text == "fail":
         raise RuntimeError("the agent broke")
@@ -38,6 +38,13 @@ async def talk(run: agui.RunAgentInput) -> AsyncIterator[Any]:
     if text == "cancel":
         yield agui.RunFinishedEvent(
             thread_id=run.thread_id, run_id=run.run_id, outcome=agui.RunFinishedCancelledOutcome()
+        )
+    if text == "ask":
+        asked = agui.Interrupt(id="i1", reason="confirmation")
+        yield agui.RunFinishedEvent(
+            thread_id=run.thread_id,
+            run_id=run.run_id,
+            outcome=agui.RunFinishedInterruptOutcome(interrupts=(asked,)),
         )
     if text == "hang":
         await asyncio.sleep(60)
@@ -93,7 +100,8 @@ def wait_for(check: Any, timeout: float = 10.0) -> None:
 
 
 def test_the_counters_match_the_runs_made() -> None:
-    """Runs of each outcome are counted once each; events and bytes are those the clients read."""
+    """Runs of each outcome are counted once each; events and bytes are those the clients read:
+    exactly, less what the client that left did not read (a few writes at most)."""
     app = AgentApp(talk, path="/agent", metrics=CollectorRegistry(), name="talk")
     with live_server(app) as url:
         before = scrape(url)
@@ -104,6 +112,7 @@ def test_the_counters_match_the_runs_made() -> None:
             ("ok-2", "hi", "RUN_FINISHED"),
             ("bad", "fail", "RUN_ERROR"),
             ("stop", "cancel", "RUN_FINISHED"),
+            ("ask", "ask", "RUN_FINISHED"),
         ]:
             events, size = post(url, run_id, text)
             assert events[-1]["type"] == last, events[-1]
@@ -117,16 +126,16 @@ def test_the_counters_match_the_runs_made() -> None:
             )
         )
         samples = scrape(url)
-    assert value(samples, "agui_runs_started_total", agent="talk") == 5
+    assert value(samples, "agui_runs_started_total", agent="talk") == 6
     ended = {
         outcome: value(samples, "agui_runs_ended_total", agent="talk", outcome=outcome)
         for outcome in ("success", "interrupt", "cancelled", "error", "disconnected")
     }
-    assert ended == {"success": 2, "interrupt": 0, "cancelled": 1, "error": 1, "disconnected": 1}
+    assert ended == {"success": 2, "interrupt": 1, "cancelled": 1, "error": 1, "disconnected": 1}
     assert value(samples, "agui_runs_active", agent="talk") == 0
     assert value(samples, "agui_run_duration_seconds_count", agent="talk", outcome="success") == 2
-    assert value(samples, "agui_time_to_first_event_seconds_count", agent="talk") == 5
-    # The client that left read one event or more of what was written: at least what the four
+    assert value(samples, "agui_time_to_first_event_seconds_count", agent="talk") == 6
+    # The client that left read one event or more of what was written: at least what the five
     # complete runs' clients read, exactly, and no more than a few writes beyond.
     sent_events = value(samples, "agui_sent_events_total", agent="talk", transport="sse")
     sent_bytes = value(samples, "agui_sent_bytes_total", agent="talk", transport="sse")
