@@ -1,7 +1,7 @@
-"""Prometheus metrics without a store (issue 21, item 4): `GET /metrics` of an AgentApp served as the
-whole app parses with prometheus-client's own text parser, and its counters match the runs made
-over real uvicorn on loopback: a success, a RUN_ERROR, a cancelled outcome, a client that leaves;
-the events and bytes counted are exactly those the clients read. Several AgentApps share one
+"""Prometheus metrics without a store (issue 21, item 4): `GET /metrics` of an AgentApp served as
+the whole app parses with prometheus-client's own text parser, and its counters match the runs
+made over real uvicorn on loopback: a success, a RUN_ERROR, a cancelled outcome, an interrupt, a
+client that leaves; the events and bytes counted are exactly those the clients read. Several AgentApps share one
 registry under their names; metrics off serves no /metrics; labels never hold a run's ids.
 """
 

@@ -212,9 +212,9 @@ class AgentApp:
     authorize: an async hook `(headers, action, thread_id, run_id) -> principal` asked before
     every request is served, with a store or without (action "start", "resume", "connect",
     "stop", "capabilities", "console" or "metrics"): it returns the caller's principal (a string)
-    or None to refuse (403). With a store, every thread and run lives in the namespace of the principal
-    that started it: another principal's request for it is answered as for an id never used
-    (agui.http.access).
+    or None to refuse (403). With a store, every thread and run lives in the namespace of the
+    principal that started it: another principal's request for it is answered as for an id never
+    used (agui.http.access).
     lease_seconds: how long a run stays owned by this worker without a renewal (renewed every
     third of it); a run whose lease ran out is closed with RUN_ERROR `RUN_LOST`.
     retention: what the log opened from a store URL keeps (an agui.store.Retention; None: its
