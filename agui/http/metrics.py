@@ -30,7 +30,7 @@ from prometheus_client.registry import Collector
 if TYPE_CHECKING:
     from agui.http.server import _Clock
 
-__all__ = ["OUTCOMES", "Metrics"]
+__all__ = ["OUTCOMES", "AgentMeter", "Metrics"]
 
 OUTCOMES = ("success", "interrupt", "cancelled", "error", "disconnected")
 """The values of the `outcome` label: RUN_FINISHED's outcome (success, interrupt, cancelled),
