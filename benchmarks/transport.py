@@ -1,6 +1,6 @@
 """Transport benchmark: a 100,000-event run over uvicorn and loopback, agui against the official SDK.
 
-Usage: ``python benchmarks/transport.py [--rounds N] [--quick] [--events N] [--profile]``
+Usage: ``python benchmarks/transport.py [--rounds N] [--quick] [--events N] [--metrics] [--profile]``
 (``nox -s bench`` runs it after the codec benchmarks).
 
 Two servers, each under uvicorn on 127.0.0.1 in its own subprocess, stream the same run: RUN_STARTED,
@@ -121,7 +121,9 @@ def agui_app(events: int, keepalive: float | None = 15.0, store: Any = None) -> 
         yield TextMessageEndEvent(message_id=MESSAGE_ID)
         yield RunFinishedEvent(thread_id=input.thread_id, run_id=input.run_id)
 
-    return agui.AgentApp(agent, path=PATH, keepalive=keepalive, store=store)
+    # --metrics (AGUI_BENCH_METRICS=1, which the server subprocess inherits): AgentApp's metrics on
+    metrics = os.environ.get("AGUI_BENCH_METRICS") == "1"
+    return agui.AgentApp(agent, path=PATH, keepalive=keepalive, store=store, metrics=metrics)
 
 
 def official_app(events: int) -> Any:
@@ -598,10 +600,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="profile the agui server instead of comparing"
     )
+    parser.add_argument(
+        "--metrics", action="store_true", help="agui's AgentApp with metrics=True (Prometheus)"
+    )
     parser.add_argument("--serve", choices=SERVERS, help=argparse.SUPPRESS)
     parser.add_argument("--profile-to", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     events = args.events or (20_000 if args.quick else 100_000)
+    if args.metrics:
+        os.environ["AGUI_BENCH_METRICS"] = "1"
     if events < 5:
         parser.error("--events must be at least 5")
     if args.serve:

@@ -104,6 +104,8 @@ def observed(name: str, settings: dict[str, Any], app: AgentApp) -> Any:
     if name == "lease_seconds":
         assert app._durable is not None
         return app._durable.lease_seconds
+    if name == "metrics":
+        return app._meter is not None
     if setting.target == "app" or name in ("path", "console"):
         return getattr(app, name)
     return settings[name]  # for uvicorn and the socket: host, port, workers, log level, ...
@@ -118,6 +120,8 @@ SAMPLES: dict[str, tuple[list[str], Any, str, Any]] = {
     "console": (["--no-console"], False, "0", False),
     "workers": (["--workers", "3"], 3, "2", 2),
     "log_level": (["--log-level", "info"], "info", "DEBUG", "debug"),
+    "log_format": (["--log-format", "json"], "json", "JSON", "json"),
+    "metrics": (["--no-metrics"], False, "0", False),
     "timeout_graceful_shutdown": (["--timeout-graceful-shutdown", "2.5"], 2.5, "0", 0.0),
     "store": (["--store", "memory://"], "MemoryLog", "sqlite:///{tmp}/runs.db", "SQLiteLog"),
     "authorize": (

@@ -224,6 +224,14 @@ def _log_level(value: str) -> str:
     return value.lower()
 
 
+def _log_format(value: str) -> str:
+    """text or json."""
+    word = value.strip().lower()
+    if word not in ("text", "json"):
+        raise ValueError(f"text or json, not {value!r}")
+    return word
+
+
 def _argument_type(read: Callable[[str], Any]) -> Callable[[str], Any]:
     """`read` for argparse: its ValueError's message becomes argparse's (which names the option
     and exits with status 2)."""
@@ -346,6 +354,26 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         "warning",
         "for uvicorn's logs and agui's: " + ", ".join(LOG_LEVELS),
         metavar="LEVEL",
+    ),
+    Setting(
+        "log_format",
+        "--log-format",
+        "AGUI_LOG_FORMAT",
+        _log_format,
+        "text",
+        "text, or json: every log line (uvicorn's and agui's) one JSON object on stderr",
+        metavar="FORMAT",
+    ),
+    Setting(
+        "metrics",
+        "--metrics",
+        "AGUI_METRICS",
+        _switch,
+        True,
+        "serve Prometheus metrics at /metrics (runs, outcomes, events, bytes, durations); "
+        "--no-metrics (AGUI_METRICS=0) leaves them out; not for an ASGI app",
+        shown="on",
+        boolean=True,
     ),
     Setting(
         "timeout_graceful_shutdown",

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import inspect
 import ipaddress
 import json
@@ -141,6 +142,8 @@ def serve(args: argparse.Namespace) -> int:
         # any path ending in /console). An ASGI app of another kind decides its own routes.
         at = (app.path or "").rstrip("/")
         console = f"\nconsole: http://{host}:{port}{at}/console"  # as the "serving" URL
+    if isinstance(app, AgentApp) and app._meter is not None:
+        console += f"\nmetrics: http://{host}:{port}/metrics"
     if settings["agents"]:  # an AgentServer: its list, and each agent's console
         console = f"\nagents: http://{host}:{port}/agents"
         for name, agent in app.apps.items():
@@ -150,18 +153,20 @@ def serve(args: argparse.Namespace) -> int:
     # stderr before uvicorn's logging is set up), once.
     options: dict[str, Any] = {
         "log_level": settings["log_level"],
-        "log_config": _log_config(settings["log_level"]),
+        "log_config": _log_config(settings["log_level"], settings.get("log_format", "text")),
         "root_path": args.root_path,
         "timeout_graceful_shutdown": settings["timeout_graceful_shutdown"],
     }
     with sock:
         if workers == 1:
-            server = _make_server(uvicorn.Config(app, **options), line + console)
+            config = uvicorn.Config(app, **options)
+            server = _make_server(config, line + console, settings.get("log_format", "text"))
             server.run(sockets=[sock])
             return 0 if server.started else 3
         os.environ[_SETTINGS] = json.dumps(settings)
         config = uvicorn.Config(f"{__name__}:worker_app", factory=True, workers=workers, **options)
-        print(f"{line} ({workers} workers){console}", file=sys.stderr, flush=True)
+        said = _said(f"{line} ({workers} workers){console}", settings.get("log_format", "text"))
+        print(said, file=sys.stderr, flush=True)
         _supervise(config, sock)
     return 0
 
@@ -343,6 +348,10 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
         _check_tracing(given["tracing"])
     from agui.store import Retention
 
+    metrics = settings.get("metrics", True)
+    if metrics and "metrics" not in given and importlib.util.find_spec("prometheus_client") is None:
+        metrics = False  # on by default where prometheus-client is installed (the server extra)
+
     try:
         app = AgentApp(
             agent,
@@ -352,11 +361,15 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
             authorize=authorize,
             cors_origins=origins,
             console=settings.get("console", True),
+            metrics=metrics,
             **settings.get("app", {}),
         )
     except TypeError as exc:
         raise _Refused(f"{what} cannot be served: {exc}") from None
-    except (ValueError, ImportError) as exc:  # an origin that is not one; no Starlette
+    except ImportError as exc:  # no Starlette (CORS), no prometheus-client (--metrics)
+        where = "cors_origins" if "Starlette" in str(exc) else "metrics"
+        raise _Refused(f"{given.get(where, '--' + where.replace('_', '-'))}: {exc}") from None
+    except ValueError as exc:  # an origin that is not one
         raise _Refused(f"{given.get('cors_origins', '--cors-origin')}: {exc}") from None
     except AguiError as exc:  # the store URL (agui.store.StoreError)
         raise _Refused(f"{given.get('store', '--store')} {store}: {exc}") from None
@@ -455,6 +468,11 @@ def _asgi_refuses(spec: str, given: dict[str, str], settings: dict[str, Any]) ->
             f"{spec} is an ASGI app: {given['cors_origins']} is for an agent (give an AgentApp "
             "its cors_origins=[...], or wrap the app in Starlette's CORSMiddleware)"
         )
+    if "metrics" in given:
+        raise _Refused(
+            f"{spec} is an ASGI app: {given['metrics']} is for an agent (give an AgentApp its "
+            "metrics=True, and serve /metrics in the app: docs/operations.md)"
+        )
     for name in (*settings.get("app", {}), *settings.get("retention", {})):
         parameter = name if name in settings.get("app", {}) else "retention"
         raise _Refused(
@@ -542,16 +560,32 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _log_config(level: str) -> dict[str, Any]:
-    """uvicorn's logging configuration, with agui's loggers at the same level."""
-    import copy
+def _log_config(level: str, log_format: Any = "text") -> dict[str, Any]:
+    """uvicorn's logging configuration, with agui's loggers at the same level, every line in
+    `log_format` (text, or json: one object per line, agui.http.logs)."""
+    from agui.http.logs import log_config
 
-    from uvicorn.config import LOGGING_CONFIG
+    return log_config(log_format, level)
 
-    config = copy.deepcopy(LOGGING_CONFIG)
-    numeric = "DEBUG" if level == "trace" else level.upper()
-    config["loggers"]["agui"] = {"handlers": ["default"], "level": numeric, "propagate": False}
-    return config
+
+def _said(text: str, log_format: str) -> str:
+    """The "serving" lines as stderr gets them: as they are, or with --log-format json each a
+    JSON object (logger "agui.serve"), as every other line there is."""
+    if log_format != "json":
+        return text
+    import logging
+
+    from agui.http.logs import JsonFormatter
+
+    formatter = JsonFormatter()
+    return "\n".join(
+        formatter.format(
+            logging.makeLogRecord(
+                {"name": "agui.serve", "levelname": "INFO", "levelno": logging.INFO, "msg": part}
+            )
+        )
+        for part in text.splitlines()
+    )
 
 
 def _shutting_down(server: Any) -> None:
@@ -569,9 +603,10 @@ def _server_class() -> Any:
         """uvicorn's server, which tells the AgentApps when the shutdown begins and prints the
         "serving" line once it has started."""
 
-        def __init__(self, config: Any, line: str) -> None:
+        def __init__(self, config: Any, line: str, log_format: str) -> None:
             super().__init__(config)
             self.line = line
+            self.log_format = log_format
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)
@@ -580,13 +615,13 @@ def _server_class() -> Any:
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
             if self.started and not self.should_exit:
-                print(self.line, file=sys.stderr, flush=True)
+                print(_said(self.line, self.log_format), file=sys.stderr, flush=True)
 
     return Server
 
 
-def _make_server(config: Any, line: str) -> Any:
-    return _server_class()(config, line)
+def _make_server(config: Any, line: str, log_format: str = "text") -> Any:
+    return _server_class()(config, line, log_format)
 
 
 def _supervise(config: Any, sock: socket.socket) -> None:

@@ -29,7 +29,7 @@ __all__ = ["ACTIONS", "Action", "Authorize", "Principal", "Refused", "ask", "req
 log = logging.getLogger("agui.server")
 
 Action: TypeAlias = Literal[
-    "start", "resume", "connect", "stop", "capabilities", "console", "list", "delete"
+    "start", "resume", "connect", "stop", "capabilities", "console", "list", "delete", "metrics"
 ]
 ACTIONS: tuple[Action, ...] = (
     "start",
@@ -40,17 +40,19 @@ ACTIONS: tuple[Action, ...] = (
     "console",
     "list",
     "delete",
+    "metrics",
 )
 Authorize: TypeAlias = Callable[
     [Mapping[str, str], Action, "str | None", "str | None"], Awaitable["str | bool | None"]
 ]
 """`authorize(headers, action, thread_id, run_id) -> principal`: headers with lower-case names
 (repeated ones joined with ", "); thread_id and run_id as the request names them (None where it
-names none: resume and stop name the run only, connect the thread only, capabilities and console
-nothing). With a store, the thread API (agui.http.threads) asks "list" for `GET {path}/threads`
-(naming nothing), "connect" for `GET {path}/threads/{id}` (it reads what connect reads) and
-"delete" for `DELETE {path}/threads/{id}` (naming the thread). Return the caller's principal (a non-empty string: a user id, a tenant, a key's id) to
-allow, None or False to refuse (403); True allows with no principal (an anonymous namespace)."""
+names none: resume and stop name the run only, connect the thread only, capabilities, console
+and metrics nothing). With a store, the thread API (agui.http.threads) asks "list" for
+`GET {path}/threads` (naming nothing), "connect" for `GET {path}/threads/{id}` (it reads what
+connect reads) and "delete" for `DELETE {path}/threads/{id}` (naming the thread). Return the
+caller's principal (a non-empty string: a user id, a tenant, a key's id) to allow, None or False
+to refuse (403); True allows with no principal (an anonymous namespace)."""
 
 
 class Refused(AguiError):

@@ -377,7 +377,7 @@ class Durable:
                     raise _BadRequest(409, f"run {run_id!r} was already started") from None
             except RunExists:
                 raise _BadRequest(409, f"run {run_id!r} was already started") from None
-            execution = Execution(self, run_input, run_key)
+            execution = Execution(self, run_input, run_key, scope.get("client"))
             self.executions[run_key] = execution
         finally:
             self._reserved -= 1
@@ -453,6 +453,8 @@ class Durable:
                 raise  # the log failed (a backend's error is the cause): 503
             raise _BadRequest(400, f"run {run_id!r} has no event at cursor {after!r}") from exc
         binary = self.app.binary_for(scope)
+        if self.app._meter is not None:
+            self.app._meter.resumed()
 
         async def produce(tail: _Tail) -> None:
             await self._follow(tail, key, after, binary, principal, first=first, backlog=backlog)
@@ -480,6 +482,8 @@ class Durable:
         era = self._replay_era(scope)
         frame_of = proto_frame if binary else sse_frame
         frames = [frame_of(event) for event in head]
+        if self.app._meter is not None:
+            self.app._meter.connected()
 
         async def produce(tail: _Tail) -> None:
             if tail.downgrade is not None:  # a pre-1.0 peer: the head as its era takes it
@@ -610,6 +614,7 @@ class Durable:
         offer, put = outbox.offer, outbox.put
         downgrade = tail.downgrade  # a pre-1.0 peer's translation, or None
         tail.run_id = run_id
+        counting = self.app._meter is not None  # the events a piece holds, for the metrics
         fresh = after is None  # from the run's start: it must open with RUN_STARTED
         tail.started = not fresh
         tail.ended = False
@@ -643,7 +648,8 @@ class Durable:
                 data = events[-1]
                 if binary:
                     frames = [_proto_of(event, run_id) for event in events]
-                    chunk = b"".join([frame for frame in frames if frame is not None])
+                    kept = [frame for frame in frames if frame is not None]
+                    chunk = b"".join(kept)
                 elif downgrade is not None:
                     sse_data = downgrade.sse_data
                     chunk = b"".join(
@@ -659,8 +665,11 @@ class Durable:
                 else:
                     chunk = b"".join([b"data: " + event + b"\n\n" for event in events])
                 tail.count += len(events)
-                if chunk and not offer(chunk):
-                    await put(chunk)
+                if chunk:
+                    if counting:  # one piece holds the batch's frames: the sender counts one
+                        tail.clock.events += (len(kept) if binary else chunk.count(b"\n\n")) - 1
+                    if not offer(chunk):
+                        await put(chunk)
                 last = batch.cursors[-1]  # queued: a read after the fault goes on from here
                 tail.started = True
                 tail.ended = data.startswith(_TERMINAL_PREFIXES)
@@ -764,6 +773,9 @@ class Durable:
         app._runs.add(tail)
         if app._stop_at is not None:
             tail.stop(app._stop_at)
+        meter = app._meter
+        if meter is not None:
+            meter.streaming(tail.clock, binary)
         try:
             await self._watch(tail, producer, sender, watcher)
         except asyncio.CancelledError:
@@ -792,6 +804,8 @@ class Durable:
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     log.error("a durable response failed", exc_info=task.exception())
+            if meter is not None:
+                meter.streamed(tail.clock, binary)
 
     async def _cancelled(
         self,
@@ -921,6 +935,9 @@ class Durable:
         """Record a failure of the log. One line is logged per run it meets (`run_id`), and one
         for a failure that meets no run (the sweep, a probe) unless this outage was logged
         already; never a traceback, never again for the same run."""
+        meter = self.app._meter
+        if meter is not None:
+            meter.store_failed()
         now = time.time()
         text = str(error) or type(error).__name__
         failure = self.store_failure
@@ -1074,7 +1091,9 @@ class Execution:
     """One run executing on this worker: the agent's events, encoded and queued for the writer,
     which appends them to the log; the lease, the stop flag, the time limit and the shutdown."""
 
-    def __init__(self, durable: Durable, run_input: RunAgentInput, key: str) -> None:
+    def __init__(
+        self, durable: Durable, run_input: RunAgentInput, key: str, client: object = None
+    ) -> None:
         self.durable = durable
         self.app = durable.app
         self.input = run_input
@@ -1094,8 +1113,14 @@ class Execution:
         self._failure: BaseException | None = None  # the log's last failure (a renewal, a poll)
         self.wake: asyncio.Future[None] = self.loop.create_future()
         self.span: RunSpan | None = None  # the run's trace span (None: not traced)
+        self.client = client  # the address of the request that started it
+        self.terminal: object = None  # the terminal event queued (its outcome), None: none
+        self.events = 0  # events stored
+        self.first_at: float | None = None  # when the first was (the loop's clock)
+        self.started_at = 0.0
 
     def start(self) -> None:
+        self.started_at = self.app._observe_start()
         context = None if self.span is None else self.span.task_context()
         self.task = asyncio.create_task(self.run(), name=f"agui run {self.id}", context=context)
         self.app._runs.add(self)
@@ -1128,7 +1153,10 @@ class Execution:
     def _queue_event(self, event: Any) -> None:
         if type(event) is RunStartedEvent:
             self._open.start(event)
-        self._queue(encode(event), type(event) in _TERMINAL)
+        terminal = type(event) in _TERMINAL
+        if terminal:
+            self.terminal = event
+        self._queue(encode(event), terminal)
 
     def close_with(self, message: str, code: str) -> None:
         """End the run with RUN_ERROR `code` (RUN_STARTED first when nothing was queued)."""
@@ -1164,6 +1192,7 @@ class Execution:
             self.span.ended_by_server(None, closed=len(closing))
         for event in closing:
             self._queue(encode(event))
+        self.terminal = finished
         self._queue(encode(finished), True)
 
     # ── the tasks ────────────────────────────────────────────────────────────
@@ -1200,6 +1229,15 @@ class Execution:
                 del self.durable.executions[self.id]
             if self.span is not None:
                 self.span.end("abandoned")
+            self.app._observe_end(
+                self.input,
+                self.started_at,
+                self.terminal,
+                self.events,
+                self.first_at,
+                self.client,
+                default="error",  # no end of its own here: abandoned (the lease, the log)
+            )
 
     async def _produce(self) -> None:
         """Drive the agent through the run lifecycle; encode and queue its events."""
@@ -1255,6 +1293,7 @@ class Execution:
                 pending.append(data if queued < _UNCOPIED else bytes(memoryview(data)))
                 if type(event) in _TERMINAL:
                     self.final = True
+                    self.terminal = event
                     filled.set()
                 elif not queued:
                     filled.set()  # the writer waits for an empty queue to fill, nothing else
@@ -1301,6 +1340,9 @@ class Execution:
                     )
                 raise _Abandoned(str(exc)) from exc
             self.durable._store_ok()
+            if self.first_at is None:
+                self.first_at = self.loop.time()
+            self.events += len(batch)
             if final:
                 self.stored = True
                 return
@@ -1318,7 +1360,8 @@ class Execution:
             self.span.ended_by_server(STORE_ERROR, _STORE_ERROR_MESSAGE)
         self.final = True  # nothing more is queued
         self._pending.clear()
-        end = encode(run_error(_STORE_ERROR_MESSAGE, STORE_ERROR))
+        self.terminal = run_error(_STORE_ERROR_MESSAGE, STORE_ERROR)
+        end = encode(self.terminal)
         try:
             async with asyncio.timeout(_STOP_WAIT):
                 await durable.log.append(self.id, [end], final=True)

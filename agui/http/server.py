@@ -71,9 +71,11 @@ from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, KEEPALIVE, sse_frame
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
+    from prometheus_client import CollectorRegistry
 
     from agui.console import Console
     from agui.http.durable import Durable
+    from agui.http.metrics import AgentMeter
     from agui.http.tracing import RunSpan, Tracing
     from agui.store.base import EventLog, Retention
 
@@ -106,6 +108,7 @@ _PROTO_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 _VARY = (b"vary", b"accept")
+_METRICS = "/metrics"
 _WRITE_BYTES = 64 * 1024  # coalesce queued frames into writes of at most about this size
 _MAX_LISTED_PROBLEMS = 50
 # The largest frame a client takes by default: an SSE frame's lines (each with its line end), a
@@ -211,10 +214,10 @@ class AgentApp:
     run goes on until its end, whoever left.
     authorize: an async hook `(headers, action, thread_id, run_id) -> principal` asked before
     every request is served, with a store or without (action "start", "resume", "connect",
-    "stop", "capabilities" or "console"): it returns the caller's principal (a string) or None
-    to refuse (403). With a store, every thread and run lives in the namespace of the principal
-    that started it: another principal's request for it is answered as for an id never used
-    (agui.http.access).
+    "stop", "capabilities", "console" or "metrics"): it returns the caller's principal (a string)
+    or None to refuse (403). With a store, every thread and run lives in the namespace of the
+    principal that started it: another principal's request for it is answered as for an id never
+    used (agui.http.access).
     lease_seconds: how long a run stays owned by this worker without a renewal (renewed every
     third of it); a run whose lease ran out is closed with RUN_ERROR `RUN_LOST`.
     retention: what the log opened from a store URL keeps (an agui.store.Retention; None: its
@@ -253,6 +256,18 @@ class AgentApp:
     model requests and server tools as child spans. True: the application's global TracerProvider, or when it set
     none, the SDK configured from the OTEL_* environment variables; a TracerProvider: that one.
     False (the default): nothing is traced, and OpenTelemetry is never imported.
+    name: the agent's name in the metrics (the `agent` label) and the per-run log line (default:
+    the agent's `name` attribute when it is a string, else "agent").
+    metrics: report Prometheus metrics (agui.http.metrics; `pip install 'agui-spec[metrics]'`):
+    True into prometheus-client's default registry, or into the CollectorRegistry given; the
+    AgentApps given the same registry report into the same families, each under its name. An
+    app with a path of its own then answers `GET /metrics` (the text format) at the root; a
+    mounted one leaves it to the application (docs/operations.md). False (the default): nothing
+    is counted or imported.
+
+    Every run's end is logged at INFO on "agui.server" (agent, thread, run, outcome, events,
+    duration, client address), its fields also in the record's `agui` attribute (for
+    agui.http.logs.JsonFormatter).
 
     An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
     something not callable with the input) is refused here with TypeError.
@@ -284,6 +299,8 @@ class AgentApp:
         cors_origins: Iterable[str] = (),
         console: bool = False,
         tracing: bool | TracerProvider = False,
+        name: str | None = None,
+        metrics: bool | CollectorRegistry = False,
     ) -> None:
         check_agent(agent)
         source = agent if isinstance(agent, CapabilitySource) else None
@@ -332,6 +349,12 @@ class AgentApp:
         self._app: Callable[[Scope, Receive, Send], Awaitable[None]] = self._serve
         if origins:
             self._app = _with_cors(self._serve, origins)
+        self.name = name or _agent_name(agent)
+        """The agent's name in the metrics and the logs."""
+        self._meter: AgentMeter | None = None
+        self._metrics_app: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+        if metrics is not False:
+            self._meter = _meter_of(metrics, self.name)
         self._runs: set[_Stoppable] = set()
         self._served = 0  # runs served without a store, for max_active_runs
         self._durable: Durable | None = None
@@ -504,6 +527,10 @@ class AgentApp:
             ready = _relative(scope) == health.READYZ
             await health.answer(scope, send, await health.not_ready([self]) if ready else None)
             return
+        if self._meter is not None and self._at_metrics(scope):
+            if not await self._refused(scope, send, "metrics"):
+                await self._serve_metrics(scope, receive, send)
+            return
         if self._console is not None and scope["method"] in ("GET", "HEAD"):
             name = self._console.file_for(_relative(scope), self.path)
             if name is not None:
@@ -552,7 +579,15 @@ class AgentApp:
         span = self._run_span(run_input, scope)
         self._served += 1
         try:
-            await self._respond(run_input, receive, send, binary, self.era_for(run_input), span)
+            await self._respond(
+                run_input,
+                receive,
+                send,
+                binary,
+                self.era_for(run_input),
+                span,
+                scope.get("client"),
+            )
         finally:
             self._served -= 1
             if span is not None:
@@ -583,6 +618,52 @@ class AgentApp:
         if self.path is None or relative not in (health.HEALTHZ, health.READYZ):
             return False
         return relative != self.path.rstrip("/")
+
+    # ── metrics, the log line of a run ───────────────────────────────────────
+    def _at_metrics(self, scope: Scope) -> bool:
+        """The request is for `GET /metrics` of an app with a path of its own (the whole app)."""
+        if self.path is None or self.path == _METRICS:
+            return False
+        return _METRICS in (scope["path"], _relative(scope))
+
+    async def _serve_metrics(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in ("GET", "HEAD"):
+            await _json_response(send, 405, {"error": "read the metrics with GET"}, _ALLOW_GET)
+            return
+        if self._metrics_app is None:
+            from prometheus_client import make_asgi_app
+
+            assert self._meter is not None
+            self._metrics_app = make_asgi_app(self._meter.metrics.registry)
+        await self._metrics_app(scope, receive, send)
+
+    def _observe_start(self) -> float:
+        """A run starts (served here, or executing here with a store): counted; returns its
+        start (the loop's clock)."""
+        if self._meter is not None:
+            self._meter.run_started()
+        return asyncio.get_running_loop().time()
+
+    def _observe_end(
+        self,
+        run_input: RunAgentInput,
+        started: float,
+        terminal: object,
+        events: int,
+        first_event: float | None,
+        client: object,
+        default: str = "disconnected",
+    ) -> None:
+        """A run ended: counted, and its line logged at INFO. `terminal`: its terminal event
+        queued (None: none, the outcome is `default`); `first_event`: when its first event was
+        written (the loop's clock; None: never)."""
+        now = asyncio.get_running_loop().time()
+        outcome, code = _outcome(terminal, default)
+        if self._meter is not None:
+            ttfe = None if first_event is None else max(0.0, first_event - started)
+            self._meter.run_ended(outcome, now - started, ttfe)
+        if log.isEnabledFor(logging.INFO):
+            _log_run(self.name, run_input, outcome, code, events, now - started, client)
 
     # ── capabilities ─────────────────────────────────────────────────────────
     async def capabilities(self) -> AgentCapabilities:
@@ -729,6 +810,7 @@ class AgentApp:
         binary: bool = False,
         era: Era | None = None,
         span: RunSpan | None = None,
+        client: object = None,
     ) -> None:
         headers = _PROTO_HEADERS if binary else _STREAM_HEADERS
         if self.protobuf:
@@ -746,6 +828,9 @@ class AgentApp:
         self._runs.add(run)
         if self._stop_at is not None:  # the shutdown began while this run was being set up
             run.stop(self._stop_at)
+        started = self._observe_start()
+        if self._meter is not None:
+            self._meter.streaming(run.clock, binary)
         try:
             await self._supervise(run, producer, sender, watcher)
         except asyncio.CancelledError:
@@ -765,6 +850,10 @@ class AgentApp:
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     log.error("streaming run %s failed", run.id, exc_info=task.exception())
+            if self._meter is not None:
+                self._meter.streamed(run.clock, binary)
+            clock = run.clock
+            self._observe_end(run.input, started, run.terminal, clock.events, clock.first, client)
 
     async def _supervise(
         self, run: _Run, producer: asyncio.Task[None], sender: asyncio.Task[None], watcher: Any
@@ -845,6 +934,7 @@ class AgentApp:
                     # End the response now: the client is done even if the agent is not. The
                     # lifecycle drops (and logs) whatever the agent still yields.
                     run.ended = True
+                    run.terminal = event
                     await put(None)
         finally:
             await stream.aclose()
@@ -866,6 +956,72 @@ def _tracing(agent: Agent, tracing: bool | TracerProvider) -> Tracing:
             f"tracing needs OpenTelemetry ({exc}): pip install 'agui-spec[otel]'"
         ) from None
     return Tracing(agent, None if isinstance(tracing, bool) else tracing)
+
+
+def _agent_name(agent: object) -> str:
+    """The agent's `name` when it has one that is a string, else "agent"."""
+    name = getattr(agent, "name", None)
+    return name if isinstance(name, str) and name else "agent"
+
+
+def _meter_of(metrics: Any, name: str) -> AgentMeter:
+    """The instruments of `name` in the registry `metrics` names (True: the default one)."""
+    try:
+        from agui.http.metrics import Metrics
+    except ImportError:
+        raise ImportError(
+            "metrics need prometheus-client: pip install 'agui-spec[metrics]'"
+        ) from None
+    return Metrics.of(None if metrics is True else metrics).for_agent(name)
+
+
+def _outcome(terminal: object, default: str) -> tuple[str, str | None]:
+    """(the outcome label, the RUN_ERROR code) of a run whose terminal event is `terminal`."""
+    if isinstance(terminal, RunErrorEvent):
+        return "error", terminal.code if isinstance(terminal.code, str) else None
+    if isinstance(terminal, RunFinishedEvent):
+        kind = getattr(terminal.outcome, "type", "success")
+        return (kind if kind in ("success", "interrupt", "cancelled") else "success"), None
+    return default, None
+
+
+def _log_run(
+    agent: str,
+    run_input: RunAgentInput,
+    outcome: str,
+    code: str | None,
+    events: int,
+    seconds: float,
+    client: object,
+) -> None:
+    """The run's line at INFO: its fields as key=value (values quoted when they need it: ids
+    come from clients), and in the record's `agui` attribute for a structured formatter."""
+    address = f"{client[0]}:{client[1]}" if isinstance(client, (tuple, list)) else None
+    fields: dict[str, Any] = {
+        "agent": agent,
+        "thread": run_input.thread_id,
+        "run": run_input.run_id,
+        "outcome": outcome,
+    }
+    if code is not None:
+        fields["code"] = code
+    fields.update(events=events, duration=round(seconds, 3), client=address)
+    text = " ".join(f"{key}={_logfmt(value)}" for key, value in fields.items())
+    log.info("run ended: %s", text, extra={"agui": fields})
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.:/@+-]+")
+
+
+def _logfmt(value: object) -> str:
+    """A value of a key=value log line: as it is when plain, else as a JSON string (no space,
+    quote, newline or control character of a client's id can forge another field or line)."""
+    if value is None:
+        return "-"
+    text = str(value)
+    if _PLAIN.fullmatch(text):
+        return text
+    return orjson.dumps(text).decode()
 
 
 def _declared(value: object) -> AgentCapabilities:
@@ -987,6 +1143,7 @@ class _Run:
         "span",
         "started",
         "stop_at",
+        "terminal",
         "wake",
     )
 
@@ -1009,6 +1166,7 @@ class _Run:
         self.clock = _Clock()
         self.started = False  # a frame is queued (so RUN_STARTED is)
         self.ended = False  # the terminal frame and the end of the response are queued
+        self.terminal: object = None  # the terminal event queued (its outcome), None: none
         self.stop_at: float | None = None  # when the server's shutdown ends the run (loop time)
         self.wake: asyncio.Future[None] = self.loop.create_future()
 
@@ -1032,7 +1190,8 @@ class _Run:
         if not self.started:
             self.outbox.put_nowait(self.frame(run_started(self.input)))
             self.started = True
-        self.outbox.put_nowait(self.frame(run_error(message, code)))
+        self.terminal = run_error(message, code)
+        self.outbox.put_nowait(self.frame(self.terminal))
         self.outbox.put_nowait(None)
         self.ended = True
 
@@ -1089,7 +1248,8 @@ async def _cancelled(
             run.span.ended_by_server(SERVER_SHUTDOWN, "The server is shutting down.")
         if not run.started:
             frames.append(run.frame(run_started(run.input)))
-        frames.append(run.frame(run_error("The server is shutting down.", SERVER_SHUTDOWN)))
+        run.terminal = run_error("The server is shutting down.", SERVER_SHUTDOWN)
+        frames.append(run.frame(run.terminal))
         run.ended = True
     try:
         async with asyncio.timeout(_STOP_WAIT):
@@ -1172,22 +1332,32 @@ class _Outbox:
 
 
 class _Clock:
-    """When the sender last wrote, for the keep-alive task."""
+    """When the sender last wrote (for the keep-alive task) and first wrote, and what it wrote:
+    events (frames, keep-alives left out) and bytes, counted per write, for the metrics and the
+    run's log line."""
 
-    __slots__ = ("last",)
+    __slots__ = ("bytes", "events", "first", "last")
 
     def __init__(self) -> None:
         self.last = asyncio.get_running_loop().time()
+        self.first: float | None = None
+        self.events = 0
+        self.bytes = 0
 
 
 async def _send_frames(outbox: _Outbox, send: Send, clock: _Clock) -> None:
-    """Write what is queued, joined into writes of about _WRITE_BYTES, until the None frame."""
+    """Write what is queued, joined into writes of about _WRITE_BYTES, until the None frame.
+
+    The events and bytes are counted per write (on `clock`), not per frame: a keep-alive is
+    queued only into an empty outbox, so it can only be the first frame taken."""
     loop = asyncio.get_running_loop()
     done = False
     while not done:
         chunks: list[bytes] = []
         size = 0
-        for frame in await outbox.take():
+        frames = await outbox.take()
+        uncounted = 1 if frames[0] is KEEPALIVE else 0
+        for frame in frames:
             if frame is None:
                 done = True
                 break
@@ -1196,11 +1366,21 @@ async def _send_frames(outbox: _Outbox, send: Send, clock: _Clock) -> None:
             if size >= _WRITE_BYTES:
                 await _send_body(send, chunks)
                 clock.last = loop.time()
-                chunks, size = [], 0
+                _count(clock, len(chunks) - uncounted, size)
+                chunks, size, uncounted = [], 0, 0
         if chunks:
             await _send_body(send, chunks)
             clock.last = loop.time()
+            _count(clock, len(chunks) - uncounted, size)
     await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _count(clock: _Clock, events: int, size: int) -> None:
+    """A write of `events` events (`size` bytes) went out."""
+    if clock.first is None and events:
+        clock.first = clock.last
+    clock.events += events
+    clock.bytes += size
 
 
 async def _send_body(send: Send, chunks: list[bytes]) -> None:

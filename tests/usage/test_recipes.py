@@ -173,6 +173,12 @@ RECIPES: tuple[Recipe, ...] = (
         "model = ScriptedModel(",
         ("tests/test_docs.py::test_the_scripted_model_example_runs",),
     ),
+    # ── docs/operations.md ──
+    Recipe(
+        "docs/operations.md",
+        "make_asgi_app()",
+        ("tests/usage/test_operations_usage.py::test_the_metrics_recipe_counts_its_runs",),
+    ),
     # ── docs/serving.md ──
     Recipe(
         "docs/serving.md",

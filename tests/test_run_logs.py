@@ -1,0 +1,250 @@
+"""Logs an operator can use (issue 21, item 5): one line per run at INFO (agent, thread, run,
+outcome, events, duration, client address), an agent's failure with its traceback, and
+`--log-format json`: every line on stderr one JSON object. Each with a real `agui serve` process,
+and with plain `uvicorn module:app --log-config FILE` (agui.http.logs.log_config written as JSON).
+The same processes' metrics (issue 21, item 4): on by default under `agui serve`, counting its
+runs; `--no-metrics` leaves /metrics out; `--metrics` with an ASGI app is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import agui
+from agui.http.logs import JsonFormatter, log_config
+
+from .conftest import run_input
+
+AGUI = Path(sys.executable).parent / "agui"
+STARTUP = 20.0  # hang bound: seconds a server may take to start or stop
+SERVE = [str(AGUI), "serve", "logged_agent:agent", "--port", "0", "--log-level", "info"]
+UVICORN = [sys.executable, "-m", "uvicorn", "logged_agent:app", "--port", "0"]
+
+AGENT = """
+import agui
+
+
+async def agent(run):
+    if run.messages[-1].content == "fail":
+        raise RuntimeError("the agent broke")
+    yield agui.TextMessageStartEvent(message_id="m", role="assistant")
+    yield agui.TextMessageContentEvent(message_id="m", delta="hello")
+    yield agui.TextMessageEndEvent(message_id="m")
+
+
+app = agui.AgentApp(agent, path="/agent", name="logged")
+"""
+
+
+class Process:
+    """A server in a subprocess; its stderr read line by line in a thread."""
+
+    def __init__(self, command: list[str], cwd: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["PYTHONUNBUFFERED"] = "1"
+        self.proc = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr: list[str] = []
+        self.stdout: list[str] = []  # uvicorn's access lines (its handler writes them there)
+        threading.Thread(target=self._read, daemon=True).start()
+        self.out = threading.Thread(target=self._read_stdout, daemon=True)
+        self.out.start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        with self.proc.stdout:
+            self.stdout.extend(self.proc.stdout)
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        with self.proc.stderr:
+            for line in self.proc.stderr:
+                self.stderr.append(line)
+                self.lines.put(line)
+        self.lines.put(None)
+
+    def url(self, pattern: str) -> str:
+        """The first http:// URL on a line matching `pattern` (waits for it)."""
+        while True:
+            line = self.lines.get(timeout=STARTUP)
+            assert line is not None, "the server exited: " + "".join(self.stderr)
+            found = re.search(r"http://[0-9.]+:\d+", line)
+            if re.search(pattern, line) and found:
+                return found.group(0)
+
+    def stop(self) -> list[str]:
+        """SIGINT, then every line of stderr."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(STARTUP)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        while self.lines.get(timeout=STARTUP) is not None:
+            pass
+        self.out.join(STARTUP)
+        return self.stderr
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "logged_agent.py").write_text(AGENT)
+    return tmp_path
+
+
+def two_runs(url: str) -> None:
+    """A run that succeeds (ok-run, thread t-ok) and one whose agent fails (bad-run)."""
+    for run_id, text in (("ok-run", "hi"), ("bad-run", "fail")):
+        body = agui.encode(run_input(run_id=run_id, thread_id=f"t-{run_id}", text=text))
+        answer = httpx.post(
+            f"{url}/agent", content=body, headers={"content-type": "application/json"}
+        )
+        assert answer.status_code == 200
+
+
+def check_json_lines(lines: list[str]) -> list[dict[str, Any]]:
+    """Every line one JSON object with time, level, logger and message."""
+    assert lines
+    objects = []
+    for line in lines:
+        value = json.loads(line)
+        assert isinstance(value, dict), line
+        assert {"time", "level", "logger", "message"} <= value.keys(), line
+        objects.append(value)
+    return objects
+
+
+def check_run_objects(objects: list[dict[str, Any]], agent: str) -> None:
+    """One object per run's end with its fields; the failure's traceback in another."""
+    ends = {o["run"]: o for o in objects if o["message"].startswith("run ended:")}
+    assert set(ends) == {"ok-run", "bad-run"}, objects
+    ok = ends["ok-run"]
+    assert ok["level"] == "INFO" and ok["logger"] == "agui.server"
+    assert (ok["agent"], ok["thread"], ok["outcome"], ok["events"]) == (
+        agent,
+        "t-ok-run",
+        "success",
+        5,
+    )
+    assert ok["duration"] >= 0 and ok["client"].startswith("127.0.0.1:")
+    assert (ends["bad-run"]["outcome"], ends["bad-run"]["code"]) == ("error", "AGENT_ERROR")
+    failures = [o for o in objects if "exception" in o]
+    assert len(failures) == 1, failures
+    assert failures[0]["level"] == "ERROR"
+    assert "Traceback (most recent call last)" in failures[0]["exception"]
+    assert "RuntimeError: the agent broke" in failures[0]["exception"]
+
+
+def test_agui_serve_json_writes_one_object_per_line(folder: Path) -> None:
+    """`agui serve --log-format json`: the serving lines, uvicorn's, the runs' ends, the
+    traceback: all JSON, one object a line."""
+    server = Process(
+        [*SERVE, "--log-format", "json"],
+        folder,
+    )
+    url = server.url(r'"serving ')
+    two_runs(url)
+    scraped = httpx.get(f"{url}/metrics").text  # agui serve's metrics, on by default
+    objects = check_json_lines(server.stop())
+    ended = {
+        sample.labels["outcome"]: sample.value
+        for family in text_string_to_metric_families(scraped)
+        for sample in family.samples
+        if sample.name == "agui_runs_ended_total"
+    }
+    assert (ended["success"], ended["error"], ended["disconnected"]) == (1, 1, 0), ended
+    check_run_objects(objects, "agent")
+    assert objects[3]["logger"] == "agui.serve"
+    assert objects[3]["message"].startswith("serving logged_agent:agent at http://127.0.0.1:")
+    # uvicorn's access lines (on stdout, where its handler writes them) are objects too
+    access = check_json_lines(server.stdout)
+    assert [(o["method"], o["path"], o["status"]) for o in access] == [
+        ("POST", "/agent", 200),
+        ("POST", "/agent", 200),
+        ("GET", "/metrics", 200),
+    ]
+
+
+def test_agui_serve_text_has_the_run_line_and_the_traceback(folder: Path) -> None:
+    """`agui serve --log-level info` (text): a key=value line per run, the traceback as lines."""
+    server = Process(SERVE, folder)
+    two_runs(server.url(r"^serving "))
+    text = "".join(server.stop())
+    found = re.findall(r"run ended: (.*)", text)
+    assert len(found) == 2, text
+    assert re.fullmatch(
+        r"agent=agent thread=t-ok-run run=ok-run outcome=success events=5 "
+        r"duration=[0-9.]+ client=127\.0\.0\.1:\d+",
+        found[0],
+    ), found
+    assert "outcome=error code=AGENT_ERROR" in found[1]
+    assert "Traceback (most recent call last)" in text
+    assert "RuntimeError: the agent broke" in text
+
+
+def test_plain_uvicorn_with_the_log_config_writes_json(folder: Path) -> None:
+    """`uvicorn logged_agent:app --log-config logging.json` (agui.http.logs.log_config("json")): the
+    same objects as agui serve writes, the AgentApp's name as the agent."""
+    (folder / "logging.json").write_text(json.dumps(log_config("json", "info")))
+    server = Process(
+        [*UVICORN, "--log-config", "logging.json", "--log-level", "info"],
+        folder,
+    )
+    two_runs(server.url("Uvicorn running on"))
+    check_run_objects(check_json_lines(server.stop()), "logged")
+
+
+def test_no_metrics_leaves_the_route_out(folder: Path) -> None:
+    """`agui serve --no-metrics`: /metrics is 404, and no "metrics:" line is printed."""
+    server = Process([*SERVE, "--no-metrics"], folder)
+    url = server.url(r"^serving ")
+    answer = httpx.get(f"{url}/metrics")
+    text = "".join(server.stop())
+    assert answer.status_code == 404
+    assert "metrics: http" not in text
+
+
+def test_metrics_with_an_asgi_app_are_refused(folder: Path) -> None:
+    """--metrics names an AgentApp setting: with an ASGI app it is refused before the start."""
+    done = subprocess.run(
+        [str(AGUI), "serve", "logged_agent:app", "--port", "0", "--metrics"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("agui serve: logged_agent:app is an ASGI app: --metrics is for")
+
+
+def test_client_ids_cannot_forge_a_field_or_a_line(caplog: pytest.LogCaptureFixture) -> None:
+    """A run id with a space, an equals sign and a newline is quoted in the text line."""
+    from agui.http.server import _log_run
+
+    caplog.set_level(logging.INFO, logger="agui.server")
+    evil = agui.RunAgentInput(
+        thread_id="t", run_id="r outcome=success\nrun ended: forged", messages=()
+    )
+    _log_run("a", evil, "error", None, 1, 0.5, ("127.0.0.1", 5))
+    (record,) = caplog.records
+    message = record.getMessage()
+    assert "\n" not in message
+    assert 'run="r outcome=success\\nrun ended: forged" outcome=error' in message
+    assert record.agui["run"] == evil.run_id  # type: ignore[attr-defined]
+    assert json.loads(JsonFormatter().format(record))["run"] == evil.run_id
