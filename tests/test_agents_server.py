@@ -181,6 +181,31 @@ def test_unknown_paths_are_404_and_metrics_is_left_free() -> None:
     assert "metrics" in RESERVED_NAMES
 
 
+def test_the_servers_metrics_count_each_agent_under_its_name() -> None:
+    """With metrics=True (a registry of the test's own), every agent reports into it under its
+    name, and GET /metrics at the server's root serves it (parsed by prometheus-client)."""
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.parser import text_string_to_metric_families
+
+    registry = CollectorRegistry()
+    server = agui.AgentServer(
+        {"alpha": Speaker("alpha"), "beta": Speaker("beta")}, metrics=registry
+    )
+    with live_server(server) as base:
+        for run in range(2):
+            post(f"{base}/alpha", body(f"a{run}"), resumes=False)
+        post(f"{base}/beta", body("b0"), resumes=False)
+        answer = get(f"{base}/metrics")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
+    ended = {
+        (sample.labels["agent"], sample.labels["outcome"]): sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+        if sample.name == "agui_runs_ended_total"
+    }
+    assert ended[("alpha", "success")] == 2 and ended[("beta", "success")] == 1
+
+
 @pytest.mark.parametrize(
     ("agents", "options", "message"),
     [

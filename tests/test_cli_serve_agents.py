@@ -23,11 +23,12 @@ def test_two_agents_each_at_its_name(served: Any, app_dir: Path) -> None:
     server = served("a=mymod:echo", "b=mymod:whoami", "--port", "0", cwd=app_dir)
     base = server.url()
     assert server.serving.startswith("serving 2 agents: a (mymod:echo), b (mymod:whoami) at ")
-    following = [server.line() for _ in range(3)]
+    following = [server.line() for _ in range(4)]
     assert following == [
         f"agents: {base}/agents\n",
         f"console: {base}/a/console (a)\n",
         f"console: {base}/b/console (b)\n",
+        f"metrics: {base}/metrics\n",
     ]
     assert run_text(f"{base}/a")[1] == "hello"
     assert run_text(f"{base}/b")[1] == str(server.proc.pid)
@@ -36,6 +37,9 @@ def test_two_agents_each_at_its_name(served: Any, app_dir: Path) -> None:
     assert httpx.get(f"{base}/a/console", timeout=STARTUP).status_code == 200
     assert httpx.get(f"{base}/healthz", timeout=STARTUP).json() == {"status": "ok"}
     assert httpx.get(f"{base}/readyz", timeout=STARTUP).json() == {"status": "ok"}
+    scraped = httpx.get(f"{base}/metrics", timeout=STARTUP).text
+    assert 'agui_runs_ended_total{agent="a",outcome="success"} 1.0' in scraped
+    assert 'agui_runs_ended_total{agent="b",outcome="success"} 1.0' in scraped
 
 
 def test_the_settings_apply_to_each_agent(served: Any, app_dir: Path, tmp_path: Path) -> None:

@@ -149,6 +149,8 @@ def serve(args: argparse.Namespace) -> int:
         for name, agent in app.apps.items():
             if agent.console:
                 console += f"\nconsole: http://{host}:{port}/{name}/console ({name})"
+        if any(agent._meter is not None for agent in app.apps.values()):
+            console += f"\nmetrics: http://{host}:{port}/metrics"
     # --cors-origin '*': AgentApp itself warns (on the "agui.server" logger, which reaches
     # stderr before uvicorn's logging is set up), once.
     options: dict[str, Any] = {
@@ -348,9 +350,7 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
         _check_tracing(given["tracing"])
     from agui.store import Retention
 
-    metrics = settings.get("metrics", True)
-    if metrics and "metrics" not in given and importlib.util.find_spec("prometheus_client") is None:
-        metrics = False  # on by default where prometheus-client is installed (the server extra)
+    metrics = _metrics(settings)
 
     try:
         app = AgentApp(
@@ -415,6 +415,7 @@ def _build_server(settings: dict[str, Any]) -> tuple[Any, str, str]:
             authorize=authorize,
             cors_origins=settings.get("cors_origins") or (),
             console=settings.get("console", True),
+            metrics=_metrics(settings),
             **settings.get("app", {}),
         )
     except (TypeError, ValueError, ImportError) as exc:  # a name, an origin, an agent
@@ -425,6 +426,15 @@ def _build_server(settings: dict[str, Any]) -> tuple[Any, str, str]:
     if store:
         what += f", runs kept in {_redacted(store)}"
     return server, what, ""
+
+
+def _metrics(settings: dict[str, Any]) -> bool:
+    """Whether the agents report metrics: as asked, else where prometheus-client is installed
+    (the server extra)."""
+    metrics = bool(settings.get("metrics", True))
+    if metrics and "metrics" not in settings.get("given", {}):
+        return importlib.util.find_spec("prometheus_client") is not None
+    return metrics
 
 
 def _check_tracing(source: str) -> None:

@@ -12,7 +12,8 @@ answered as for an id never used. The log is closed at the end of the server's l
 agents' runs have ended.
 
 The paths at the server's root are its own: `/agents`, `/healthz`, `/readyz`, and `/metrics`
-(kept free for metrics), so no agent takes those names.
+(the Prometheus metrics of its agents, when they report them: `metrics=True` or a registry,
+which they share), so no agent takes those names.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ RESERVED_NAMES = frozenset({"agents", "healthz", "readyz", "metrics"})
 """The server's own paths at its root: no agent is named so."""
 
 _AGENTS = "/agents"
+_METRICS = "/metrics"
 _JSON_HEADERS = ((b"cache-control", b"no-cache"),)
 
 
@@ -145,7 +147,7 @@ class AgentServer:
                     store=self._log,
                     authorize=authorize,
                     console=console,
-                    **options,
+                    **{"name": name, **options},  # its name in metrics, logs and traces
                 )
             except TypeError as error:
                 raise TypeError(f"agent {name!r}: {error}") from None
@@ -257,6 +259,12 @@ class AgentServer:
         if rest == _AGENTS:
             await self._list(scope, send, scope.get("root_path", "") + base)
             return
+        if rest == _METRICS:
+            metered = next((app for app in self.apps.values() if app._meter is not None), None)
+            if metered is not None:  # the registry the agents share (agui.http.metrics)
+                if not await metered._refused(scope, send, "metrics"):
+                    await metered._serve_metrics(scope, receive, send)
+                return
         name = rest[1:].partition("/")[0]
         agent = self.apps.get(name)
         if agent is None:

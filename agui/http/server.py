@@ -346,6 +346,8 @@ class AgentApp:
         self.tracing = tracing
         """Whether (or with which TracerProvider) runs are traced (see the docstring)."""
         self._tracing: Tracing | None = None if tracing is False else _tracing(agent, tracing)
+        if self._tracing is not None and name:
+            self._tracing.agent = name  # the span's gen_ai.agent.name: the name given
         self._app: Callable[[Scope, Receive, Send], Awaitable[None]] = self._serve
         if origins:
             self._app = _with_cors(self._serve, origins)
