@@ -213,6 +213,17 @@ def test_a_long_conversation_passes_the_proxy(
     assert [e["type"] for e in events(iter(answer.text.splitlines()))][-1] == "RUN_FINISHED"
 
 
+def test_health_and_metrics_pass_the_proxy(deployment: tuple[Nginx, list[Served], str]) -> None:
+    nginx, _, _ = deployment
+    root = nginx.url.removesuffix("/agent")
+    assert httpx.get(f"{root}/healthz", timeout=WAIT).json() == {"status": "ok"}
+    assert httpx.get(f"{root}/readyz", timeout=WAIT).json() == {"status": "ok"}
+    run = httpx.post(nginx.url, json=run_body("r-m", "t-m"), timeout=WAIT)
+    assert run.status_code == 200
+    scraped = httpx.get(f"{root}/metrics", timeout=WAIT)
+    assert scraped.status_code == 200 and "agui_runs_started_total" in scraped.text
+
+
 def _owner_pid(store: str, run_id: str) -> int:
     async def read() -> int:
         log = open_log(store)
