@@ -92,7 +92,7 @@ def leave_after_first_event(url: str, run_id: str) -> None:
                 return
 
 
-def wait_for(check: Any, timeout: float = 10.0) -> None:
+def wait_for(check: Any, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout  # hang bound
     while not check():
         assert time.monotonic() < deadline, "not reached in time"

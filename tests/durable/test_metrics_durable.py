@@ -57,7 +57,7 @@ def ended(url: str, outcome: str) -> float:
     return value(scrape(url), "agui_runs_ended_total", agent="durable", outcome=outcome)
 
 
-def wait_for(check: Any, timeout: float = 15.0) -> None:
+def wait_for(check: Any, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout  # hang bound
     while not check():
         assert time.monotonic() < deadline, "not reached in time"
