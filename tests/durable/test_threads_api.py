@@ -252,14 +252,14 @@ def _digest(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()[:32] + "/"
 
 
+# Not memory: nothing outside the process (the 404s are tested above)
+@pytest.mark.parametrize("store_url", ["sqlite", "redis"], indirect=True)
 def test_a_deleted_thread_leaves_nothing_in_the_store(
     store_url: str, live: Callable[[Any], str]
 ) -> None:
     """Through the HTTP API, on the store itself: SQLite's rows read with sqlite3, Redis' keys
     and members with a plain client. Nothing mentions the deleted thread's runs or its secret;
     Bob's thread with the same ids is all there."""
-    if store_url.startswith("memory"):
-        pytest.skip("memory: nothing outside the process (the 404s are tested above)")
     base = live(agui.AgentApp(paced, path="/agent", store=store_url, authorize=authorize))
     run(base, "gone-run-1", "gone-thread", ALICE, count=3, text="alice's erasable secret")
     run(base, "gone-run-2", "gone-thread", ALICE, count=3, text="alice's erasable secret")
@@ -309,13 +309,13 @@ def test_a_deleted_thread_leaves_nothing_in_the_store(
     assert status == 200 and thread["messages"][0]["content"] == "bob's"
 
 
+# Not memory: one process, no other worker
+@pytest.mark.parametrize("store_url", ["sqlite", "redis"], indirect=True)
 def test_a_run_on_another_worker_is_stopped_before_the_delete(
     store_url: str, live: Callable[[Any], str]
 ) -> None:
     """Two workers share the store; the run executes on one, the DELETE goes to the other: the
     run ends cancelled for its client, then the thread is gone from both."""
-    if store_url.startswith("memory"):
-        pytest.skip("memory: one process, no other worker")
     one = live(agui.AgentApp(paced, path="/agent", store=store_url, authorize=authorize))
     two = live(agui.AgentApp(paced, path="/agent", store=store_url, authorize=authorize))
     frames: list[Any] = []

@@ -101,9 +101,9 @@ async def test_a_follower_of_a_deleted_run_ends(log: EventLog) -> None:
     await asyncio.wait_for(follower, 30)  # hang bound (Redis: one XREAD BLOCK at most)
 
 
+# Redis expires keys by itself (PEXPIRE): its case is the TTL test below.
+@pytest.mark.parametrize("backend", ["memory", "sqlite"], indirect=True)
 async def test_a_thread_whose_runs_retention_dropped_is_not_listed(backend: Backend) -> None:
-    if backend.name == "redis":
-        pytest.skip("Redis expires keys by itself (PEXPIRE): covered by the TTL test below")
     log = backend.open(Retention(run_ttl_seconds=0.0))
     await finished(log, "r1", "t1", "ns/")
     time.sleep(0.01)
@@ -111,9 +111,8 @@ async def test_a_thread_whose_runs_retention_dropped_is_not_listed(backend: Back
     assert await log.list_threads("ns/", limit=10) == []
 
 
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
 async def test_redis_drops_an_expired_thread_from_its_index(backend: Backend) -> None:
-    if backend.name != "redis":
-        pytest.skip("Redis only")
     log = backend.open(Retention(run_ttl_seconds=0.05))
     await finished(log, "r1", "t1", "ns/")
     await finished(log, "r2", "t2", "ns/")
@@ -147,11 +146,10 @@ def _sqlite_rows(path: str) -> list[tuple[str, object]]:
         return [(t, row) for t in tables for row in db.execute(f"SELECT * FROM {t}")]
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 async def test_sqlite_keeps_no_row_and_no_byte_of_a_deleted_thread(
     backend: Backend, tmp_path: Path
 ) -> None:
-    if backend.name != "sqlite":
-        pytest.skip("SQLite only")
     log = backend.open()
     await finished(log, "gone/r1", "gone/t1", "gone/")
     await finished(log, "gone/r2", "gone/t1", "gone/")
@@ -170,9 +168,8 @@ async def test_sqlite_keeps_no_row_and_no_byte_of_a_deleted_thread(
             assert b"gone/r1" not in Path(name).read_bytes(), name
 
 
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
 async def test_redis_keeps_no_key_of_a_deleted_thread(backend: Backend) -> None:
-    if backend.name != "redis":
-        pytest.skip("Redis only")
     log = backend.open()
     await finished(log, "gone/r1", "gone/t1", "gone/")
     await started(log, "gone/r2", "gone/t1", "gone/")  # running: in leases and running:
@@ -227,14 +224,13 @@ async def test_a_sqlite_file_of_schema_1_is_upgraded_with_its_threads(tmp_path: 
         await log.aclose()
 
 
+@pytest.mark.parametrize("backend", ["memory", "sqlite"], indirect=True)
 async def test_a_thread_whose_latest_run_was_dropped_goes_back_to_its_place(
     backend: Backend,
 ) -> None:
     """The TTL drops a thread's latest run (finished) while an older one still runs: the thread
     is ordered by the run it keeps, behind a thread started in between. (Redis keeps the order
     of the latest start: its keys expire by themselves, not through a prune.)"""
-    if backend.name == "redis":
-        pytest.skip("Redis orders by the latest start ever (its runs expire by themselves)")
     log = backend.open(Retention(run_ttl_seconds=1000.0))
     await started(log, "long", "t", "ns/")  # still running: kept
     await started(log, "between", "u", "ns/")  # running too
