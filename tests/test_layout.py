@@ -8,7 +8,9 @@ base (agui/errors.py); the store (the durable event log) sees only wire and base
 (the dev console's page, which http serves) nothing of agui
 -> nothing of agui (the generated package and third-party libraries only). A layer may import the
 layers listed in LAYERS for it and its own modules; agui/__init__.py imports nothing of agui at
-module level (it is lazy, PEP 562).
+module level (it is lazy, PEP 562). Within http, the modules every endpoint shares import no
+endpoint, and AgentApp (server) and its durable endpoints (durable) do not import each other at
+module level (HTTP_SHARED, HTTP_APART).
 
 Every check that runs code does it in a fresh interpreter (sys.executable), with this checkout's
 agui/ and generated/ first on sys.path, so the tree next to this file is the one checked.
@@ -53,6 +55,15 @@ LAYERS: dict[str, frozenset[str]] = {
 """For each layer, the other layers its modules may import at module level (its own layer is
 always allowed, without cycles). "api" is agui/__init__.py, the lazy facade: it imports nothing of
 agui, and only the command line may import it at module level."""
+
+HTTP_SHARED = ("agui.http.asgi", "agui.http.cors", "agui.http.response", "agui.http.lifetime")
+"""The modules of agui/http every endpoint shares (the ASGI primitives, CORS, the streaming
+response, a run's lifetime): they import no endpoint module at module level."""
+HTTP_ENDPOINTS = ("agui.http.server", "agui.http.durable", "agui.http.agents", "agui.http.threads")
+"""The endpoints of agui/http: AgentApp, its durable routes, AgentServer, the thread API."""
+HTTP_APART = (("agui.http.durable", "agui.http.server"), ("agui.http.server", "agui.http.durable"))
+"""Pairs (a, b) of agui/http where a does not import b at module level: AgentApp and its durable
+endpoints share the modules of HTTP_SHARED instead (AgentApp imports durable when given a store)."""
 
 MAX_HAND_WRITTEN = 30
 """At most this many names in agui.__all__ that are not generated models."""
@@ -275,6 +286,28 @@ def test_no_import_cycle() -> None:
     cycle = _cycle(import_graph())
     assert cycle is None, "an import cycle among agui modules:\n" + "\n".join(
         _edge(a, b) for a, b in itertools.pairwise(cycle)
+    )
+
+
+def test_http_imports_go_one_way() -> None:
+    graph = {
+        source: {target for target in targets if target.startswith("agui.http.")}
+        for source, targets in import_graph().items()
+        if source.startswith("agui.http.")
+    }
+    cycle = _cycle(graph)
+    assert cycle is None, "an import cycle within agui/http:\n" + "\n".join(
+        _edge(a, b) for a, b in itertools.pairwise(cycle)
+    )
+    wrong = [
+        _edge(source, target)
+        for source in HTTP_SHARED
+        for target in sorted(graph[source])
+        if target in HTTP_ENDPOINTS
+    ]
+    wrong += [_edge(a, b) for a, b in HTTP_APART if b in graph[a]]
+    assert not wrong, "imports against the layout of agui/http (docs/layout.md):\n" + "\n".join(
+        wrong
     )
 
 

@@ -30,19 +30,17 @@ import orjson
 
 from agui.http import health
 from agui.http.access import Authorize, Refused, ask
-from agui.http.server import (
-    AgentApp,
+from agui.http.asgi import (
     Receive,
-    RouteTable,
     Scope,
     Send,
-    _cors_origins,
-    _json_response,
-    _lifespan,
-    _nested,
-    _relative,
-    _with_cors,
+    answer_lifespan,
+    json_response,
+    nested_lifespan,
+    relative_path,
 )
+from agui.http.cors import checked_origins, with_cors
+from agui.http.server import AgentApp, RouteTable
 from agui.wire.codec import encode
 
 if TYPE_CHECKING:
@@ -107,7 +105,7 @@ class AgentServer:
         for option in ("path", "cors_origins"):
             if option in options:
                 raise ValueError(f"{option} is the server's to set: each agent is at /NAME")
-        origins = _cors_origins(cors_origins)
+        origins = checked_origins(cors_origins)
         self._owns_log = False
         self._log: EventLog | None = None
         if retention is not None and not isinstance(store, str):
@@ -159,7 +157,7 @@ class AgentServer:
         self.cors_origins = origins
         self._app: Callable[[Scope, Receive, Send], Awaitable[None]] = self._dispatch
         if origins:
-            self._app = _with_cors(self._dispatch, origins)
+            self._app = with_cors(self._dispatch, origins)
         self._bases: list[str] = [""]  # the prefixes the server is served under (include_in)
         self._draining = False
         self._lifespans = 0
@@ -202,7 +200,7 @@ class AgentServer:
         holder: Any = getattr(target, "router", target)
         inner = getattr(holder, "lifespan_context", None)
         if callable(inner):
-            holder.lifespan_context = _nested(inner, self.lifespan)
+            holder.lifespan_context = nested_lifespan(inner, self.lifespan)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -244,11 +242,11 @@ class AgentServer:
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send, self.lifespan())
+            await answer_lifespan(receive, send, self.lifespan())
             return
         if scope["type"] != "http":
             return
-        base, rest = self._split(_relative(scope))
+        base, rest = self._split(relative_path(scope))
         if rest == health.HEALTHZ:
             await health.answer(scope, send, None)
             return
@@ -269,7 +267,7 @@ class AgentServer:
         agent = self.apps.get(name)
         if agent is None:
             where = scope.get("root_path", "") + base + _AGENTS
-            await _json_response(
+            await json_response(
                 send,
                 404,
                 {
@@ -294,12 +292,12 @@ class AgentServer:
     async def _list(self, scope: Scope, send: Send, base: str) -> None:
         """`GET /agents`: each agent the caller may read the capabilities of."""
         if scope["method"] != "GET":
-            await _json_response(
+            await json_response(
                 send, 405, {"error": "list the agents with GET"}, ((b"allow", b"GET"),)
             )
             return
         if self._draining or any(app._stop_at is not None for app in self.apps.values()):
-            await _json_response(send, 503, {"error": "the server is shutting down"})
+            await json_response(send, 503, {"error": "the server is shutting down"})
             return
         listed: list[dict[str, Any]] = []
         refusal: Refused | None = None
@@ -316,9 +314,9 @@ class AgentServer:
                 log.exception("the capabilities of agent %r could not be read", name)
             listed.append(entry)
         if not listed and refusal is not None:
-            await _json_response(send, refusal.status, {"error": refusal.error})
+            await json_response(send, refusal.status, {"error": refusal.error})
             return
-        await _json_response(send, 200, {"agents": listed}, _JSON_HEADERS)
+        await json_response(send, 200, {"agents": listed}, _JSON_HEADERS)
 
 
 def _check_name(name: object) -> None:

@@ -35,7 +35,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import unquote
 
 import attrs
 from agui_generated import (
@@ -53,35 +53,42 @@ from agui_generated import (
 )
 
 from agui.errors import AguiError, EncodeError, ProtocolError
+from agui.http import threads
 from agui.http.access import Action, Principal, Refused, ask
-from agui.http.server import (
-    _ALLOW_POST,
-    _MAX_SSE_FRAME,
-    _PROTO_HEADERS,
-    _RESUMABLE,
-    _RETRY_AFTER,
-    _STOP_WAIT,
-    _STREAM_HEADERS,
-    _TERMINAL,
-    _VARY,
-    SERVER_SHUTDOWN,
-    TIMEOUT,
+from agui.http.asgi import (
+    ALLOW_GET,
+    ALLOW_POST,
+    RETRY_AFTER,
+    BadRequest,
     Receive,
     Scope,
     Send,
-    _BadRequest,
-    _Clock,
-    _earliest,
-    _error_body,
-    _json_response,
-    _keep_alive,
-    _let_finish,
-    _Outbox,
-    _relative,
-    _send_body,
-    _send_frames,
-    _stop_agent,
-    _wait_for_disconnect,
+    error_body,
+    json_response,
+    query_params,
+    relative_path,
+    wait_for_disconnect,
+)
+from agui.http.lifetime import (
+    SERVER_SHUTDOWN,
+    STOP_WAIT,
+    TERMINAL,
+    TIMEOUT,
+    earliest,
+    let_finish,
+    stop_agent,
+)
+from agui.http.response import (
+    MAX_SSE_FRAME,
+    PROTO_HEADERS,
+    STREAM_HEADERS,
+    VARY,
+    Clock,
+    Outbox,
+    keep_alive,
+    send_frames,
+    send_last,
+    unsent,
 )
 from agui.store import (
     EventBatch,
@@ -139,7 +146,7 @@ STOP_POLL = 0.15
 """Seconds between two reads of a run's record by its owner, for a stop request."""
 
 
-_DATA_LIMIT = _MAX_SSE_FRAME - 200  # an event's JSON, leaving room for the frame's id line
+_DATA_LIMIT = MAX_SSE_FRAME - 200  # an event's JSON, leaving room for the frame's id line
 _BATCH_BYTES = 1024 * 1024  # an append carries at most about this many bytes (one event at least)
 _UNCOPIED = 64  # events queued for the writer as the encoder made them (the rest: copies)
 _READ_BATCH = 128  # events a response reads from the log at most at once (and queues as one piece)
@@ -156,8 +163,10 @@ _SUPERSEDE_WAIT = 5.0  # seconds a new run on a thread waits for the end of a ru
 _STOP_NOTICE = 0.5  # seconds it looks for a stop of the thread's run (its client just left)
 _ROUTE = re.compile(r"/(runs|threads)/([^/]+)/(events|stop)$")
 _THREADS_ROUTE = re.compile(r"/threads(?:/([^/]+))?$")  # the thread API (agui.http.threads)
-_ALLOW_GET = ((b"allow", b"GET"),)
 _ALLOW_GD = ((b"allow", b"GET, DELETE"),)
+_RESUMABLE = (b"agui-resumable", b"1")
+"""On each stream a server with a store answers: a client may resume it after a cut at
+`GET {url}/runs/{runId}/events` (agui.http.client.RESUMABLE_HEADER)."""
 
 
 def lost_event() -> bytes:
@@ -240,40 +249,40 @@ class Durable:
         self.startup()
         try:
             if self.app._stop_at is not None:
-                raise _BadRequest(503, "the server is shutting down")
+                raise BadRequest(503, "the server is shutting down")
             kind, ident = self._route(scope)
             method = scope["method"]
             if kind == "start":
                 if method != "POST":
-                    raise _BadRequest(
-                        405, "only POST is allowed: send a RunAgentInput as JSON", (), _ALLOW_POST
+                    raise BadRequest(
+                        405, "only POST is allowed: send a RunAgentInput as JSON", (), ALLOW_POST
                     )
                 await self._start(scope, receive, send)
             elif kind == "stop":
                 if method != "POST":
-                    raise _BadRequest(405, "stop a run with POST", (), _ALLOW_POST)
+                    raise BadRequest(405, "stop a run with POST", (), ALLOW_POST)
                 await self._stop(scope, send, ident)
             elif kind in ("threads", "thread"):
                 await self._threads(scope, send, kind, ident)
             elif method != "GET":
-                raise _BadRequest(405, "read events with GET", (), _ALLOW_GET)
+                raise BadRequest(405, "read events with GET", (), ALLOW_GET)
             elif kind == "resume":
                 await self._resume(scope, receive, send, ident)
             else:
                 await self._connect(scope, receive, send, ident)
-        except _BadRequest as bad:
-            await _json_response(send, bad.status, _error_body(bad), bad.headers)
+        except BadRequest as bad:
+            await json_response(send, bad.status, error_body(bad), bad.headers)
         except StoreError as error:
             if _fault(error):  # the backend: once per outage, no traceback; readiness sees it
                 self._store_failed(error)
             else:
                 log.exception("the event log failed")
-            await _json_response(send, 503, {"error": "the event log failed"}, _RETRY_AFTER)
+            await json_response(send, 503, {"error": "the event log failed"}, RETRY_AFTER)
 
     def _route(self, scope: Scope) -> tuple[str, str]:
         """(start|resume|connect|stop|threads|thread, the run or thread id) of the request; 404
         otherwise."""
-        path = _relative(scope)
+        path = relative_path(scope)
         raw = scope.get("raw_path")
         tail = raw.decode("latin-1") if isinstance(raw, bytes) else path
         match = _ROUTE.search(tail)
@@ -301,7 +310,7 @@ class Durable:
                     return ("thread" if match.group(1) is not None else "threads"), ident
         if self.app.path is None or self.app.path in (scope["path"], path):
             return "start", ""
-        raise _BadRequest(
+        raise BadRequest(
             404, f"nothing is served at {scope['path']}; the agent is at {self.app.path}"
         )
 
@@ -315,7 +324,7 @@ class Durable:
         try:
             principal = await ask(self.app.authorize, scope["headers"], action, thread_id, run_id)
         except Refused as refused:
-            raise _BadRequest(refused.status, refused.error) from None
+            raise BadRequest(refused.status, refused.error) from None
         if self.namespace:  # the agent's namespace, then the principal's (agui.AgentServer)
             return Principal(principal.name, self.namespace + principal.prefix)
         return principal
@@ -338,7 +347,7 @@ class Durable:
             if not ident
         )
         if empty:  # its run could never be resumed, connected to or stopped
-            raise _BadRequest(400, "the body is not a RunAgentInput a store can keep", empty)
+            raise BadRequest(400, "the body is not a RunAgentInput a store can keep", empty)
         principal = await self._allowed(scope, "start", thread_id, run_id)
         run_key = principal.key(run_id)
         self._capacity()
@@ -362,7 +371,7 @@ class Durable:
                 )
             except ThreadBusy:
                 if not await self._superseded(record.thread_id):
-                    raise _BadRequest(
+                    raise BadRequest(
                         409, f"thread {thread_id!r} has a run going; stop it or wait for its end"
                     ) from None
                 try:
@@ -370,13 +379,13 @@ class Durable:
                         record, encode(run_input), exclusive=True, namespace=principal.key("")
                     )
                 except ThreadBusy:
-                    raise _BadRequest(
+                    raise BadRequest(
                         409, f"thread {thread_id!r} has a run going; stop it or wait for its end"
                     ) from None
                 except RunExists:
-                    raise _BadRequest(409, f"run {run_id!r} was already started") from None
+                    raise BadRequest(409, f"run {run_id!r} was already started") from None
             except RunExists:
-                raise _BadRequest(409, f"run {run_id!r} was already started") from None
+                raise BadRequest(409, f"run {run_id!r} was already started") from None
             execution = Execution(self, run_input, run_key, scope.get("client"))
             self.executions[run_key] = execution
         finally:
@@ -440,18 +449,18 @@ class Durable:
             if key.lower() == b"last-event-id":
                 after = value.decode("latin-1").strip() or None
         if after is None:
-            after = _query(scope).get("after") or None
+            after = query_params(scope).get("after") or None
         principal = await self._allowed(scope, "resume", None, run_id)
         key = principal.key(run_id)
         backlog = aiter(self.log.read_batches(key, after, limit=_READ_BATCH))
         try:
             first = await anext(backlog, None)
         except UnknownRun:
-            raise _BadRequest(404, f"no run {run_id!r} is known here") from None
+            raise BadRequest(404, f"no run {run_id!r} is known here") from None
         except StoreError as exc:
             if after is None or exc.__cause__ is not None:
                 raise  # the log failed (a backend's error is the cause): 503
-            raise _BadRequest(400, f"run {run_id!r} has no event at cursor {after!r}") from exc
+            raise BadRequest(400, f"run {run_id!r} has no event at cursor {after!r}") from exc
         binary = self.app.binary_for(scope)
         if self.app._meter is not None:
             self.app._meter.resumed()
@@ -464,13 +473,13 @@ class Durable:
     # ── connect ──────────────────────────────────────────────────────────────
 
     async def _connect(self, scope: Scope, receive: Receive, send: Send, thread_id: str) -> None:
-        history = _query(scope).get("history", "compact")
+        history = query_params(scope).get("history", "compact")
         if history not in ("compact", "full"):
-            raise _BadRequest(400, f"history is compact or full, not {history!r}")
+            raise BadRequest(400, f"history is compact or full, not {history!r}")
         principal = await self._allowed(scope, "connect", thread_id, None)
         runs = await self.log.thread_runs(principal.key(thread_id))
         if not runs:
-            raise _BadRequest(404, f"no run of thread {thread_id!r} is known here")
+            raise BadRequest(404, f"no run of thread {thread_id!r} is known here")
         binary = self.app.binary_for(scope)
         live = [r for r in runs if r.status != "finished"]
         if history == "full":
@@ -547,19 +556,17 @@ class Durable:
 
     async def _threads(self, scope: Scope, send: Send, kind: str, thread_id: str) -> None:
         """GET {path}/threads, GET and DELETE {path}/threads/{id}: agui.http.threads."""
-        from agui.http import threads
-
         method = scope["method"]
         if kind == "threads":
             if method != "GET":
-                raise _BadRequest(405, "list the threads with GET", (), _ALLOW_GET)
+                raise BadRequest(405, "list the threads with GET", (), ALLOW_GET)
             await threads.serve_list(self, scope, send)
         elif method == "GET":
             await threads.serve_thread(self, scope, send, thread_id)
         elif method == "DELETE":
             await threads.serve_delete(self, scope, send, thread_id)
         else:
-            raise _BadRequest(405, "read a thread with GET, delete it with DELETE", (), _ALLOW_GD)
+            raise BadRequest(405, "read a thread with GET, delete it with DELETE", (), _ALLOW_GD)
 
     # ── stop ─────────────────────────────────────────────────────────────────
 
@@ -569,16 +576,16 @@ class Durable:
         try:
             record = await self.log.request_stop(key)
         except UnknownRun:
-            raise _BadRequest(404, f"no run {run_id!r} is known here") from None
+            raise BadRequest(404, f"no run {run_id!r} is known here") from None
         if record.status == "finished":
-            raise _BadRequest(409, f"run {run_id!r} has already ended")
+            raise BadRequest(409, f"run {run_id!r} has already ended")
         execution = self.executions.get(key)
         if execution is not None:
             execution.request_stop()  # here: no need to wait for the next poll
         elif record.lease_until < time.time():
             await self._close_lost(key)  # nobody is left to stop it
         body = {"runId": run_id, "threadId": principal.wire(record.thread_id), "status": "stopping"}
-        await _json_response(send, 202, body)
+        await json_response(send, 202, body)
 
     # ── responses ────────────────────────────────────────────────────────────
 
@@ -586,7 +593,7 @@ class Durable:
         """The era a replay (resume, connect) is sent in: the one of `?protocolVersion=` when
         the request names a pre-1.0 version (and compat is not "off"); else none. No 0.0.x
         release knows these routes, so a request that names nothing gets the 1.0 stream."""
-        declared = _query(scope).get("protocolVersion")
+        declared = query_params(scope).get("protocolVersion")
         return self.app._compat.era_for(declared) if declared else None
 
     async def _follow(
@@ -715,7 +722,7 @@ class Durable:
         finally:
             if not reader.done():  # the response is over (or failed): the read ends with it
                 reader.cancel()
-                await asyncio.wait((reader,), timeout=_STOP_WAIT / 2)
+                await asyncio.wait((reader,), timeout=STOP_WAIT / 2)
             watchers = self._watchers.get(run_id)
             if watchers is not None:
                 watchers.discard(ended)
@@ -749,9 +756,9 @@ class Durable:
         """Stream what `produce` queues; end when it is done, when the client leaves (the runs go
         on) or at the server's shutdown. While the run followed is silent, check its lease."""
         app = self.app
-        headers = [*(_PROTO_HEADERS if binary else _STREAM_HEADERS), _RESUMABLE]
+        headers = [*(PROTO_HEADERS if binary else STREAM_HEADERS), _RESUMABLE]
         if app.protobuf:
-            headers.append(_VARY)
+            headers.append(VARY)
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         # The outbox holds pieces of up to _READ_BATCH events: about queue_size events in all.
         tail = _Tail(max(2, app.queue_size // _READ_BATCH))
@@ -765,11 +772,11 @@ class Durable:
                 tail.outbox.put_nowait(None)
 
         producer = asyncio.create_task(producing())
-        sender = asyncio.create_task(_send_frames(tail.outbox, send, tail.clock))
-        watcher = asyncio.create_task(_wait_for_disconnect(receive))
+        sender = asyncio.create_task(send_frames(tail.outbox, send, tail.clock))
+        watcher = asyncio.create_task(wait_for_disconnect(receive))
         tasks = [producer, sender, watcher]
         if app.keepalive is not None and not binary:
-            tasks.append(asyncio.create_task(_keep_alive(tail.outbox, tail.clock, app.keepalive)))
+            tasks.append(asyncio.create_task(keep_alive(tail.outbox, tail.clock, app.keepalive)))
         app._runs.add(tail)
         if app._stop_at is not None:
             tail.stop(app._stop_at)
@@ -798,7 +805,7 @@ class Durable:
             # A producer that let its cancellation pass (an event log's wait may swallow one)
             # stops at its next frame instead of waiting forever for room nobody makes.
             tail.outbox.close()
-            done, pending = await asyncio.wait(tasks, timeout=_STOP_WAIT)
+            done, pending = await asyncio.wait(tasks, timeout=STOP_WAIT)
             if producer in pending:
                 log.error("a durable response: reading the log did not stop when cancelled")
             for task in done:
@@ -826,11 +833,7 @@ class Durable:
         sender.cancel()
         if sender.done() and not sender.cancelled() and sender.exception() is None:
             return  # the response was complete
-        frames: list[bytes] = []
-        for frame in tail.outbox.take_now():
-            if frame is None:
-                break
-            frames.append(frame)
+        frames = unsent(tail.outbox)
         execution = None if tail.run_id is None else self.executions.get(tail.run_id)
         if execution is not None:
             execution.stop(execution.loop.time())
@@ -850,10 +853,8 @@ class Durable:
                     else:
                         frames.append(sse_frame(event))
         try:
-            async with asyncio.timeout(_STOP_WAIT):
-                if frames:
-                    await _send_body(send, frames)
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            async with asyncio.timeout(STOP_WAIT):
+                await send_last(send, frames)
         except Exception:  # the connection is gone: nothing more to tell the client
             log.info("a durable response: its end could not be sent")
 
@@ -874,7 +875,7 @@ class Durable:
                 # SERVER_SHUTDOWN) and is followed to its end; another worker's is left (the
                 # client resumes it elsewhere).
                 local = tail.run_id is not None and tail.run_id in self.executions
-                cut_at = tail.stop_at + (_STOP_WAIT if local else 0.0)
+                cut_at = tail.stop_at + (STOP_WAIT if local else 0.0)
                 if now >= cut_at:
                     cut = True
                     cut_at = None
@@ -889,7 +890,7 @@ class Durable:
                 tail.wake = loop.create_future()
             await asyncio.wait(
                 (sender, watcher, tail.wake),
-                timeout=_earliest(now, check_at, cut_at),
+                timeout=earliest(now, check_at, cut_at),
                 return_when=asyncio.FIRST_COMPLETED,
             )
 
@@ -1039,7 +1040,7 @@ class Durable:
         tasks = [e.task for e in runs if e.task is not None]
         if tasks:  # an agent slow to stop holds its task after the run's end is stored
             keep = 0.25 if self._owns_log else 0.0  # of the window, for closing the log
-            await asyncio.wait(tasks, timeout=self.app._within_window(2 * _STOP_WAIT, keep))
+            await asyncio.wait(tasks, timeout=self.app._within_window(2 * STOP_WAIT, keep))
         if self._owns_log:
             try:
                 async with asyncio.timeout(self.app._within_window(None)):
@@ -1066,8 +1067,8 @@ class _Tail:
 
     def __init__(self, queue_size: int) -> None:
         self.loop = asyncio.get_running_loop()
-        self.outbox = _Outbox(queue_size)
-        self.clock = _Clock()
+        self.outbox = Outbox(queue_size)
+        self.clock = Clock()
         self.run_id: str | None = None  # the run followed live
         self.started = False  # its RUN_STARTED is queued
         self.ended = False  # its terminal event is queued
@@ -1153,7 +1154,7 @@ class Execution:
     def _queue_event(self, event: Any) -> None:
         if type(event) is RunStartedEvent:
             self._open.start(event)
-        terminal = type(event) in _TERMINAL
+        terminal = type(event) in TERMINAL
         if terminal:
             self.terminal = event
         self._queue(encode(event), terminal)
@@ -1208,7 +1209,7 @@ class Execution:
             if not writer.done():
                 producer.cancel()
                 self.close_with("The server is shutting down.", SERVER_SHUTDOWN)
-                await asyncio.wait((writer,), timeout=_STOP_WAIT)
+                await asyncio.wait((writer,), timeout=STOP_WAIT)
             raise
         except _Abandoned:
             pass
@@ -1217,7 +1218,7 @@ class Execution:
         finally:
             for task in (producer, writer):
                 task.cancel()
-            done, pending = await asyncio.wait((producer, writer), timeout=_STOP_WAIT)
+            done, pending = await asyncio.wait((producer, writer), timeout=STOP_WAIT)
             if pending:
                 log.error("run %s: the agent did not stop when it was cancelled", self.id)
             for task in done:
@@ -1273,7 +1274,7 @@ class Execution:
                         run_id,
                         getattr(event.type, "value", event.type),
                         len(data),
-                        _MAX_SSE_FRAME,
+                        MAX_SSE_FRAME,
                     )
                     self.close_with(
                         f"The agent produced an event too large to send ({len(data)} bytes).",
@@ -1291,7 +1292,7 @@ class Execution:
                 # keeps its whole working buffer (4 KiB at least), which a queue of a thousand
                 # events would hold on to. A writer keeping up (memory://) copies nothing here.
                 pending.append(data if queued < _UNCOPIED else bytes(memoryview(data)))
-                if type(event) in _TERMINAL:
+                if type(event) in TERMINAL:
                     self.final = True
                     self.terminal = event
                     filled.set()
@@ -1363,7 +1364,7 @@ class Execution:
         self.terminal = run_error(_STORE_ERROR_MESSAGE, STORE_ERROR)
         end = encode(self.terminal)
         try:
-            async with asyncio.timeout(_STOP_WAIT):
+            async with asyncio.timeout(STOP_WAIT):
                 await durable.log.append(self.id, [end], final=True)
         except Exception:
             durable._end_streams(self.id)
@@ -1387,11 +1388,11 @@ class Execution:
             now = loop.time()
             if self.stop_at is not None and now >= self.stop_at:
                 self.stop_at = math.inf
-                await _stop_agent(producer, self.id)
+                await stop_agent(producer, self.id)
                 self.close_with("The server is shutting down.", SERVER_SHUTDOWN)
             if expires is not None and now >= expires:
                 expires = None
-                await _stop_agent(producer, self.id)
+                await stop_agent(producer, self.id)
                 self.close_with(f"The run took longer than {app.max_run_seconds} seconds.", TIMEOUT)
             if not self.final and now >= poll_at:
                 poll_at = now + STOP_POLL
@@ -1399,7 +1400,7 @@ class Execution:
                 if record is not None and record.stop_requested:
                     self._stop_requested = True
             if self._stop_requested and not self.final:
-                await _stop_agent(producer, self.id)
+                await stop_agent(producer, self.id)
                 self.close_cancelled()
             if not self.stored and now >= renew_at:
                 renew_at = now + lease / 3
@@ -1417,18 +1418,18 @@ class Execution:
                     # close the run any moment, and a silent agent would leave its streams
                     # waiting for as long as the log fails.
                     writer.cancel()
-                    await _stop_agent(producer, self.id)
+                    await stop_agent(producer, self.id)
                     await self._unstorable(self._failure or StoreError("the lease ran out"))
                     raise _Abandoned("the lease could not be renewed")
             if self.wake.done():
                 self.wake = loop.create_future()
-            wait = _earliest(now, self.stop_at, expires, None if self.final else poll_at, renew_at)
+            wait = earliest(now, self.stop_at, expires, None if self.final else poll_at, renew_at)
             await asyncio.wait(
                 (writer, self.wake), timeout=wait, return_when=asyncio.FIRST_COMPLETED
             )
         writer.result()  # raises _Abandoned when the log failed
         # The run is stored. The agent may still be working after its terminal event.
-        await _let_finish(self, producer)
+        await let_finish(self, producer)
 
     async def _quietly(self, call: Awaitable[Any]) -> Any:
         """The call's result, or None when the log fails (kept in the health, logged once for
@@ -1478,12 +1479,6 @@ def _asks_to_resume(scope: Scope) -> bool:
         if key.lower() == _RESUME_KEY:
             return value.strip().lower() in (b"1", b"true")
     return False
-
-
-def _query(scope: Scope) -> dict[str, str]:
-    raw = scope.get("query_string", b"")
-    pairs = parse_qs(raw.decode("latin-1"), keep_blank_values=True)
-    return {key: values[-1] for key, values in pairs.items()}
 
 
 def _start_from(reducer: Reducer, data: bytes) -> None:

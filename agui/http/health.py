@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from agui.http.server import AgentApp, Scope, Send
+    from agui.http.asgi import Scope, Send
+    from agui.http.server import AgentApp
     from agui.store.base import EventLog
 
 __all__ = ["HEALTHZ", "PROBE_TIMEOUT", "READYZ", "answer", "not_ready"]

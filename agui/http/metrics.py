@@ -8,8 +8,8 @@ values have no bound.
 
 What it costs: nothing per event. A run is counted at its start and its end (`run_started`,
 `run_ended`). Events and bytes are counted by the sender of each response where it already
-batches frames into writes (agui.http.server._send_frames keeps the totals on the response's
-_Clock, two additions per write, metrics on or off); a scrape adds up the responses going and
+batches frames into writes (agui.http.response.send_frames keeps the totals on the response's
+Clock, two additions per write, metrics on or off); a scrape adds up the responses going and
 those that ended (`_SentCollector`), so a long stream's bytes show before its end. With metrics
 off (the default) nothing here is imported.
 
@@ -28,7 +28,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from agui.http.server import _Clock
+    from agui.http.response import Clock
 
 __all__ = ["OUTCOMES", "AgentMeter", "Metrics"]
 
@@ -175,11 +175,11 @@ class AgentMeter:
     def store_failed(self) -> None:
         self._store_errors.inc()
 
-    def streaming(self, clock: _Clock, binary: bool) -> None:
+    def streaming(self, clock: Clock, binary: bool) -> None:
         """A response begins: its sender's totals (on `clock`) count from now on."""
         self.metrics.sent.follow(clock, self.agent, _transport(binary))
 
-    def streamed(self, clock: _Clock, binary: bool) -> None:
+    def streamed(self, clock: Clock, binary: bool) -> None:
         """The response is over: its totals are kept with the ended ones."""
         self.metrics.sent.end(clock, self.agent, _transport(binary))
 
@@ -193,23 +193,23 @@ def _transport(binary: bool) -> str:
 
 class _SentCollector(Collector):
     """agui_sent_events_total and agui_sent_bytes_total: at each scrape, the totals of the
-    responses that ended plus those of the responses going (their _Clock's, which the sender
+    responses that ended plus those of the responses going (their Clock's, which the sender
     updates per write)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ended: dict[tuple[str, str], list[int]] = {}  # (agent, transport) -> [events, bytes]
-        self._live: dict[_Clock, tuple[str, str]] = {}
+        self._live: dict[Clock, tuple[str, str]] = {}
 
     def declare(self, agent: str, transport: str) -> None:
         with self._lock:
             self._ended.setdefault((agent, transport), [0, 0])
 
-    def follow(self, clock: _Clock, agent: str, transport: str) -> None:
+    def follow(self, clock: Clock, agent: str, transport: str) -> None:
         with self._lock:
             self._live[clock] = (agent, transport)
 
-    def end(self, clock: _Clock, agent: str, transport: str) -> None:
+    def end(self, clock: Clock, agent: str, transport: str) -> None:
         with self._lock:
             self._live.pop(clock, None)
             totals = self._ended.setdefault((agent, transport), [0, 0])

@@ -15,13 +15,17 @@ leaves (uvicorn does not raise on a send after a disconnect). A keep-alive comme
 outlives `max_run_seconds` (RUN_ERROR `TIMEOUT`) or the server's shutdown (RUN_ERROR
 `SERVER_SHUTDOWN`, see `AgentApp.shutdown`), and once the response is complete lets the agent
 finish its work for up to `finish_grace` seconds.
+
+The parts a durable run (agui.http.durable) shares are in agui.http.asgi (the ASGI primitives),
+agui.http.response (the outbox, the sender, the keep-alive) and agui.http.lifetime (the codes a
+run is ended with, stopping and finishing its agent); `SERVER_SHUTDOWN`, `TIMEOUT` and the
+`CORS_*` headers (agui.http.cors) are importable from here too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import inspect
 import logging
 import math
@@ -31,7 +35,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import attrs
@@ -48,9 +52,49 @@ from agui_generated import (
 )
 
 from agui.agent.protocol import Agent, CapabilitySource, InputValidator
-from agui.errors import AguiError, EncodeError
+from agui.errors import EncodeError
 from agui.http import health
 from agui.http.access import Action, Authorize, Refused, ask
+from agui.http.asgi import (
+    ALLOW_GET,
+    ALLOW_POST,
+    CLOSE,
+    RETRY_AFTER,
+    BadRequest,
+    Receive,
+    Scope,
+    Send,
+    answer_lifespan,
+    error_body,
+    json_response,
+    nested_lifespan,
+    relative_path,
+    wait_for_disconnect,
+)
+from agui.http.cors import CORS_EXPOSED_HEADERS, CORS_REQUEST_HEADERS, checked_origins, with_cors
+from agui.http.lifetime import (
+    SERVER_SHUTDOWN,
+    SERVING,
+    STOP_WAIT,
+    TERMINAL,
+    TIMEOUT,
+    earliest,
+    let_finish,
+    stop_agent,
+)
+from agui.http.response import (
+    MAX_PROTO_FRAME,
+    MAX_SSE_FRAME,
+    PROTO_HEADERS,
+    STREAM_HEADERS,
+    VARY,
+    Clock,
+    Outbox,
+    keep_alive,
+    send_frames,
+    send_last,
+    unsent,
+)
 from agui.stream.lifecycle import (
     DEFAULT_FINISH_GRACE,
     INVALID_EVENT,
@@ -61,13 +105,8 @@ from agui.stream.lifecycle import (
 )
 from agui.wire.codec import decode, encode
 from agui.wire.eras import Compat, Downgrade, Era, needs_upgrade, upgrade_input
-from agui.wire.proto import (
-    DEFAULT_MAX_PROTO_FRAME_BYTES,
-    PROTO_MEDIA_TYPE,
-    accepts_proto,
-    proto_frame,
-)
-from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, KEEPALIVE, sse_frame
+from agui.wire.proto import accepts_proto, proto_frame
+from agui.wire.sse import sse_frame
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -90,79 +129,18 @@ __all__ = [
 
 log = logging.getLogger("agui.server")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
-_TERMINAL = frozenset((RunFinishedEvent, RunErrorEvent))
-_STREAM_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
-# Exactly the media type, no parameters: the TypeScript client compares the string exactly.
-_PROTO_HEADERS = [
-    (b"content-type", PROTO_MEDIA_TYPE.encode()),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
-_VARY = (b"vary", b"accept")
 _METRICS = "/metrics"
-_WRITE_BYTES = 64 * 1024  # coalesce queued frames into writes of at most about this size
-_MAX_LISTED_PROBLEMS = 50
-# The largest frame a client takes by default: an SSE frame's lines (each with its line end), a
-# protobuf frame's message (after its 4-byte length).
-_MAX_SSE_FRAME = DEFAULT_MAX_FRAME_BYTES + 1
-_MAX_PROTO_FRAME = DEFAULT_MAX_PROTO_FRAME_BYTES + 4
-_STOP_WAIT = 2.0  # seconds a cancelled agent may take to stop before it is left behind
 # The shutdown under uvicorn (`_uvicorn_grace`): runs go on for the graceful window less a margin
 # for what follows, measured on a 2-core machine (docs/serving.md#shutdown).
 _MARGIN = 1.0  # seconds: agents stopping, uvicorn's checks (every 0.1 s), the lifespan, the exit
 _MARGIN_PER_RUN = 0.001  # seconds more for each run going and each response following one
 _MARGIN_PER_STORED = 0.002  # and for each run executing with a store (its end is written)
-_SHUTDOWN_STOP_WAIT = 0.25  # seconds past the grace an agent may take to stop before its run ends
 _EXIT_TIME = 0.25  # seconds left at the window's end for the lifespan's end and the exit
-_SERVING: contextvars.ContextVar[AgentApp] = contextvars.ContextVar("agui_serving")
-"""The AgentApp serving the request (and the tasks it started): whose shutdown `_stop_wait` sees."""
-
-SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
-"""The RUN_ERROR code of a run stopped because the server shuts down."""
-TIMEOUT = "TIMEOUT"
-"""The RUN_ERROR code of a run that went on longer than `max_run_seconds`."""
 
 
-class _BadRequest(AguiError):
-    """A request refused before any event is sent; answered with `status`, a JSON body and the
-    extra `headers` (Allow, Retry-After, Connection: close)."""
-
-    def __init__(
-        self,
-        status: int,
-        error: str,
-        problems: tuple[Problem, ...] = (),
-        headers: tuple[tuple[bytes, bytes], ...] = (),
-    ) -> None:
-        self.status, self.error, self.problems, self.headers = status, error, problems, headers
-
-
-_ALLOW_POST = ((b"allow", b"POST"),)
-_ALLOW_GET = ((b"allow", b"GET"),)
 _CAPABILITIES = "/capabilities"
 _CAPABILITIES_HEADERS = [(b"content-type", b"application/json"), (b"cache-control", b"no-cache")]
-_ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#\s]+")
-
-CORS_REQUEST_HEADERS = ("Content-Type", "Accept", "Authorization", "Last-Event-ID", "Agui-Resume")
-"""The request headers a page on another origin may send (`cors_origins`): the run's JSON body,
-the transport it asks for, a bearer token, and the cursor a durable stream resumes after."""
-CORS_EXPOSED_HEADERS = ("Retry-After", "Agui-Resumable")
-"""The response headers such a page may read beyond the safelisted ones (Content-Type among
-them): when to retry a refused run, and whether a cut stream can be resumed."""
-_RESUMABLE = (b"agui-resumable", b"1")
-"""On each stream a server with a store answers: a client may resume it after a cut at
-`GET {url}/runs/{runId}/events` (agui.http.client.RESUMABLE_HEADER)."""
-_RETRY_AFTER = ((b"retry-after", b"1"),)
-_CLOSE = ((b"connection", b"close"),)
 
 
 class RouteTable(Protocol):
@@ -306,7 +284,7 @@ class AgentApp:
         source = agent if isinstance(agent, CapabilitySource) else None
         if source is not None and not callable(source.capabilities):
             _declared(source.capabilities)  # a declaration that cannot be served is refused now
-        origins = _cors_origins(cors_origins)
+        origins = checked_origins(cors_origins)
         if max_active_runs is not None and max_active_runs < 1:
             raise ValueError("max_active_runs must be at least 1 (None: no limit)")
         if lease_seconds <= 0:
@@ -350,7 +328,7 @@ class AgentApp:
             self._tracing.agent = name  # the span's gen_ai.agent.name: the name given
         self._app: Callable[[Scope, Receive, Send], Awaitable[None]] = self._serve
         if origins:
-            self._app = _with_cors(self._serve, origins)
+            self._app = with_cors(self._serve, origins)
         self.name = name or _agent_name(agent)
         """The agent's name in the metrics and the logs."""
         self._meter: AgentMeter | None = None
@@ -399,10 +377,10 @@ class AgentApp:
         executing: set[object] = set()
         if self._durable is not None and self._ends_by is not None:
             # Under uvicorn, at the end of the window less _MARGIN if that is later: one
-            # following a run executing here waits for the run's stored end until _STOP_WAIT
+            # following a run executing here waits for the run's stored end until STOP_WAIT
             # past its stop (`Durable._watch`), after the window's end, where uvicorn's
             # cancellation writes its RUN_ERROR (ending many runs on a busy machine can take
-            # longer than _STOP_WAIT).
+            # longer than STOP_WAIT).
             following = max(deadline, self._ends_by - _MARGIN)
             executing = set(self._durable.executions.values())
         for run in list(self._runs):
@@ -451,7 +429,7 @@ class AgentApp:
         holder: Any = getattr(target, "router", target)
         inner = getattr(holder, "lifespan_context", None)
         if callable(inner):
-            holder.lifespan_context = _nested(inner, self.lifespan)
+            holder.lifespan_context = nested_lifespan(inner, self.lifespan)
 
     def _route_base(self, path: str | None) -> str:
         """The routes' prefix for `include_in(target, path)`: the path without its trailing
@@ -503,11 +481,11 @@ class AgentApp:
         return None if self._durable is None else self._durable.log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        token = _SERVING.set(self)
+        token = SERVING.set(self)
         try:
             await self._app(scope, receive, send)
         finally:
-            _SERVING.reset(token)
+            SERVING.reset(token)
 
     def _within_window(self, limit: float | None, keep: float = 0.0) -> float | None:
         """`limit` seconds (None: no limit) for a wait at the end of a request or of the lifespan;
@@ -521,12 +499,12 @@ class AgentApp:
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send, self.lifespan())
+            await answer_lifespan(receive, send, self.lifespan())
             return
         if scope["type"] != "http":
             return
         if self._at_health(scope):  # the whole app, with a path of its own (agui.http.health)
-            ready = _relative(scope) == health.READYZ
+            ready = relative_path(scope) == health.READYZ
             await health.answer(scope, send, await health.not_ready([self]) if ready else None)
             return
         if self._meter is not None and self._at_metrics(scope):
@@ -534,7 +512,7 @@ class AgentApp:
                 await self._serve_metrics(scope, receive, send)
             return
         if self._console is not None and scope["method"] in ("GET", "HEAD"):
-            name = self._console.file_for(_relative(scope), self.path)
+            name = self._console.file_for(relative_path(scope), self.path)
             if name is not None:
                 if await self._refused(scope, send, "console"):
                     return
@@ -549,14 +527,14 @@ class AgentApp:
             return
         try:
             if self._stop_at is not None:
-                raise _BadRequest(503, "the server is shutting down")
-            if self.path is not None and self.path not in (scope["path"], _relative(scope)):
-                raise _BadRequest(
+                raise BadRequest(503, "the server is shutting down")
+            if self.path is not None and self.path not in (scope["path"], relative_path(scope)):
+                raise BadRequest(
                     404, f"nothing is served at {scope['path']}; the agent is at {self.path}"
                 )
             if scope["method"] != "POST":
-                raise _BadRequest(
-                    405, "only POST is allowed: send a RunAgentInput as JSON", (), _ALLOW_POST
+                raise BadRequest(
+                    405, "only POST is allowed: send a RunAgentInput as JSON", (), ALLOW_POST
                 )
             self.check_capacity(self._served)
             run_input = await self.read_input(scope, receive)
@@ -570,10 +548,10 @@ class AgentApp:
                         run_input.run_id,
                     )
                 except Refused as refused:
-                    raise _BadRequest(refused.status, refused.error) from None
+                    raise BadRequest(refused.status, refused.error) from None
             self.check_capacity(self._served)
-        except _BadRequest as bad:
-            await _json_response(send, bad.status, _error_body(bad), bad.headers)
+        except BadRequest as bad:
+            await json_response(send, bad.status, error_body(bad), bad.headers)
             return
         if run_input is None:  # the client left while sending its body
             return
@@ -609,14 +587,14 @@ class AgentApp:
         try:
             await ask(self.authorize, scope["headers"], action, None, None)
         except Refused as refused:
-            await _json_response(send, refused.status, {"error": refused.error})
+            await json_response(send, refused.status, {"error": refused.error})
             return True
         return False
 
     def _at_health(self, scope: Scope) -> bool:
         """The request is for /healthz or /readyz, and this app has a path of its own that is
         neither (with path None every path is the agent's)."""
-        relative = _relative(scope)
+        relative = relative_path(scope)
         if self.path is None or relative not in (health.HEALTHZ, health.READYZ):
             return False
         return relative != self.path.rstrip("/")
@@ -626,11 +604,11 @@ class AgentApp:
         """The request is for `GET /metrics` of an app with a path of its own (the whole app)."""
         if self.path is None or self.path == _METRICS:
             return False
-        return _METRICS in (scope["path"], _relative(scope))
+        return _METRICS in (scope["path"], relative_path(scope))
 
     async def _serve_metrics(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):
-            await _json_response(send, 405, {"error": "read the metrics with GET"}, _ALLOW_GET)
+            await json_response(send, 405, {"error": "read the metrics with GET"}, ALLOW_GET)
             return
         if self._metrics_app is None:
             from prometheus_client import make_asgi_app
@@ -692,7 +670,7 @@ class AgentApp:
 
     def _at_capabilities(self, scope: Scope) -> bool:
         """The request is for `{path}/capabilities` (with path None: any path ending so)."""
-        relative = _relative(scope)
+        relative = relative_path(scope)
         if self.path is None:
             return relative.endswith(_CAPABILITIES)
         return self.path.rstrip("/") + _CAPABILITIES in (scope["path"], relative)
@@ -700,16 +678,16 @@ class AgentApp:
     async def _serve_capabilities(self, scope: Scope, send: Send) -> None:
         try:
             if self._stop_at is not None:
-                raise _BadRequest(503, "the server is shutting down")
+                raise BadRequest(503, "the server is shutting down")
             if scope["method"] != "GET":
-                raise _BadRequest(405, "read the capabilities with GET", (), _ALLOW_GET)
+                raise BadRequest(405, "read the capabilities with GET", (), ALLOW_GET)
             try:
                 body = encode(await self.capabilities())
             except Exception:
                 log.exception("the agent's capabilities could not be read")
-                raise _BadRequest(500, "the agent's capabilities could not be read") from None
-        except _BadRequest as bad:
-            await _json_response(send, bad.status, _error_body(bad), bad.headers)
+                raise BadRequest(500, "the agent's capabilities could not be read") from None
+        except BadRequest as bad:
+            await json_response(send, bad.status, error_body(bad), bad.headers)
             return
         await send({"type": "http.response.start", "status": 200, "headers": _CAPABILITIES_HEADERS})
         await send({"type": "http.response.body", "body": body, "more_body": False})
@@ -730,23 +708,23 @@ class AgentApp:
         """Refuse a new run with 503 (and Retry-After) when `active` runs already execute here."""
         if self.max_active_runs is not None and active >= self.max_active_runs:
             log.warning("refused a run: %d runs are active (max_active_runs)", active)
-            raise _BadRequest(
+            raise BadRequest(
                 503,
                 f"the server runs {self.max_active_runs} runs already; retry later",
                 (),
-                _RETRY_AFTER,
+                RETRY_AFTER,
             )
 
     async def read_input(self, scope: Scope, receive: Receive) -> RunAgentInput | None:
         """The request's RunAgentInput, read, decoded and validated; None when the client left
-        while sending it. Raises _BadRequest (415, 413, 408, 400)."""
+        while sending it. Raises BadRequest (415, 413, 408, 400)."""
         headers = {k.lower(): v for k, v in scope["headers"]}
         media = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
         if media != b"application/json" and not media.endswith(b"+json"):
-            raise _BadRequest(415, "the body must be JSON (Content-Type: application/json)")
+            raise BadRequest(415, "the body must be JSON (Content-Type: application/json)")
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise _BadRequest(413, f"the body is larger than {self.max_body_bytes} bytes")
+            raise BadRequest(413, f"the body is larger than {self.max_body_bytes} bytes")
         chunks: list[bytes] = []
         limit = asyncio.timeout(self.body_timeout)
         try:
@@ -757,8 +735,8 @@ class AgentApp:
             if not limit.expired():
                 raise
             log.warning("refused a request whose body took over %s s", self.body_timeout)
-            raise _BadRequest(
-                408, f"the body took longer than {self.body_timeout} seconds", (), _CLOSE
+            raise BadRequest(
+                408, f"the body took longer than {self.body_timeout} seconds", (), CLOSE
             ) from None
         warnings: list[Problem] = []
         try:
@@ -779,14 +757,14 @@ class AgentApp:
                     f"the body is not UTF-8: byte 0x{body[bad.start]:02x} at offset {bad.start} "
                     f"({bad.reason})",
                 )
-                raise _BadRequest(400, "the body is not UTF-8 JSON", (problem,)) from None
-            raise _BadRequest(400, "the body is not a valid RunAgentInput", exc.problems) from None
+                raise BadRequest(400, "the body is not UTF-8 JSON", (problem,)) from None
+            raise BadRequest(400, "the body is not a valid RunAgentInput", exc.problems) from None
         for warning in warnings:
             log.warning("request body: %s", warning)
         # An agent with a validate(input) method can refuse a run before the stream opens.
         refused = tuple(self._validator.validate(run_input)) if self._validator else ()
         if refused:
-            raise _BadRequest(400, "the agent cannot run this input", refused)
+            raise BadRequest(400, "the agent cannot run this input", refused)
         return run_input
 
     async def _read_body(self, receive: Receive, chunks: list[bytes]) -> list[bytes] | None:
@@ -798,7 +776,7 @@ class AgentApp:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
-                raise _BadRequest(413, f"the body is larger than {self.max_body_bytes} bytes")
+                raise BadRequest(413, f"the body is larger than {self.max_body_bytes} bytes")
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return chunks
@@ -814,19 +792,19 @@ class AgentApp:
         span: RunSpan | None = None,
         client: object = None,
     ) -> None:
-        headers = _PROTO_HEADERS if binary else _STREAM_HEADERS
+        headers = PROTO_HEADERS if binary else STREAM_HEADERS
         if self.protobuf:
-            headers = [*headers, _VARY]
+            headers = [*headers, VARY]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         run = _Run(run_input, self.queue_size, binary, era, span)
         # The agent runs in the producer's task: a traced run's span is current there.
         context = None if span is None else span.task_context()
         producer = asyncio.create_task(self._produce(run), context=context)
-        sender = asyncio.create_task(_send_frames(run.outbox, send, run.clock))
-        watcher = asyncio.create_task(_wait_for_disconnect(receive))
+        sender = asyncio.create_task(send_frames(run.outbox, send, run.clock))
+        watcher = asyncio.create_task(wait_for_disconnect(receive))
         tasks = [producer, sender, watcher]
         if self.keepalive is not None and not binary:
-            tasks.append(asyncio.create_task(_keep_alive(run.outbox, run.clock, self.keepalive)))
+            tasks.append(asyncio.create_task(keep_alive(run.outbox, run.clock, self.keepalive)))
         self._runs.add(run)
         if self._stop_at is not None:  # the shutdown began while this run was being set up
             run.stop(self._stop_at)
@@ -846,7 +824,7 @@ class AgentApp:
             for task in tasks:
                 task.cancel()
             run.outbox.close()  # an agent that let the cancellation pass stops at its next event
-            done, pending = await asyncio.wait(tasks, timeout=self._within_window(_STOP_WAIT))
+            done, pending = await asyncio.wait(tasks, timeout=self._within_window(STOP_WAIT))
             if pending:
                 log.error("run %s: the agent did not stop when it was cancelled", run.id)
             for task in done:
@@ -876,7 +854,7 @@ class AgentApp:
                 expires = None
                 seconds = self.max_run_seconds
                 await run.end(producer, TIMEOUT, f"The run took longer than {seconds} seconds.")
-            wait = _earliest(now, run.stop_at, expires)
+            wait = earliest(now, run.stop_at, expires)
             if run.wake.done():
                 run.wake = loop.create_future()
             await asyncio.wait(
@@ -885,7 +863,7 @@ class AgentApp:
         if sender.cancelled() or sender.exception() is not None or not run.ended:
             return
         # The response is complete. The agent may still be working after its terminal event.
-        await _let_finish(run, producer)
+        await let_finish(run, producer)
 
     async def _produce(self, run: _Run) -> None:
         """Drive the agent through the run lifecycle; queue its frames; None marks the end."""
@@ -894,7 +872,7 @@ class AgentApp:
         # A pre-1.0 peer's stream is translated (decided once per request, not per event).
         downgrade = run.downgrade
         frame_of = proto_frame if binary else sse_frame if downgrade is None else downgrade.sse
-        limit = _MAX_PROTO_FRAME if binary else _MAX_SSE_FRAME
+        limit = MAX_PROTO_FRAME if binary else MAX_SSE_FRAME
         run_id = run.id
         stream = run_lifecycle(self.agent, run.input, finish_grace=self.finish_grace)
         if run.span is not None:
@@ -932,7 +910,7 @@ class AgentApp:
                     return
                 await put(frame)
                 run.started = True
-                if type(event) in _TERMINAL:
+                if type(event) in TERMINAL:
                     # End the response now: the client is done even if the agent is not. The
                     # lifecycle drops (and logs) whatever the agent still yields.
                     run.ended = True
@@ -1041,46 +1019,6 @@ def _a(value: object) -> str:
     return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
-def _cors_origins(origins: Iterable[str]) -> tuple[str, ...]:
-    """The origins CORS allows, checked: "*" or scheme://host[:port] (what a browser sends in
-    Origin: no path, no trailing slash); ValueError otherwise."""
-    if isinstance(origins, str):
-        origins = (origins,)
-    checked = tuple(dict.fromkeys(origins))
-    for origin in checked:
-        if origin != "*" and not _ORIGIN.fullmatch(origin):
-            raise ValueError(
-                f"{origin!r} is not an origin: give scheme://host[:port] as a browser sends it in "
-                'Origin, such as "http://localhost:3000" (no path, no trailing slash), or "*" '
-                "for any"
-            )
-    return checked
-
-
-def _with_cors(
-    app: Callable[[Scope, Receive, Send], Awaitable[None]], origins: tuple[str, ...]
-) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    """`app` behind Starlette's CORSMiddleware, allowing `origins`."""
-    try:
-        from starlette.middleware.cors import CORSMiddleware
-    except ImportError:
-        raise ImportError(
-            "cors_origins needs Starlette's CORSMiddleware: pip install 'agui-spec[server]'"
-        ) from None
-    if "*" in origins:
-        log.warning(
-            "CORS: web pages of any origin may call this agent (cors_origins '*'); outside "
-            "development, name the front end's origin"
-        )
-    return CORSMiddleware(
-        app,
-        allow_origins=origins,
-        allow_methods=("GET", "POST", "DELETE"),  # DELETE: a thread (agui.http.threads)
-        allow_headers=CORS_REQUEST_HEADERS,
-        expose_headers=CORS_EXPOSED_HEADERS,
-    )
-
-
 def _upgraded(body: bytes) -> bytes:
     """A request body with the retired shapes a pre-1.0 client sends (legacy binary content
     parts) upgraded, each upgrade logged; the body as it is when it holds none."""
@@ -1094,40 +1032,6 @@ def _upgraded(body: bytes) -> bytes:
     for warning in said:
         log.warning("request body: %s", warning)
     return orjson.dumps(value) if said else body
-
-
-def _earliest(now: float, *times: float | None) -> float | None:
-    """Seconds from `now` to the earliest of `times` (None: no time given)."""
-    given = [t for t in times if t is not None and t != math.inf]
-    return max(0.0, min(given) - now) if given else None
-
-
-class _Finishing(Protocol):
-    """What `_let_finish` needs of a run being served (_Run here, the durable run's)."""
-
-    id: str
-    stop_at: float | None
-    wake: asyncio.Future[None]
-
-
-async def _let_finish(run: _Finishing, producer: asyncio.Task[None]) -> None:
-    """Wait for an agent still working after its terminal event (the run lifecycle gives it
-    finish_grace seconds); a shutdown (`run.stop_at`) cuts that short, and returns at once."""
-    loop = asyncio.get_running_loop()
-    while not producer.done():
-        now = loop.time()
-        if run.stop_at == math.inf:
-            return  # the shutdown ended the run, and cancelled the agent then
-        if run.stop_at is not None and now >= run.stop_at:
-            log.warning("run %s: the server shuts down; the finishing agent is cancelled", run.id)
-            return
-        if run.wake.done():
-            run.wake = loop.create_future()
-        await asyncio.wait(
-            (producer, run.wake),
-            timeout=_earliest(now, run.stop_at),
-            return_when=asyncio.FIRST_COMPLETED,
-        )
 
 
 class _Run:
@@ -1164,8 +1068,8 @@ class _Run:
         # the translation for a pre-1.0 peer (SSE only: no 0.0.x client asks for protobuf)
         self.downgrade = Downgrade(era) if era is not None and not binary else None
         self.loop = asyncio.get_running_loop()
-        self.outbox = _Outbox(queue_size)
-        self.clock = _Clock()
+        self.outbox = Outbox(queue_size)
+        self.clock = Clock()
         self.started = False  # a frame is queued (so RUN_STARTED is)
         self.ended = False  # the terminal frame and the end of the response are queued
         self.terminal: object = None  # the terminal event queued (its outcome), None: none
@@ -1199,31 +1103,10 @@ class _Run:
 
     async def end(self, producer: asyncio.Task[None], code: str, message: str) -> None:
         """Stop the agent and end the response in RUN_ERROR `code` (unless it already ended)."""
-        await _stop_agent(producer, self.id)
+        await stop_agent(producer, self.id)
         if not self.ended:
             log.warning("run %s: ended with RUN_ERROR %s: %s", self.id, code, message)
         self.close_with(message, code)
-
-
-async def _stop_agent(producer: asyncio.Task[None], run_id: str) -> None:
-    """Cancel the agent's task and wait for it a little (`_stop_wait`); log one that goes on."""
-    producer.cancel()
-    wait = _stop_wait()
-    await asyncio.wait((producer,), timeout=wait)
-    if not producer.done() and wait >= _STOP_WAIT:  # at the shutdown, the request's end logs it
-        log.error("run %s: the agent did not stop when it was cancelled", run_id)
-
-
-def _stop_wait() -> float:
-    """How long a cancelled agent may take to stop before its run ends without it: _STOP_WAIT;
-    once the shutdown of the app serving the request began, only until _SHUTDOWN_STOP_WAIT past
-    its grace (the run's end must go out within the server's window). The agent's late events
-    are dropped, and the end of the request waits for it (`_within_window`)."""
-    app = _SERVING.get(None)
-    stop_at = None if app is None else app._stop_at
-    if stop_at is None:
-        return _STOP_WAIT
-    return max(0.0, min(_STOP_WAIT, stop_at + _SHUTDOWN_STOP_WAIT - time.monotonic()))
 
 
 async def _cancelled(
@@ -1239,11 +1122,7 @@ async def _cancelled(
     if sender.done():
         if not sender.cancelled() and sender.exception() is None:
             return  # the response was complete
-    frames: list[bytes] = []
-    for frame in run.outbox.take_now():
-        if frame is None:
-            break
-        frames.append(frame)
+    frames = unsent(run.outbox)
     if not run.ended:
         log.warning("run %s: the server cancelled the run; it ends in RUN_ERROR", run.id)
         if run.span is not None:
@@ -1254,185 +1133,10 @@ async def _cancelled(
         frames.append(run.frame(run.terminal))
         run.ended = True
     try:
-        async with asyncio.timeout(_STOP_WAIT):
-            if frames:
-                await _send_body(send, frames)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        async with asyncio.timeout(STOP_WAIT):
+            await send_last(send, frames)
     except Exception:  # the connection is gone: nothing more to tell the client
         log.info("run %s: the end of the response could not be sent", run.id)
-
-
-class _Outbox:
-    """The frames queued for the sender: the producer appends one at a time (waiting while `limit`
-    are queued), the sender takes everything queued at once.
-
-    A list and two events rather than an asyncio.Queue: a queue costs several method calls per
-    frame on each side, about a sixth of the server's time on a fast stream of small events.
-    """
-
-    __slots__ = ("_closed", "_drained", "_filled", "_frames", "_limit")
-
-    def __init__(self, limit: int) -> None:
-        self._frames: list[bytes | None] = []
-        self._limit = max(1, limit)
-        self._closed = False
-        self._filled = asyncio.Event()  # set when frames may be waiting
-        self._drained = asyncio.Event()  # set when there may be room
-        self._drained.set()
-
-    def empty(self) -> bool:
-        return not self._frames
-
-    def put_nowait(self, frame: bytes | None) -> None:
-        """Queue a frame regardless of the limit (the keep-alive, into an empty outbox)."""
-        self._frames.append(frame)
-        self._filled.set()
-
-    def offer(self, frame: bytes) -> bool:
-        """Queue a frame if there is room (True), else nothing (False: `await put(frame)`)."""
-        if len(self._frames) >= self._limit:
-            return False
-        self._frames.append(frame)
-        self._filled.set()
-        return True
-
-    async def put(self, frame: bytes | None) -> None:
-        while len(self._frames) >= self._limit:
-            if self._closed:
-                raise asyncio.CancelledError("the response is over")
-            self._drained.clear()
-            await self._drained.wait()
-        self._frames.append(frame)
-        self._filled.set()
-
-    def close(self) -> None:
-        """The response is over: nothing takes frames any more. A producer still going stops at
-        its next frame (`put` raises CancelledError, `offer` refuses) instead of waiting for room
-        forever: one whose cancellation was swallowed on the way (asyncio.wait_for on Python 3.11
-        returns instead when what it waits for completes as the cancellation arrives) would
-        otherwise be left pending, blocked in `put`, until it is garbage ("Task was destroyed
-        but it is pending!")."""
-        self._closed = True
-        self._limit = 0  # no room: offer refuses, put raises
-        self._frames.clear()
-        self._drained.set()
-
-    def take_now(self) -> list[bytes | None]:
-        """Everything queued, in order, without waiting."""
-        frames, self._frames = self._frames, []
-        self._drained.set()
-        return frames
-
-    async def take(self) -> list[bytes | None]:
-        """Everything queued, in order; waits until there is something."""
-        while not self._frames:
-            self._filled.clear()
-            await self._filled.wait()
-        frames, self._frames = self._frames, []
-        self._drained.set()
-        return frames
-
-
-class _Clock:
-    """When the sender last wrote (for the keep-alive task) and first wrote, and what it wrote:
-    events (frames, keep-alives left out) and bytes, counted per write, for the metrics and the
-    run's log line."""
-
-    __slots__ = ("bytes", "events", "first", "last")
-
-    def __init__(self) -> None:
-        self.last = asyncio.get_running_loop().time()
-        self.first: float | None = None
-        self.events = 0
-        self.bytes = 0
-
-
-async def _send_frames(outbox: _Outbox, send: Send, clock: _Clock) -> None:
-    """Write what is queued, joined into writes of about _WRITE_BYTES, until the None frame.
-
-    The events and bytes are counted per write (on `clock`), not per frame: a keep-alive is
-    queued only into an empty outbox, so it can only be the first frame taken."""
-    loop = asyncio.get_running_loop()
-    done = False
-    while not done:
-        chunks: list[bytes] = []
-        size = 0
-        frames = await outbox.take()
-        uncounted = 1 if frames[0] is KEEPALIVE else 0
-        for frame in frames:
-            if frame is None:
-                done = True
-                break
-            chunks.append(frame)
-            size += len(frame)
-            if size >= _WRITE_BYTES:
-                await _send_body(send, chunks)
-                clock.last = loop.time()
-                _count(clock, len(chunks) - uncounted, size)
-                chunks, size, uncounted = [], 0, 0
-        if chunks:
-            await _send_body(send, chunks)
-            clock.last = loop.time()
-            _count(clock, len(chunks) - uncounted, size)
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-def _count(clock: _Clock, events: int, size: int) -> None:
-    """A write of `events` events (`size` bytes) went out."""
-    if clock.first is None and events:
-        clock.first = clock.last
-    clock.events += events
-    clock.bytes += size
-
-
-async def _send_body(send: Send, chunks: list[bytes]) -> None:
-    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    await send({"type": "http.response.body", "body": body, "more_body": True})
-
-
-async def _keep_alive(outbox: _Outbox, clock: _Clock, interval: float) -> None:
-    loop = asyncio.get_running_loop()
-    while True:
-        await asyncio.sleep(max(0.0, clock.last + interval - loop.time()))
-        if loop.time() - clock.last >= interval and outbox.empty():
-            outbox.put_nowait(KEEPALIVE)
-            clock.last = loop.time()
-
-
-async def _wait_for_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
-async def _lifespan(
-    receive: Receive, send: Send, context: contextlib.AbstractAsyncContextManager[None]
-) -> None:
-    """Answer the ASGI lifespan protocol: `context` entered at the startup, exited at the
-    shutdown."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await context.__aenter__()
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await context.__aexit__(None, None, None)
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
-Lifespan = Callable[[Any], contextlib.AbstractAsyncContextManager[Any]]
-
-
-def _nested(outer: Lifespan, inner: Lifespan) -> Lifespan:
-    """A Starlette lifespan: `outer`'s (the application's, whose state it yields), with
-    `inner` entered inside it."""
-
-    @contextlib.asynccontextmanager
-    async def nested(app: Any) -> AsyncIterator[Any]:
-        async with outer(app) as state, inner(app):
-            yield state
-
-    return nested
 
 
 def _shutdown_of(app: AgentApp) -> Callable[[Any], None]:
@@ -1517,29 +1221,3 @@ def _when_uvicorn_exits(notify: Callable[[Any], None]) -> None:
             server = getattr(previous, "__self__", None)
         if isinstance(server, server_type) and callable(previous):
             signal.signal(signum, _ExitHook(previous, server, notify))
-
-
-async def _json_response(
-    send: Send, status: int, body: dict[str, Any], extra: tuple[tuple[bytes, bytes], ...] = ()
-) -> None:
-    headers = [(b"content-type", b"application/json"), *extra]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": orjson.dumps(body), "more_body": False})
-
-
-def _error_body(bad: _BadRequest) -> dict[str, Any]:
-    body: dict[str, Any] = {"error": bad.error}
-    if bad.problems:
-        listed = bad.problems[:_MAX_LISTED_PROBLEMS]
-        body["problems"] = [
-            {"pointer": p.pointer, "kind": p.kind, "message": p.message} for p in listed
-        ]
-        if len(bad.problems) > len(listed):
-            body["more"] = len(bad.problems) - len(listed)
-    return body
-
-
-def _relative(scope: Scope) -> str:
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    return path[len(root) :] if root and path.startswith(root) else path

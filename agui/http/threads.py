@@ -34,12 +34,12 @@ import orjson
 from agui_generated import DecodeError, Interrupt, Message, Problem, RunFinishedInterruptOutcome
 
 from agui.errors import AguiError, StreamError
+from agui.http.asgi import BadRequest, Scope, Send, json_response, query_params
 from agui.store import RunRecord, ThreadSummary
 from agui.wire.codec import decode_json, to_json
 
 if TYPE_CHECKING:
     from agui.http.durable import Durable
-    from agui.http.server import Scope, Send
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -400,14 +400,11 @@ def page_query(query: Mapping[str, str]) -> tuple[int, int | None]:
 
 
 async def serve_list(durable: Durable, scope: Scope, send: Send) -> None:
-    from agui.http.durable import _query
-    from agui.http.server import _BadRequest, _json_response
-
     principal = await durable._allowed(scope, "list", None, None)
     try:
-        limit, before = page_query(_query(scope))
+        limit, before = page_query(query_params(scope))
     except _Refused as refused:
-        raise _BadRequest(400, refused.error, refused.problems) from None
+        raise BadRequest(400, refused.error, refused.problems) from None
     found = await durable.log.list_threads(principal.key(""), limit=limit + 1, before=before)
     more = len(found) > limit
     shown = found[:limit]
@@ -415,19 +412,17 @@ async def serve_list(durable: Durable, scope: Scope, send: Send) -> None:
         threads=tuple(thread_info(summary, principal.wire) for summary in shown),
         next=str(shown[-1].order) if more and shown else None,
     )
-    await _json_response(send, 200, page.to_wire(), _NO_CACHE)
+    await json_response(send, 200, page.to_wire(), _NO_CACHE)
 
 
 _NO_CACHE = ((b"cache-control", b"no-store"),)
 
 
 async def serve_thread(durable: Durable, scope: Scope, send: Send, thread_id: str) -> None:
-    from agui.http.server import _BadRequest, _json_response
-
     principal = await durable._allowed(scope, "connect", thread_id, None)
     runs = await durable.log.thread_runs(principal.key(thread_id))
     if not runs:
-        raise _BadRequest(404, f"no thread {thread_id!r} is known here")
+        raise BadRequest(404, f"no thread {thread_id!r} is known here")
     ends: dict[str, bytes] = {}
     head = await durable._compact(thread_id, runs, ends)
     infos = tuple(
@@ -443,27 +438,25 @@ async def serve_thread(durable: Durable, scope: Scope, send: Send, thread_id: st
         if isinstance(outcome, RunFinishedInterruptOutcome)
         else (),
     )
-    await _json_response(send, 200, thread.to_wire(), _NO_CACHE)
+    await json_response(send, 200, thread.to_wire(), _NO_CACHE)
 
 
 async def serve_delete(durable: Durable, scope: Scope, send: Send, thread_id: str) -> None:
-    from agui.http.server import _BadRequest, _json_response
-
     principal = await durable._allowed(scope, "delete", thread_id, None)
     key = principal.key(thread_id)
     log = durable.log
     runs = await log.thread_runs(key)
     if not runs:
-        raise _BadRequest(404, f"no thread {thread_id!r} is known here")
+        raise BadRequest(404, f"no thread {thread_id!r} is known here")
     live = [record.run_id for record in runs if record.status != "finished"]
     if live:
         await _stop_all(durable, live)
     removed = await log.delete_thread(principal.key(""), key)
     if not removed:  # another request deleted it meanwhile
-        raise _BadRequest(404, f"no thread {thread_id!r} is known here")
+        raise BadRequest(404, f"no thread {thread_id!r} is known here")
     log_.info("thread %s: deleted (%d runs, %d stopped first)", key, len(removed), len(live))
     answer = DeletedThread(thread_id=thread_id, deleted_runs=len(removed), stopped_runs=len(live))
-    await _json_response(send, 200, answer.to_wire())
+    await json_response(send, 200, answer.to_wire())
 
 
 async def _stop_all(durable: Durable, run_ids: list[str]) -> None:
