@@ -186,7 +186,7 @@ def serve(kind: str, events: int, keepalive: float | None, profile: str | None) 
     import uvicorn
 
     app = agui_app(events, keepalive) if kind == "agui" else official_app(events)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)

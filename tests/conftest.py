@@ -29,7 +29,7 @@ def live_server(app: Any, **config: Any) -> Iterator[str]:
     its base URL ("http://127.0.0.1:PORT"); stop it on exit. `config` goes to uvicorn.Config."""
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     options: dict[str, Any] = {

@@ -461,3 +461,33 @@ def test_the_docs_fastapi_example_serves_post_agent(serve: Any) -> None:
     asyncio.run(conversation.run(agui.HttpAgent(url), "hi"))
     assert conversation.outcome() == ("completed", None)
     assert conversation.messages_json()[-1]["content"] == "hello"
+
+
+def test_the_listening_socket_gives_its_connections_tcp_nodelay() -> None:
+    """agui serve binds its own socket (to report a busy port itself): asyncio sets TCP_NODELAY
+    on a connection only when that socket names IPPROTO_TCP, and without it every small answer
+    on a reused keep-alive connection waits for the client's delayed ACK (~40 ms)."""
+    from agui.cli.serve import _bind
+
+    host = "127.0.0.1"
+    sock = _bind(host, 0)
+
+    async def check() -> int:
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Accept(asyncio.Protocol):
+            def connection_made(self, transport: Any) -> None:
+                conn = transport.get_extra_info("socket")
+                accepted.set_result(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await asyncio.get_running_loop().create_server(Accept, sock=sock)
+        async with server:
+            port = sock.getsockname()[1]
+            _, writer = await asyncio.open_connection(host, port)
+            try:
+                return await asyncio.wait_for(accepted, 30)  # hang bound
+            finally:
+                writer.close()
+
+    assert asyncio.run(check()) != 0
