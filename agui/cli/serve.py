@@ -604,9 +604,9 @@ def _said(text: str, log_format: str) -> str:
 def _shutting_down(server: Any) -> None:
     """Tell every AgentApp of this process that `server` (a uvicorn.Server) shuts down (as
     `AgentApp.shutdown_all`, with the grace and the end of the server's window)."""
-    from agui.http.server import AgentApp, _uvicorn_shutdown
+    from agui.http.server import uvicorn_shutdown
 
-    _uvicorn_shutdown(server, AgentApp._apps)
+    uvicorn_shutdown(server)
 
 
 def _server_class() -> Any:
@@ -666,6 +666,6 @@ def _hook_shutdown() -> None:
     this app (installed before it loads the app), so a worker's runs end in RUN_ERROR
     SERVER_SHUTDOWN within the window, as under `agui serve` with one process. A handler that is
     not a uvicorn server's is left alone: the runs then end when uvicorn cancels them."""
-    from agui.http.server import _when_uvicorn_exits
+    from agui.http.server import when_uvicorn_exits
 
-    _when_uvicorn_exits(_shutting_down)
+    when_uvicorn_exits(_shutting_down)

@@ -462,7 +462,7 @@ class AgentApp:
         once and ends with the outermost exit."""
         self._lifespans += 1
         if self._lifespans == 1:
-            _when_uvicorn_exits(_shutdown_of(self))
+            when_uvicorn_exits(_shutdown_of(self))
             if self._durable is not None:
                 self._durable.startup()
         try:
@@ -1140,28 +1140,29 @@ async def _cancelled(
 
 
 def _shutdown_of(app: AgentApp) -> Callable[[Any], None]:
-    """`_uvicorn_shutdown` of `app` for a uvicorn server whose shutdown begins (the app is not
+    """`uvicorn_shutdown` of `app` for a uvicorn server whose shutdown begins (the app is not
     kept alive by the signal handler)."""
     ref = weakref.ref(app)
 
     def notify(server: Any) -> None:
         target = ref()
         if target is not None:
-            _uvicorn_shutdown(server, [target])
+            uvicorn_shutdown(server, [target])
 
     return notify
 
 
-def _uvicorn_shutdown(server: Any, apps: Iterable[AgentApp]) -> None:
-    """The shutdown of `server` (a uvicorn.Server) begins: each of `apps` is shut down with the
-    grace of its window (`_uvicorn_grace`), and learns when the window ends (the waits that follow
-    the runs' ends, and the lifespan's, stop there: `_within_window`)."""
+def uvicorn_shutdown(server: Any, apps: Iterable[AgentApp] | None = None) -> None:
+    """The shutdown of `server` (a uvicorn.Server) begins: each of `apps` (None: every AgentApp
+    of the process, for `agui serve`) is shut down with the grace of its window
+    (`_uvicorn_grace`), and learns when the window ends (the waits that follow the runs' ends,
+    and the lifespan's, stop there: `_within_window`)."""
     grace = _uvicorn_grace(server)
     window: float | None = server.config.timeout_graceful_shutdown
     ends_by = None if window is None else time.monotonic() + window
     if server.force_exit:  # told to hurry: the window is over
         ends_by = time.monotonic()
-    for app in list(apps):
+    for app in list(AgentApp._apps if apps is None else apps):
         if ends_by is not None and (app._ends_by is None or ends_by < app._ends_by):
             app._ends_by = ends_by
         app.shutdown(grace)
@@ -1203,7 +1204,7 @@ class _ExitHook:
         self.notify(self.server)
 
 
-def _when_uvicorn_exits(notify: Callable[[Any], None]) -> None:
+def when_uvicorn_exits(notify: Callable[[Any], None]) -> None:
     """Chain `notify(server)` onto the SIGINT and SIGTERM handlers of the uvicorn server running
     this process (it installs them before it loads and starts the app), so that `notify` learns
     of the shutdown when it begins, not when the graceful window ends. Nothing under another
