@@ -71,7 +71,7 @@ from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mappi
 from contextlib import aclosing, closing
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias, cast, overload
 from urllib.parse import quote
 
 import anyio
@@ -846,6 +846,7 @@ class HttpAgent:
         """One small request, its answer read whole, retried as a stream's first request is;
         (the answer, the attempts made). TransportError when it cannot be made."""
         client, own, temporary = await self._async_client()
+        headers = _traced({"accept": "application/json", **self.headers})
         retries = 0
         try:
             while True:
@@ -853,21 +854,18 @@ class HttpAgent:
                     response = await client.request(
                         method,
                         url,
-                        headers=_traced({"accept": "application/json", **self.headers}),
+                        headers=headers,
                         timeout=self._request_timeout(own),
                         follow_redirects=True,
                     )
                 except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                    if retries >= self.max_retries or not _retryable(exc):
-                        raise self._failure(exc, url, retries + 1) from exc
-                    reason, wait = _transport_message(str(url), exc), retry_delay(retries + 1)
+                    wait = self._retry_wait(method, url, retries, exc)
                 else:
-                    status = response.status_code
-                    if status not in RETRY_STATUSES or retries >= self.max_retries:
+                    again = self._retry_wait(method, url, retries, response)
+                    if again is None:
                         return response, retries + 1
-                    reason, wait = f"HTTP {status}", retry_delay(retries + 1, response.headers)
+                    wait = again
                 retries += 1
-                _log_retry(method, url, wait, retries, self.max_retries, reason)
                 await asyncio.sleep(wait)
         finally:
             if temporary:
@@ -876,28 +874,52 @@ class HttpAgent:
     def _fetch_sync(self, method: str, url: httpx.URL) -> tuple[httpx.Response, int]:
         """The same as `_fetch`, without an event loop."""
         client, own = self._sync_client()
+        headers = _traced({"accept": "application/json", **self.headers})
         retries = 0
         while True:
             try:
                 response = client.request(
                     method,
                     url,
-                    headers=_traced({"accept": "application/json", **self.headers}),
+                    headers=headers,
                     timeout=self._request_timeout(own),
                     follow_redirects=True,
                 )
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                if retries >= self.max_retries or not _retryable(exc):
-                    raise self._failure(exc, url, retries + 1) from exc
-                reason, wait = _transport_message(str(url), exc), retry_delay(retries + 1)
+                wait = self._retry_wait(method, url, retries, exc)
             else:
-                status = response.status_code
-                if status not in RETRY_STATUSES or retries >= self.max_retries:
+                again = self._retry_wait(method, url, retries, response)
+                if again is None:
                     return response, retries + 1
-                reason, wait = f"HTTP {status}", retry_delay(retries + 1, response.headers)
+                wait = again
             retries += 1
-            _log_retry(method, url, wait, retries, self.max_retries, reason)
             time.sleep(wait)
+
+    @overload
+    def _retry_wait(
+        self, method: str, url: httpx.URL, retries: int, outcome: httpx.Response
+    ) -> float | None: ...
+    @overload
+    def _retry_wait(
+        self, method: str, url: httpx.URL, retries: int, outcome: Exception
+    ) -> float: ...
+    def _retry_wait(
+        self, method: str, url: httpx.URL, retries: int, outcome: httpx.Response | Exception
+    ) -> float | None:
+        """After try number `retries + 1` of a small request: the seconds to wait before the next
+        (logged), or None to keep the answer; a failure not tried again is raised as
+        TransportError."""
+        if isinstance(outcome, httpx.Response):
+            if outcome.status_code not in RETRY_STATUSES or retries >= self.max_retries:
+                return None
+            reason = f"HTTP {outcome.status_code}"
+            wait = retry_delay(retries + 1, outcome.headers)
+        else:
+            if retries >= self.max_retries or not _retryable(outcome):
+                raise self._failure(outcome, url, retries + 1) from outcome
+            reason, wait = _transport_message(str(url), outcome), retry_delay(retries + 1)
+        _log_retry(method, url, wait, retries + 1, self.max_retries, reason)
+        return wait
 
     # ── stopping a run ───────────────────────────────────────────────────────────────────────
 
