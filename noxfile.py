@@ -76,7 +76,8 @@ def tests(session: nox.Session) -> None:
     """
     if shutil.which("node"):
         session.notify("interop")
-        session.notify("integrations")
+        for framework in FRAMEWORKS:  # each parametrization by name (see redis_versions)
+            session.notify(f"integrations(framework={framework!r})")
     elif os.environ.get("AGUI_REQUIRE_INTEROP") == "1":
         session.error("node is not on PATH, and AGUI_REQUIRE_INTEROP=1 requires the interop tests")
     else:
@@ -154,40 +155,54 @@ def interop(session: nox.Session) -> None:
     )
 
 
-INTEGRATIONS = (
-    "ag-ui-protocol==1.0.0",
-    "ag-ui-langgraph==0.0.47",
-    "ag-ui-a2ui-toolkit==0.0.5",
-    "langgraph==1.2.24",
-    "langgraph-prebuilt==1.1.3",
-    "langgraph-checkpoint==4.3.2",
-    "langchain-core==1.8.3",
-    "langchain==1.5.2",
-)
-"""What the integrations session tests against, pinned: the official Python SDK, and
-ag-ui-langgraph with the LangGraph and LangChain releases it works with (their own dependencies
-float)."""
+FRAMEWORKS: dict[str, tuple[str, ...]] = {
+    "langgraph": (
+        "ag-ui-protocol==1.0.0",
+        "ag-ui-langgraph==0.0.47",
+        "ag-ui-a2ui-toolkit==0.0.5",
+        "langgraph==1.2.24",
+        "langgraph-prebuilt==1.1.3",
+        "langgraph-checkpoint==4.3.2",
+        "langchain-core==1.8.3",
+        "langchain==1.5.2",
+    ),
+}
+"""The frameworks of the integration matrix (tests/integrations/test_KEY*.py, examples/KEY.py),
+each with the releases its `integrations` session installs, pinned (their own dependencies
+float), in a virtualenv of its own: frameworks whose pins conflict (Microsoft Agent Framework's
+on ag-ui-protocol) never meet. docs/dependencies.md says why each is there."""
+
+CORE_INTEGRATION_TESTS = ("tests/integrations/test_ag_ui_protocol.py",)
+"""Tests of agui.adapters itself against ag-ui-protocol, run in the langgraph session (its
+virtualenv has ag-ui-protocol 1.0.0)."""
 
 
 @nox.session(python=PYTHON)
-def integrations(session: nox.Session) -> None:
-    """agui.adapters against the SDKs it adapts, at the versions pinned in INTEGRATIONS
-    (tests/integrations): AgUiProtocolAgent with a hand-written agent of the official Python SDK,
-    and a LangGraph agent (ag-ui-langgraph, a fake chat model) served by AgentApp, read by the
-    official TypeScript client and by agui.Conversation; and docs/serving.md's LangGraph recipe,
-    its install line run as written (unpinned) in a fresh virtualenv. AGUI_REQUIRE_INTEGRATIONS=1:
-    a missing package or node fails the session instead of skipping its tests."""
-    # build: tests/integrations/test_langgraph_recipe.py builds the wheel its fresh virtualenv
-    # installs docs/serving.md's line from.
-    session.install("-e", ".[dev,ag-ui-protocol]", *INTEGRATIONS, "build")
+@nox.parametrize("framework", list(FRAMEWORKS))
+def integrations(session: nox.Session, framework: str) -> None:
+    """The integration matrix, one framework per session: its example (examples/FRAMEWORK.py)
+    served by `agui serve` and read by agui.Conversation and the official TypeScript client
+    (1.0.0 and 0.0.59), two turns with a store, a resume, capabilities, a failing tool, and
+    what only some frameworks have (an approval, their native endpoint's events); each recipe
+    of docs/integrations/ run as written. The outcomes go to .integrations/FRAMEWORK.json and
+    the table of docs/integrations.md (python -m tests.integrations.matrix).
+    AGUI_REQUIRE_INTEGRATIONS=1: a missing package or node fails the session instead of
+    skipping its tests."""
+    # build: the recipe tests build the wheel their fresh virtualenvs install from.
+    session.install("-e", ".[dev,server]", *FRAMEWORKS[framework], "build")
     _npm_ci(session, Path("tests/interop"), Path(".interop"))
+    tests = sorted(str(p) for p in Path("tests/integrations").glob(f"test_{framework}*.py"))
+    if framework == "langgraph":
+        tests = [*CORE_INTEGRATION_TESTS, *tests]
+    out = Path(".integrations") / f"{framework}.json"
     session.run(
         "pytest",
-        "tests/integrations",
+        *tests,
         "-q",
         *session.posargs,
-        env={"AGUI_REQUIRE_INTEGRATIONS": "1"},
+        env={"AGUI_REQUIRE_INTEGRATIONS": "1", "AGUI_MATRIX_OUT": str(out)},
     )
+    session.run("python", "-m", "tests.integrations.matrix")
 
 
 @nox.session(python=PYTHON)

@@ -1,0 +1,451 @@
+"""The checks every framework of the integration matrix passes through agui, written once.
+
+A framework's test module (tests/integrations/test_<key>.py) describes its example, a module
+under examples/ whose `agent` attribute is the framework's agent made an agui agent (the
+recipe of docs/integrations/<key>.md), in a `Framework`, and subclasses `MatrixChecks`:
+
+    FRAMEWORK = Framework(key="pydantic_ai", name="PydanticAI", ...)
+
+    class TestPydanticAI(MatrixChecks):
+        framework = FRAMEWORK
+
+Each check serves the example as a user does, `agui serve MODULE:agent --app-dir examples` in a
+subprocess on a free loopback port (the nox session's fresh virtualenv holds the framework's
+pinned releases and nothing else of the other frameworks'), and reads it with the clients users
+have: `agui.Conversation` through `HttpAgent`, and the official TypeScript client 1.0.0 and
+0.0.59 (tests/interop's scripts, the packages under .interop/). Checks that only some frameworks
+can have (an approval, the native endpoint's events) are written in the framework's module and
+marked `@pytest.mark.matrix("...")` as these are, so the matrix records them too.
+
+Every test marked `matrix(CHECK)` has its outcome recorded under the framework and the check
+(tests/integrations/conftest.py); `nox -s integrations` writes them to .integrations/<key>.json
+and `python -m tests.integrations.matrix` turns every such file into the table of
+docs/integrations.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import attrs
+import httpx
+import pytest
+
+import agui
+from agui.stream.lifecycle import AGENT_FAILED
+from tests.integrations import REQUIRED
+from tests.usage.support import STARTUP, Server
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+EXAMPLES = ROOT / "examples"
+INTEROP = ROOT / "tests" / "interop"
+WORK = ROOT / ".interop"
+RESULTS = ROOT / ".integrations"
+DOCS = ROOT / "docs" / "integrations.md"
+TIMEOUT = 120.0
+"""A hang bound for one client run (a framework's first run imports a lot)."""
+
+RELEASES = {"1.0.0": "@ag-ui/client", "0.0.59": "client-0-0-59"}
+"""The releases of the official client every framework is read by, by their names under
+.interop/node_modules (0.0.59 is the one CopilotKit's runtime 1.75 bundles)."""
+
+CHECKS = (
+    "two turns, memory store",
+    "two turns, sqlite store",
+    "TS client 1.0.0",
+    "TS client 0.0.59",
+    "resume after a cut",
+    "approval",
+    "capabilities",
+    "tool exception withheld",
+    "native endpoint parity",
+)
+"""The matrix's columns, in order; a check a framework's module does not mark is "n/a"."""
+
+
+@attrs.frozen
+class Framework:
+    """What the shared checks need to know of a framework's example."""
+
+    key: str
+    """The example module's name under examples/ (`agui serve KEY:agent`), the test module's
+    suffix, the nox parametrization and the docs page: "pydantic_ai"."""
+    name: str
+    """As people write it: "PydanticAI"."""
+    packages: tuple[str, ...]
+    """The distributions whose installed versions the matrix shows ("pydantic-ai-slim")."""
+    question: str
+    """A first message that makes the example's model call its tool."""
+    answer: str
+    """Text the assistant's last message of that run holds."""
+    tool: str
+    """The name of the tool the example's model calls."""
+    follow_up: str
+    """The second turn's message."""
+    follow_up_answer: str
+    """Text the assistant's last message of the second run holds."""
+    failing_question: str
+    """A message that makes the tool raise an exception whose text holds `secret`."""
+    secret: str = "hunter2-db-password"
+    """What the failing tool's exception says, which must never reach a client."""
+    tool_errors: Literal["raise", "model"] = "raise"
+    """What the framework does with a tool's exception: "raise", the run fails (RUN_ERROR);
+    "model", the error goes back to the model as the tool's result and the run goes on."""
+    capabilities: dict[str, Any] = attrs.field(factory=dict)
+    """Members GET /capabilities must answer (as wire JSON, a subset of the answer) besides
+    transport: what the framework's agent declares."""
+    serve_args: tuple[str, ...] = ()
+    """More `agui serve` options the example's recipe uses."""
+
+    def versions(self) -> dict[str, str]:
+        return {name: importlib.metadata.version(name) for name in self.packages}
+
+
+# ── serving the example ────────────────────────────────────────────────────────────────────────
+
+
+@contextmanager
+def served(framework: Framework, *options: str, log: list[str] | None = None) -> Iterator[str]:
+    """`agui serve KEY:agent --app-dir examples OPTIONS` on a free port: the agent's URL. On
+    exit it is stopped with Ctrl-C, must exit cleanly without a traceback, and what it wrote on
+    stderr is added to `log`."""
+    words = [
+        "agui",
+        "serve",
+        f"{framework.key}:agent",
+        "--app-dir",
+        str(EXAMPLES),
+        "--port",
+        "{port}",
+        "--no-console",
+        *framework.serve_args,
+        *options,
+    ]
+    server = Server(words, ROOT, ["serving ", "at http://127.0.0.1:{port}/agent"])
+    try:
+        server.wait_ready()
+        yield server.base + "/agent"
+    finally:
+        code, stderr = server.stop()
+        if log is not None:
+            log.append(stderr)
+    # 130: agui serve stopped by Ctrl-C. What it logged is the operator's view: no traceback.
+    assert code in (0, 130), f"agui serve exited {code}:\n{stderr}"
+    assert "Traceback" not in stderr, stderr
+
+
+def run_turns(url: str, thread: str, *messages: str) -> agui.Conversation:
+    """One Conversation through one HttpAgent, a run per message, each checked a success."""
+
+    async def go() -> agui.Conversation:
+        conversation = agui.Conversation(thread_id=thread)
+        async with agui.HttpAgent(url, timeout=TIMEOUT) as agent:
+            for message in messages:
+                result = await conversation.run(agent, message)
+                assert result is not None
+                assert result.outcome == "success", (result.error_code, result.error_message)
+        return conversation
+
+    return asyncio.run(go())
+
+
+def texts(messages: list[dict[str, Any]], role: str) -> list[str]:
+    """The string content of the messages of `role`, in order."""
+    return [m["content"] for m in messages if m.get("role") == role and m.get("content")]
+
+
+# ── the official TypeScript client ─────────────────────────────────────────────────────────────
+
+
+def node() -> str:
+    """node, with the pinned client releases under .interop/ and the scripts beside them."""
+    found = shutil.which("node")
+    missing = "node is not on PATH" if found is None else None
+    for release, package in RELEASES.items():
+        manifest = WORK / "node_modules" / package / "package.json"
+        if missing is None and not manifest.is_file():
+            missing = f"{package} is not under {WORK}"
+        elif missing is None:
+            assert json.loads(manifest.read_text())["version"] == release, package
+    if found is None or missing is not None:
+        if REQUIRED:
+            pytest.fail(f"AGUI_REQUIRE_INTEGRATIONS=1, but {missing}")
+        pytest.skip(f"{missing} (`nox -s integrations` installs it)")
+    for script in ("ts_client.mjs", "ts_era_client.mjs", "console_capture.mjs"):
+        shutil.copy(INTEROP / script, WORK / script)
+    return found
+
+
+def ts_run(release: str, url: str, message: str, thread: str) -> dict[str, Any]:
+    """One run of the official client `release`: the report its script prints."""
+    args = (
+        ["ts_client.mjs", url]
+        if release == "1.0.0"
+        else ["ts_era_client.mjs", RELEASES[release], url]
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SUPPRESS_TRANSFORMATION_WARNINGS"}
+    done = subprocess.run(
+        [node(), *args, "--message", message, "--thread", thread],
+        cwd=WORK,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,  # hang bound
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+# ── raw streams ────────────────────────────────────────────────────────────────────────────────
+
+
+def sse_events(lines: Iterator[str]) -> Iterator[tuple[str | None, dict[str, Any]]]:
+    """(id, event JSON) of each SSE frame of `lines` (comments and keep-alives skipped)."""
+    frame_id: str | None = None
+    data: list[str] = []
+    for line in lines:
+        if line == "":
+            if data:
+                yield frame_id, json.loads("\n".join(data))
+            frame_id, data = None, []
+        elif line.startswith("id:"):
+            frame_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+
+
+def run_body(thread: str, run: str, message: str) -> dict[str, Any]:
+    """A RunAgentInput as wire JSON, with one user message, from a 1.0 client (as agui's and
+    the official 1.0 client's requests are: a pre-1.0 client cannot resume)."""
+    return {
+        "protocolVersion": agui.PROTOCOL_VERSION,
+        "threadId": thread,
+        "runId": run,
+        "messages": [{"id": f"{run}-user", "role": "user", "content": message}],
+        "tools": [],
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+    }
+
+
+def events_of(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every event of one run, read whole over SSE."""
+    with (
+        httpx.Client(timeout=TIMEOUT) as client,
+        client.stream("POST", url, json=body, headers={"accept": "text/event-stream"}) as response,
+    ):
+        assert response.status_code == 200, response.read()
+        return [event for _, event in sse_events(response.iter_lines())]
+
+
+IDS = ("threadId", "runId", "parentRunId", "messageId", "toolCallId", "parentMessageId", "id")
+
+
+def normalized(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events with timestamps and rawEvent removed and every id replaced by its order of first
+    appearance ("#0", "#1", ...), so two runs of one script compare equal."""
+    seen: dict[str, str] = {}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                if key in ("timestamp", "rawEvent"):
+                    continue
+                if key in IDS and isinstance(item, str):
+                    out[key] = seen.setdefault(item, f"#{len(seen)}")
+                else:
+                    out[key] = walk(item)
+            return out
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return value
+
+    return [walk(event) for event in events]
+
+
+# ── the checks ─────────────────────────────────────────────────────────────────────────────────
+
+
+class MatrixChecks:
+    """The checks every framework passes (see the module)."""
+
+    framework: ClassVar[Framework]
+
+    @pytest.mark.parametrize(
+        "store",
+        [
+            pytest.param("memory", marks=pytest.mark.matrix("two turns, memory store")),
+            pytest.param("sqlite", marks=pytest.mark.matrix("two turns, sqlite store")),
+        ],
+    )
+    def test_two_turns_with_a_store(self, store: str, tmp_path: Path) -> None:
+        """Two turns on one thread, each run kept; the second sees the first (the framework is
+        handed the whole history agui's store and the client keep), and a new client that
+        connects to the thread holds the same messages."""
+        fw = self.framework
+        url_of = {"memory": "memory://", "sqlite": f"sqlite:///{tmp_path / 'runs.db'}"}
+        with served(fw, "--store", url_of[store]) as url:
+            ran = run_turns(url, f"thread-{store}", fw.question, fw.follow_up)
+            kept = agui.Conversation(thread_id=f"thread-{store}")
+            asyncio.run(kept.connect(agui.HttpAgent(url, timeout=TIMEOUT)))
+        messages = ran.messages_json()
+        assert texts(messages, "user") == [fw.question, fw.follow_up]
+        answers = texts(messages, "assistant")
+        assert any(fw.answer in text for text in answers), answers
+        assert fw.follow_up_answer in answers[-1], answers
+        calls = [c["function"]["name"] for m in messages for c in m.get("toolCalls", [])]
+        assert fw.tool in calls, messages
+        assert ran.warnings == []
+        assert texts(kept.messages_json(), "user") == [fw.question, fw.follow_up]
+        assert texts(kept.messages_json(), "assistant")[-1] == answers[-1]
+
+    @pytest.mark.parametrize(
+        "release",
+        [
+            pytest.param("1.0.0", marks=pytest.mark.matrix("TS client 1.0.0")),
+            pytest.param("0.0.59", marks=pytest.mark.matrix("TS client 0.0.59")),
+        ],
+    )
+    def test_the_typescript_client(self, release: str) -> None:
+        """The official client runs it with nothing to warn about, and holds the tool call and
+        the answer."""
+        fw = self.framework
+        with served(fw) as url:
+            report = ts_run(release, url, fw.question, f"thread-ts-{release}")
+        assert report["error"] is None and report["ok"] is True, report
+        assert report["warnings"] == []
+        assert report["events"][0] == "RUN_STARTED" and report["events"][-1] == "RUN_FINISHED"
+        messages = report["messages"]
+        calls = [c["function"]["name"] for m in messages for c in m.get("toolCalls") or []]
+        assert fw.tool in calls, messages
+        assert any(fw.answer in text for text in texts(messages, "assistant")), messages
+
+    @pytest.mark.matrix("resume after a cut")
+    def test_a_cut_stream_is_resumed(self) -> None:
+        """With a store, a client that reads three frames and drops the connection (having said
+        it resumes) gets the rest of the run from the frame after its last: together what an
+        uncut run sends, nothing lost, nothing twice."""
+        fw = self.framework
+        with served(fw, "--store", "memory://") as url:
+            whole = events_of(url, run_body("thread-whole", "run-whole", fw.question))
+            body = run_body("thread-cut", "run-cut", fw.question)
+            head: list[dict[str, Any]] = []
+            cursor = None
+            with (
+                httpx.Client(timeout=TIMEOUT) as client,
+                client.stream(
+                    "POST",
+                    url,
+                    json=body,
+                    headers={"accept": "text/event-stream", "agui-resume": "1"},
+                ) as response,
+            ):
+                assert response.headers.get("agui-resumable") == "1"
+                for frame_id, event in sse_events(response.iter_lines()):
+                    head.append(event)
+                    cursor = frame_id
+                    if len(head) == 3:
+                        break
+            assert cursor is not None
+            with (
+                httpx.Client(timeout=TIMEOUT) as client,
+                client.stream(
+                    "GET",
+                    f"{url}/runs/run-cut/events",
+                    headers={"accept": "text/event-stream", "last-event-id": cursor},
+                ) as response,
+            ):
+                assert response.status_code == 200, response.read()
+                tail = [event for _, event in sse_events(response.iter_lines())]
+        assert tail, "nothing after the cut"
+        assert tail[-1]["type"] == "RUN_FINISHED"
+        assert normalized(head + tail) == normalized(whole)
+
+    @pytest.mark.matrix("capabilities")
+    def test_capabilities(self) -> None:
+        """GET /capabilities answers agui's transport merged with what the framework declares."""
+        fw = self.framework
+        with served(fw) as url:
+            answer = httpx.get(f"{url}/capabilities", timeout=STARTUP).json()
+        assert "transport" in answer
+        for key, wanted in fw.capabilities.items():
+            assert key in answer, answer
+            have = answer[key]
+            if isinstance(wanted, dict):
+                assert {k: have.get(k) for k in wanted} == wanted, answer
+            else:
+                assert have == wanted, answer
+
+    @pytest.mark.matrix("tool exception withheld")
+    def test_an_exception_in_a_tool_stays_out_of_the_client(self) -> None:
+        """A tool that raises with a secret in its message. A framework that fails the run: the
+        client's RUN_ERROR has agui's generic message, and the secret is in the server's log
+        (the operator needs it). One that hands the error to the model: the run finishes. In
+        neither does a RUN_ERROR carry the secret."""
+        fw = self.framework
+        log: list[str] = []
+        with served(fw, log=log) as url:
+            events = events_of(url, run_body("thread-fail", "run-fail", fw.failing_question))
+        errors = [e for e in events if e["type"] == "RUN_ERROR"]
+        for error in errors:
+            assert fw.secret not in json.dumps(error), error
+        if fw.tool_errors == "raise":
+            assert [e["type"] for e in events][-1] == "RUN_ERROR", events[-1]
+            assert errors[-1]["message"] == AGENT_FAILED, errors[-1]
+            assert fw.secret in log[0], log[0]
+        else:
+            assert errors == [] and events[-1]["type"] == "RUN_FINISHED", events[-1]
+
+
+# ── the table in the docs ─────────────────────────────────────────────────────────────────────
+
+BEGIN = "<!-- matrix: begin (python -m tests.integrations.matrix writes this table) -->"
+END = "<!-- matrix: end -->"
+MARKS = {"passed": "✅", "failed": "❌", "skipped": "⏭", None: "n/a"}
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """The markdown table of the recorded results, a row per framework."""
+    head = ["Framework", "Versions", *CHECKS]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for result in sorted(results, key=lambda r: r["name"].lower()):
+        versions = ", ".join(f"{k} {v}" for k, v in result["versions"].items())
+        cells = [MARKS[result["checks"].get(check)] for check in CHECKS]
+        rows.append("| " + " | ".join([result["name"], versions, *cells]) + " |")
+    return "\n".join(rows)
+
+
+def write_docs() -> str:
+    """docs/integrations.md with its table's rows remade from every .integrations/*.json (the
+    frameworks with no such file keep their row): the table."""
+    results = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))]
+    text = DOCS.read_text()
+    before, rest = text.split(BEGIN, 1)
+    current, after = rest.split(END, 1)
+    fresh = {r["name"] for r in results}
+    made = table(results).splitlines()
+    kept = [
+        line for line in current.strip().splitlines()[2:] if line.split("|")[1].strip() not in fresh
+    ]
+    rows = sorted(made[2:] + kept, key=lambda line: line.split("|")[1].strip().lower())
+    new = "\n".join(made[:2] + rows)
+    DOCS.write_text(f"{before}{BEGIN}\n{new}\n{END}{after}")
+    return new
+
+
+if __name__ == "__main__":
+    sys.stdout.write(write_docs() + "\n")
