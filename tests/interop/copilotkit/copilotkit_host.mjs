@@ -11,6 +11,10 @@
 //           copilotkit.runAgent({agent, resume, runId: the interrupted run's id})
 //
 // Usage: node copilotkit_host.mjs AGENT_URL [--client top|runtime] [--script JSON]
+//        node copilotkit_host.mjs --runtime RUNTIME_URL [--script JSON]
+//
+// --runtime drives a CopilotKit runtime running elsewhere (docs/integrations/copilotkit.md's)
+// instead of starting one (the runtime's own traffic to the agent is then not recorded).
 //
 // AGENT_URL is the AG-UI server the runtime's one agent ("default", an @ag-ui/client HttpAgent)
 // posts runs to. --client picks that HttpAgent: "top" (default) is the @ag-ui/client installed
@@ -56,14 +60,19 @@ const DEFAULT_STEPS = [
 ];
 
 function parseArgs(argv) {
-  const args = { url: argv[0], client: "top", script: {} };
-  for (let i = 1; i < argv.length; i += 2) {
+  const args = { url: null, runtime: null, client: "top", script: {} };
+  let i = 0;
+  if (argv[0] && !argv[0].startsWith("--")) [args.url, i] = [argv[0], 1];
+  for (; i < argv.length; i += 2) {
     const [key, value] = [argv[i], argv[i + 1]];
     if (key === "--client") args.client = value;
+    else if (key === "--runtime") args.runtime = value;
     else if (key === "--script") args.script = JSON.parse(value);
     else throw new Error(`unknown option ${key}`);
   }
-  if (!args.url) throw new Error("usage: node copilotkit_host.mjs AGENT_URL [options]");
+  if (!args.url === !args.runtime) {
+    throw new Error("usage: node copilotkit_host.mjs AGENT_URL | --runtime RUNTIME_URL [options]");
+  }
   args.script.thread ??= "thread-copilotkit";
   args.script.tools ??= [];
   args.script.steps ??= DEFAULT_STEPS;
@@ -183,21 +192,26 @@ async function main() {
   const version = (name) =>
     JSON.parse(readFileSync(join(HERE, "node_modules", name, "package.json"), "utf8")).version;
 
-  const upstream = new client.module.HttpAgent({ url: args.url, fetch: recordingFetch });
-  const runner = new InMemoryAgentRunner();
-  const runtime = new CopilotRuntime({ agents: { default: upstream }, runner });
-  const listener = createCopilotNodeListener({
-    runtime,
-    basePath: "/api/copilotkit",
-    activateChannels: false,
-  });
-  const server = createServer(recordingListener(listener));
-  const port = await listen(server);
-  const runtimeUrl = `http://127.0.0.1:${port}/api/copilotkit`;
+  let runner = null;
+  let server = null;
+  let runtimeUrl = args.runtime;
+  if (!runtimeUrl) {
+    const upstream = new client.module.HttpAgent({ url: args.url, fetch: recordingFetch });
+    runner = new InMemoryAgentRunner();
+    const runtime = new CopilotRuntime({ agents: { default: upstream }, runner });
+    const listener = createCopilotNodeListener({
+      runtime,
+      basePath: "/api/copilotkit",
+      activateChannels: false,
+    });
+    server = createServer(recordingListener(listener));
+    const port = await listen(server);
+    runtimeUrl = `http://127.0.0.1:${port}/api/copilotkit`;
+  }
 
   // CopilotKitCore connects to its runtime only in a browser: the page's location is all it
   // reads of `window` on this path.
-  globalThis.window = { location: new URL(`http://127.0.0.1:${port}/`) };
+  globalThis.window = { location: new URL("/", runtimeUrl) };
   const { CopilotKitCore, ɵInterruptState } = await import("@copilotkit/core");
 
   const coreErrors = [];
@@ -240,7 +254,10 @@ async function main() {
   for (const [index, step] of args.script.steps.entries()) {
     const kind = "send" in step ? "send" : "resume" in step ? "resume" : step.reload ? "reload" : "connect";
     if (kind === "reload") {
-      if (step.clearRuntime) runner.clearThreads();
+      if (step.clearRuntime) {
+        if (!runner) throw new Error("clearRuntime needs the runtime this script starts");
+        runner.clearThreads();
+      }
       ({ copilotkit, agent } = await page());
     }
     const seen = {
@@ -329,14 +346,14 @@ async function main() {
   // The runtime answers its stop at once and finalizes the aborted run after it; let it settle
   // so the traffic shows every request's end.
   await new Promise((resolve) => setTimeout(resolve, 300));
-  server.closeAllConnections?.();
-  server.close();
+  server?.closeAllConnections?.();
+  server?.close();
   return {
     ok: true,
     versions: {
       "@copilotkit/runtime": version("@copilotkit/runtime"),
       "@copilotkit/core": version("@copilotkit/core"),
-      "@ag-ui/client (agent)": client.version,
+      "@ag-ui/client (agent)": args.runtime ? null : client.version,
     },
     thread: args.script.thread,
     steps,

@@ -54,12 +54,15 @@ def copilotkit(
     client: str = "runtime",
     tools: list[dict[str, Any]] | None = None,
     thread: str = THREAD,
+    runtime: str | None = None,
 ) -> Any:
     """Run copilotkit_host.mjs against `url` with these steps; its report. `client` is the
     runtime agent's @ag-ui/client: "runtime" the 0.0.59 @copilotkit/runtime depends on (no
-    protocolVersion in its requests), "top" the 1.0.0 pinned beside it."""
+    protocolVersion in its requests), "top" the 1.0.0 pinned beside it. `runtime`: the URL of
+    a CopilotKit runtime running elsewhere, driven instead of one started for `url`."""
     script = {"thread": thread, "tools": tools or [], "steps": steps}
-    command = [node, host, url, "--client", client, "--script", json.dumps(script)]
+    where = ["--runtime", runtime] if runtime else [url, "--client", client]
+    command = [node, host, *where, "--script", json.dumps(script)]
     done = subprocess.run(
         command, cwd=WORK, capture_output=True, text=True, timeout=TIMEOUT, check=False
     )
