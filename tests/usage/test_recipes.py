@@ -68,6 +68,12 @@ WHEEL_INSTALL = "tests/wheel/check.py::check_install_lines"
 WHEEL_SCRIPTS = "tests/wheel/check.py::check_scripts"
 """Runs the entries with a `venv` as scripts in the virtualenv of their install line."""
 
+COPILOTKIT_RECIPE = (
+    "tests/interop/copilotkit/test_copilotkit_recipe.py::"
+    "test_the_recipe_serves_the_demo_agent_through_copilotkit"
+)
+"""docs/integrations/copilotkit.md's blocks, run together (under `nox -s interop`)."""
+
 RECIPES: tuple[Recipe, ...] = (
     # ── README.md ──
     Recipe("README.md", "python3 -m pip install '.[", (WHEEL_INSTALL,)),
@@ -284,6 +290,15 @@ RECIPES: tuple[Recipe, ...] = (
         "# threads_example.py",
         ("tests/usage/test_threads_usage.py::test_the_threads_example_runs",),
     ),
+    # ── docs/integrations/copilotkit.md ──
+    Recipe(
+        "docs/integrations/copilotkit.md",
+        "AgentApp(DemoAgent()",
+        (COPILOTKIT_RECIPE,),
+    ),
+    Recipe("docs/integrations/copilotkit.md", "agui serve agent:app --port", (COPILOTKIT_RECIPE,)),
+    Recipe("docs/integrations/copilotkit.md", "createCopilotNodeListener", (COPILOTKIT_RECIPE,)),
+    Recipe("docs/integrations/copilotkit.md", "node runtime.mjs\n", (COPILOTKIT_RECIPE,)),
     # ── docs/extending.md ──
     Recipe(
         "docs/extending.md",

@@ -26,9 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,7 +37,8 @@ import pytest
 import agui
 from agui.http.server import AgentApp
 from tests.conftest import live_server
-from tests.interop.test_interop import TIMEOUT, WORK, node
+from tests.interop.copilotkit.host import THREAD, Requests, copilotkit, install_host, summary
+from tests.interop.test_interop import TIMEOUT, node
 
 __all__ = ["node"]  # the fixture (node on PATH, the @ag-ui pins installed), used by name
 
@@ -49,10 +47,6 @@ pytestmark = pytest.mark.skipif(
     reason="interop tests run under `nox -s interop` (AGUI_INTEROP=1)",
 )
 
-HERE = Path(__file__).resolve().parent
-SCRIPT = "copilotkit_host.mjs"
-PINNED = {"@copilotkit/runtime": "1.75.0", "@copilotkit/core": "1.75.0"}
-THREAD = "thread-copilotkit"
 
 QUICK = 4  # text deltas of an ordinary turn
 SLOW = 40  # text deltas of the turn that is stopped, SLOW_DELAY apart: 4 s in all
@@ -67,19 +61,7 @@ class ThreadStillLocked(AssertionError):
 
 @pytest.fixture(scope="module")
 def host(node: str) -> str:
-    """copilotkit_host.mjs beside the installed packages (ESM imports resolve from its folder)."""
-    for name, version in PINNED.items():
-        manifest = WORK / "node_modules" / name / "package.json"
-        if not manifest.is_file():
-            pytest.fail(
-                f"{name} is not installed under {WORK}: copy tests/interop/package*.json there "
-                "and run `npm ci --prefix .interop` (or `nox -s interop`)"
-            )
-        installed = json.loads(manifest.read_text())["version"]
-        if installed != version:
-            pytest.fail(f"{name} {installed} is installed under {WORK}; the pin is {version}")
-    shutil.copy(HERE / SCRIPT, WORK / SCRIPT)
-    return str(WORK / SCRIPT)
+    return install_host()
 
 
 def reply(text: str, count: int) -> str:
@@ -113,51 +95,6 @@ class SlowAgent:
             raise
 
 
-class Requests:
-    """An ASGI wrapper keeping, for each HTTP request, its method and path (and a POSTed run's
-    runId), its status, when the client left (http.disconnect) and when the response ended
-    (monotonic seconds)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.seen: list[dict[str, Any]] = []
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        entry: dict[str, Any] = {
-            "method": scope["method"],
-            "path": scope["path"],
-            "runId": None,
-            "at": time.monotonic(),
-            "status": None,
-            "disconnect": None,
-            "ended": None,
-        }
-        self.seen.append(entry)
-        body = bytearray()
-
-        async def receiving() -> Any:
-            message = await receive()
-            if message["type"] == "http.request":
-                body.extend(message.get("body", b""))
-                if not message.get("more_body") and body.startswith(b"{"):
-                    entry["runId"] = json.loads(body).get("runId")
-            elif message["type"] == "http.disconnect" and entry["disconnect"] is None:
-                entry["disconnect"] = time.monotonic()
-            return message
-
-        async def sending(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                entry["status"] = message["status"]
-            elif message["type"] == "http.response.body" and not message.get("more_body"):
-                entry["ended"] = time.monotonic()
-            await send(message)
-
-        await self.app(scope, receiving, sending)
-
-
 @contextmanager
 def agui_server(store: str | None) -> Iterator[tuple[str, SlowAgent, Requests]]:
     agent = SlowAgent()
@@ -166,34 +103,12 @@ def agui_server(store: str | None) -> Iterator[tuple[str, SlowAgent, Requests]]:
         yield base + "/agent", agent, app
 
 
-def copilotkit(node: str, host: str, url: str, client: str) -> Any:
-    """Run copilotkit_host.mjs against `url`; its report."""
-    turns = [
-        {"text": "first"},
-        {"text": "second"},
-        {"text": "slow", "stopAfter": STOP_AFTER},
-        {"text": "after the stop"},
-    ]
-    command = [
-        node,
-        host,
-        url,
-        "--thread",
-        THREAD,
-        "--client",
-        client,
-        "--turns",
-        json.dumps(turns),
-    ]
-    done = subprocess.run(
-        command, cwd=WORK, capture_output=True, text=True, timeout=TIMEOUT, check=False
-    )
-    lines = done.stdout.strip().splitlines()
-    assert lines, f"{SCRIPT} printed nothing (exit {done.returncode}); stderr: {done.stderr}"
-    report = json.loads(lines[-1])
-    assert done.returncode == 0 and report["ok"], report.get("error") or done.stderr
-    report["stderr"] = done.stderr
-    return report
+TURNS = [
+    {"send": "first"},
+    {"send": "second"},
+    {"send": "slow", "stopAfter": STOP_AFTER},
+    {"send": "after the stop"},
+]
 
 
 def stored_end(url: str, run_id: str) -> dict[str, Any]:
@@ -207,38 +122,6 @@ def stored_end(url: str, run_id: str) -> dict[str, Any]:
     ]
     assert events, f"run {run_id}: nothing stored"
     return events[-1]  # type: ignore[no-any-return]
-
-
-def summary(report: Any, requests: Requests) -> str:
-    """What each side saw, for an assertion's message."""
-    lines = [f"versions: {report['versions']}"]
-    for turn in report["turns"]:
-        lines.append(
-            f"turn {turn['index']} {turn['text']!r}: events {turn['events']}, errors "
-            f"{turn['errors']}, reply {turn['reply']!r}"
-        )
-    lines.append(
-        "client -> runtime: "
-        + ", ".join(
-            f"{r['method']} {r['path']} {r['status']}" for r in report["traffic"]["runtime"]
-        )
-    )
-    lines.append(
-        "runtime -> agui: "
-        + ", ".join(
-            f"{r['method']} {r['path']} {r['status']}{' aborted' if r['aborted'] else ''}"
-            for r in report["traffic"]["agent"]
-        )
-    )
-    lines.append(
-        "agui saw: "
-        + ", ".join(
-            f"{r['method']} {r['path']} {r['status']}"
-            f"{' disconnect' if r['disconnect'] and not r['ended'] else ''}"
-            for r in requests.seen
-        )
-    )
-    return "\n".join(lines)
 
 
 CASES = [
@@ -262,9 +145,9 @@ def test_a_turn_after_a_copilotkit_stop_answers(
     if store == "sqlite":
         store = f"sqlite:///{tmp_path / 'runs.db'}"
     with agui_server(store) as (url, agent, requests):
-        report = copilotkit(node, host, url, client)
+        report = copilotkit(node, host, url, TURNS, client=client)
         seen = summary(report, requests)
-        first, second, stopped, after = report["turns"]
+        first, second, stopped, after = report["steps"]
         upstream = report["traffic"]["agent"]
         stop_calls = [r for r in report["traffic"]["runtime"] if "/stop/" in r["path"]]
 
