@@ -243,7 +243,10 @@ class AgentApp:
     deployment that knows its front end); "off": the 1.0 stream. A client that declares a
     version gets its version's stream: a 1.0 client's is never changed. Binary (protobuf)
     responses are never translated. Retired input shapes (legacy binary content parts) are
-    upgraded whatever the setting.
+    upgraded whatever the setting. Under "auto", the first response for a client without
+    protocolVersion that drops something the newest 0.0.x release reads (reasoning, activities,
+    subagents) is logged as a WARNING, once per app, naming the setting that keeps it (`agui
+    serve --compat`); every translated response has its INFO line.
 
     tracing: trace every run with OpenTelemetry (`pip install 'agui-spec[otel]'`;
     agui.http.tracing, the tracing page): a span `invoke_agent {agent}` following the GenAI
