@@ -137,6 +137,7 @@ SAMPLES: dict[str, tuple[list[str], Any, str, Any]] = {
         ["http://c.test:1", "http://d.test:2"],
     ),
     "tracing": (["--otel"], True, "on", True),
+    "compat": (["--compat", "0.0.59"], "0.0.59", " OFF", "off"),
     "max_run_seconds": (["--max-run-seconds", "2.5"], 2.5, "off", None),
     "max_active_runs": (["--max-active-runs", "7"], 7, "none", None),
     "body_timeout": (["--body-timeout", "none"], None, "4", 4.0),
@@ -252,6 +253,7 @@ BAD: dict[str, list[str]] = {
     "timeout_graceful_shutdown": ["-1", "soon", "off", "nan"],
     "store": [""],
     "authorize": [""],
+    "compat": ["0.0.34", "0.0", "1.0", "0.1.0", "newest", ""],
     "max_run_seconds": ["x", "-1", "0", "inf"],
     "max_active_runs": ["0", "-5", "1.5", "many"],
     "body_timeout": ["-0.1", "0", "x"],
@@ -348,6 +350,42 @@ def test_the_apps_settings_are_refused_for_an_asgi_app(
     monkeypatch.setenv("AGUI_PATH", "/x")
     assert main(["serve", target]) == 2
     assert "AGUI_PATH is for an agent" in capsys.readouterr().err
+    monkeypatch.delenv("AGUI_PATH")
+    assert main(["serve", target, "--compat", "0.0.59"]) == 2
+    assert "--compat is for an agent (give an AgentApp its compat=...)" in capsys.readouterr().err
+    monkeypatch.setenv("AGUI_COMPAT", "0.0.59")
+    assert main(["serve", target]) == 2
+    assert "AGUI_COMPAT is for an agent" in capsys.readouterr().err
+
+
+def test_a_bad_compat_names_the_value_and_what_is_allowed(
+    not_served: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--compat", "0.0.20"])
+    assert exited.value.code == 2
+    allowed = "auto, off or a 0.0.x release from 0.0.35 on such as 0.0.59"
+    assert f"argument --compat: {allowed}, not '0.0.20'" in capsys.readouterr().err
+    monkeypatch.setenv("AGUI_COMPAT", "1.0")
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err == f"agui serve: AGUI_COMPAT: {allowed}, not '1.0'\n"
+
+
+def test_compat_reaches_every_agent_served_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several agents (an AgentServer): each agent's AgentApp gets the setting."""
+    monkeypatch.setattr(serve_module, "_on_path", lambda app_dir: None)
+    agents = ["a=tests.test_cli_serve_settings:echo", "b=tests.test_cli_serve_settings:echo"]
+    for argv, env, expected in [
+        (["--compat", "0.0.45"], {}, "0.0.45"),
+        ([], {"AGUI_COMPAT": "off"}, "off"),
+        ([], {}, "auto"),
+    ]:
+        args = parser().parse_args(["serve", *agents, *argv])
+        server, _, _ = serve_module._build(serve_module.settings_of(args, env))
+        assert {name: app.compat for name, app in server.apps.items()} == {
+            "a": expected,
+            "b": expected,
+        }
 
 
 ASGI = AgentApp(echo)

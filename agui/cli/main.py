@@ -192,6 +192,21 @@ def _detach(value: str) -> str:
     return word
 
 
+def _compat(value: str) -> str:
+    """auto, off or a 0.0.x release from the oldest era's on (AgentApp's compat)."""
+    from agui.wire.eras import NEWEST, OLDEST, Compat
+
+    word = value.strip().lower()
+    try:
+        Compat.parse(word)
+    except ValueError:
+        raise ValueError(
+            f"auto, off or a 0.0.x release from {OLDEST.name} on such as {NEWEST.name}, not "
+            f"{value!r}"
+        ) from None
+    return word
+
+
 def _text(value: str) -> str:
     """Any text but an empty one."""
     if not value.strip():
@@ -434,6 +449,19 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         target="app",
         shown="off",
         boolean=True,
+    ),
+    Setting(
+        "compat",
+        "--compat",
+        "AGUI_COMPAT",
+        _compat,
+        "auto",
+        "what a client that sends no protocolVersion (every 0.0.x release of @ag-ui/client) is "
+        "sent: auto, the stream every 0.0.x release takes (0.0.35's: no reasoning, no "
+        "activities); a release such as 0.0.59, that release's (CopilotKit's runtime 1.75 "
+        "bundles 0.0.59); off, the 1.0 stream; see docs/compatibility.md; not for an ASGI app",
+        target="app",
+        metavar="ERA",
     ),
     # The limits (AgentApp's parameters; docs/serving.md#limits).
     Setting(

@@ -398,7 +398,8 @@ class Durable:
         async def produce(tail: _Tail) -> None:
             await self._follow(tail, run_key, None, binary, principal, thread_id=thread_id)
 
-        await self._respond(receive, send, binary, produce, app.era_for(run_input))
+        undeclared = run_input.protocol_version is None
+        await self._respond(receive, send, binary, produce, app.era_for(run_input), undeclared)
         if not (app.detach == "always" or _asks_to_resume(scope)):
             await self._end_unread(execution)
 
@@ -752,9 +753,11 @@ class Durable:
         binary: bool,
         produce: Callable[[_Tail], Awaitable[None]],
         era: Era | None = None,
+        undeclared: bool = False,
     ) -> None:
         """Stream what `produce` queues; end when it is done, when the client leaves (the runs go
-        on) or at the server's shutdown. While the run followed is silent, check its lease."""
+        on) or at the server's shutdown. While the run followed is silent, check its lease.
+        `era`: the translation, if any; `undeclared`: the request declared no protocolVersion."""
         app = self.app
         headers = [*(PROTO_HEADERS if binary else STREAM_HEADERS), _RESUMABLE]
         if app.protobuf:
@@ -800,6 +803,7 @@ class Durable:
                     downgrade.era.name,
                     downgrade.notes.summary(),
                 )
+                app.note_downgrade(downgrade, undeclared)
             for task in tasks:
                 task.cancel()
             # A producer that let its cancellation pass (an event log's wait may swallow one)

@@ -104,7 +104,15 @@ from agui.stream.lifecycle import (
     run_started,
 )
 from agui.wire.codec import decode, encode
-from agui.wire.eras import Compat, Downgrade, Era, needs_upgrade, upgrade_input
+from agui.wire.eras import (
+    NEWEST,
+    OLDEST,
+    Compat,
+    Downgrade,
+    Era,
+    needs_upgrade,
+    upgrade_input,
+)
 from agui.wire.proto import accepts_proto, proto_frame
 from agui.wire.sse import sse_frame
 
@@ -128,6 +136,15 @@ __all__ = [
 ]
 
 log = logging.getLogger("agui.server")
+
+_KEEP_NEWEST = (
+    f"Every 0.0.x release sends the same request, so {OLDEST.name} and {NEWEST.name} clients "
+    f"cannot be told apart: if the front end runs {NEWEST.name} (CopilotKit's runtime 1.75 "
+    f"bundles it), set `agui serve --compat {NEWEST.name}` (AGUI_COMPAT={NEWEST.name}, "
+    f'AgentApp(compat="{NEWEST.name}")); see docs/compatibility.md. Logged once per app: later '
+    "runs' drops are logged at INFO."
+)
+"""The end of compat="auto"'s warning: the setting that keeps what the newest era reads."""
 
 
 _METRICS = "/metrics"
@@ -226,7 +243,10 @@ class AgentApp:
     deployment that knows its front end); "off": the 1.0 stream. A client that declares a
     version gets its version's stream: a 1.0 client's is never changed. Binary (protobuf)
     responses are never translated. Retired input shapes (legacy binary content parts) are
-    upgraded whatever the setting.
+    upgraded whatever the setting. Under "auto", the first response for a client without
+    protocolVersion that drops something the newest 0.0.x release reads (reasoning, activities,
+    subagents) is logged as a WARNING, once per app, naming the setting that keeps it (`agui
+    serve --compat`); every translated response has its INFO line.
 
     tracing: trace every run with OpenTelemetry (`pip install 'agui-spec[otel]'`;
     agui.http.tracing, the tracing page): a span `invoke_agent {agent}` following the GenAI
@@ -313,6 +333,7 @@ class AgentApp:
         self._validator = agent if isinstance(agent, InputValidator) else None
         self._compat = Compat.parse(compat)  # ValueError for a setting it does not know
         self.compat = compat
+        self._warned_compat = False  # the one warning of compat="auto" (see note_downgrade)
         self._source = source
         self.cors_origins = origins
         self.console = console
@@ -704,6 +725,27 @@ class AgentApp:
         its input declares; None: the 1.0 stream, unchanged."""
         return self._compat.era_for(run_input.protocol_version)
 
+    def note_downgrade(self, downgrade: Downgrade, undeclared: bool) -> None:
+        """After a translated response: under compat="auto", the first time a client that
+        declared no protocolVersion lost something a client of the newest era reads, one warning
+        naming the setting that keeps it (the 0.0.x releases send the same requests, so only the
+        operator knows which one the front end runs). Later ones are the INFO lines only."""
+        if self._warned_compat or not undeclared or self._compat.setting != "auto":
+            return
+        lost = downgrade.notes.lost()
+        if not lost:
+            return
+        self._warned_compat = True
+        log.warning(
+            'a client without protocolVersion was sent the %s era\'s stream (compat "auto", '
+            "agent=%s), which dropped %s; @ag-ui/client %s reads them. %s",
+            downgrade.era.name,
+            self.name,
+            lost,
+            NEWEST.name,
+            _KEEP_NEWEST,
+        )
+
     def check_capacity(self, active: int) -> None:
         """Refuse a new run with 503 (and Retry-After) when `active` runs already execute here."""
         if self.max_active_runs is not None and active >= self.max_active_runs:
@@ -925,6 +967,7 @@ class AgentApp:
                     downgrade.era.name,
                     downgrade.notes.summary(),
                 )
+                self.note_downgrade(downgrade, run.input.protocol_version is None)
 
 
 def _tracing(agent: Agent, tracing: bool | TracerProvider) -> Tracing:

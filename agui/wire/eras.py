@@ -14,7 +14,9 @@ old peer takes or sends (THINKING_* events, `{"type": "binary"}` content parts) 
 * `Downgrade`: a 1.0 event stream as an era takes it (the server, for a peer that declares no
   protocol version). It translates what an era can carry in another form (REASONING_* become
   THINKING_*, content parts become text or legacy binary parts) and drops what it cannot take,
-  counting both so the server can log them once per run.
+  counting both so the server can log them once per run, and counting apart the drops that the
+  newest era (`NEWEST`) would have kept, so that a server sending an older era's stream can say
+  what a newer front end loses.
 * `upgrade_input`: a RunAgentInput sent by a pre-1.0 client, with the retired binary content
   parts upgraded to the 1.0 media parts, as the official 1.0 client upgrades them.
 * `LegacyReader`: a pre-1.0 server's events as the official 1.0 client reads them (THINKING_*
@@ -42,6 +44,7 @@ from agui.wire.sse import sse_data_frame
 
 __all__ = [
     "ERAS",
+    "NEWEST",
     "OLDEST",
     "Compat",
     "Downgrade",
@@ -193,6 +196,8 @@ ERAS: tuple[Era, ...] = (_E35, _E37, _E41, _E45, _E50, _E55, _E59)
 """The pre-1.0 eras, oldest first."""
 OLDEST = _E35
 """The era whose stream every 0.0.x release from 0.0.35 on accepts."""
+NEWEST = ERAS[-1]
+"""The latest pre-1.0 era: what the newest 0.0.x release takes."""
 
 _VERSION = re.compile(r"^\d+(\.\d+){1,2}$")
 
@@ -268,9 +273,9 @@ class Compat:
 # ── content ─────────────────────────────────────────────────────────────────────────────────────
 
 
-def _text_of(parts: list[Any], dropped: list[str]) -> str:
+def _text_of(parts: list[Any], dropped: list[Any]) -> str:
     """Content parts flattened to their text (joined with nothing, as the official 1.0 client
-    flattens for a <=0.0.39 peer); the types of the other parts are added to `dropped`."""
+    flattens for a <=0.0.39 peer); the other parts are added to `dropped`."""
     texts = []
     for part in parts:
         if (
@@ -280,8 +285,13 @@ def _text_of(parts: list[Any], dropped: list[str]) -> str:
         ):
             texts.append(part["text"])
         else:
-            dropped.append(str(part.get("type")) if isinstance(part, dict) else type(part).__name__)
+            dropped.append(part)
     return "".join(texts)
+
+
+def _part_kind(part: Any) -> str:
+    """How a content part is named in the notes: its type."""
+    return str(part.get("type")) if isinstance(part, dict) else type(part).__name__
 
 
 def _to_binary(part: dict[str, Any]) -> dict[str, Any] | None:
@@ -302,25 +312,39 @@ def _to_binary(part: dict[str, Any]) -> dict[str, Any] | None:
     return binary
 
 
+def _listed(counter: Counter[str]) -> str:
+    """A Counter of descriptions in words: "REASONING_* events (5x), empty deltas"."""
+    return ", ".join(f"{what} ({n}x)" if n > 1 else what for what, n in counter.items())
+
+
 class _Notes:
-    """What a translation changed, counted: `translated` and `dropped`, by description."""
+    """What a translation changed, counted: `translated` and `dropped`, by description; `newer`,
+    the part of `dropped` that a client of the newest era (NEWEST) would have read."""
 
     def __init__(self) -> None:
         self.translated: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
+        self.newer: Counter[str] = Counter()
 
     def __bool__(self) -> bool:
         return bool(self.translated or self.dropped)
 
-    def summary(self) -> str:
-        def listed(counter: Counter[str]) -> str:
-            return ", ".join(f"{what} ({n}x)" if n > 1 else what for what, n in counter.items())
+    def drop(self, what: str, newest_takes: bool) -> None:
+        """Count a drop; `newest_takes`: NEWEST would have sent it (kept or translated)."""
+        self.dropped[what] += 1
+        if newest_takes:
+            self.newer[what] += 1
 
+    def lost(self) -> str:
+        """The drops a client of the newest era would have read, in words ("": none)."""
+        return _listed(self.newer)
+
+    def summary(self) -> str:
         said = []
         if self.translated:
-            said.append(f"translated {listed(self.translated)}")
+            said.append(f"translated {_listed(self.translated)}")
         if self.dropped:
-            said.append(f"dropped {listed(self.dropped)}")
+            said.append(f"dropped {_listed(self.dropped)}")
         return "; ".join(said)
 
 
@@ -332,16 +356,21 @@ def _messages_for(era: Era, messages: list[Any], notes: _Notes) -> list[Any]:
             continue
         role = message.get("role")
         if role not in era.roles:
-            notes.dropped[f"{role} messages"] += 1
+            notes.drop(f"{role} messages", role in NEWEST.roles)
             continue
         content = message.get("content")
         if isinstance(content, list):
             if role == "tool" or era.parts == "none":
-                dropped: list[str] = []
+                dropped: list[Any] = []
                 message = {**message, "content": _text_of(content, dropped)}
                 notes.translated[f"{role} message content parts to text"] += 1
-                for kind in dropped:
-                    notes.dropped[f"{kind} content parts"] += 1
+                # NEWEST flattens a tool message's parts too; a user message's it keeps
+                kept = role != "tool" and NEWEST.parts != "none"
+                for part in dropped:
+                    notes.drop(
+                        f"{_part_kind(part)} content parts",
+                        kept and bool(_parts_for(NEWEST, [part], _Notes())),
+                    )
             else:
                 message = {**message, "content": _parts_for(era, content, notes)}
         out.append(message)
@@ -360,7 +389,10 @@ def _parts_for(era: Era, parts: list[Any], notes: _Notes) -> list[Any]:
                 continue
             binary = _to_binary(part)
             if binary is None:
-                notes.dropped[f"{kind} content parts"] += 1
+                notes.drop(
+                    f"{kind} content parts",
+                    NEWEST.parts == "typed" and source_kind in ("data", "url"),
+                )
                 continue
             notes.translated[f"{kind} parts to binary parts"] += 1
             out.append(binary)
@@ -446,7 +478,7 @@ class Downgrade:
             self._reasoning(event, out)
             return out
         if kind not in era.events or kind not in _CURRENT_EVENTS:
-            self.notes.dropped[_family(kind)] += 1
+            self.notes.drop(_family(kind), kind in NEWEST.events and kind in _CURRENT_EVENTS)
             return out
         handler = _HANDLERS.get(kind)
         if handler is None:
@@ -462,7 +494,7 @@ class Downgrade:
             event = {**event, "role": "assistant"}
         elif role is not None and role not in self.era.text_roles:
             self._dropped_text.add(event.get("messageId", ""))
-            self.notes.dropped[f"{role} text messages"] += 1
+            self.notes.drop(f"{role} text messages", role in NEWEST.text_roles)
             return
         out.append(event)
 
@@ -470,7 +502,7 @@ class Downgrade:
         if event.get("messageId") in self._dropped_text:
             return
         if event.get("delta") == "" and not self.era.empty_delta:
-            self.notes.dropped["empty deltas"] += 1
+            self.notes.drop("empty deltas", NEWEST.empty_delta)
             return
         out.append(event)
 
@@ -488,18 +520,18 @@ class Downgrade:
         role = event.get("role")
         if role is not None and role not in self.era.text_roles:
             self._dropping_chunks = message or ""
-            self.notes.dropped[f"{role} text messages"] += 1
+            self.notes.drop(f"{role} text messages", role in NEWEST.text_roles)
             return
         out.append(event)
 
     def _tool_result(self, event: dict[str, Any], out: list[dict[str, Any]]) -> None:
         content = event.get("content")
         if isinstance(content, list):
-            dropped: list[str] = []
+            dropped: list[Any] = []
             event = {**event, "content": _text_of(content, dropped)}
             self.notes.translated["TOOL_CALL_RESULT content parts to text"] += 1
-            for kind in dropped:
-                self.notes.dropped[f"{kind} content parts"] += 1
+            for part in dropped:  # every era flattens them, NEWEST too
+                self.notes.drop(f"{_part_kind(part)} content parts", False)
         out.append(event)
 
     def _snapshot(self, event: dict[str, Any], out: list[dict[str, Any]]) -> None:
@@ -526,10 +558,13 @@ class Downgrade:
             kind = outcome.get("type")
             if kind not in outcomes:
                 event = {k: v for k, v in event.items() if k != "outcome"}
-                self.notes.dropped[f"the {kind} outcome"] += 1
+                self.notes.drop(
+                    f"the {kind} outcome", NEWEST.outcomes is not None and kind in NEWEST.outcomes
+                )
             elif kind == "success" and len(outcome) > 1:
                 event = {**event, "outcome": {"type": "success"}}
-                self.notes.dropped["pendingToolCallIds"] += 1
+                # every era that knows outcomes takes a bare success only, NEWEST too
+                self.notes.drop("pendingToolCallIds", False)
             elif kind == "interrupt" and set(outcome) - {"type", "interrupts"}:
                 event = {**event, "outcome": {k: outcome[k] for k in ("type", "interrupts")}}
         self._close_span(out)
@@ -541,7 +576,7 @@ class Downgrade:
 
     def _reasoning_content(self, event: dict[str, Any], out: list[dict[str, Any]]) -> None:
         if event.get("delta") == "" and not self.era.empty_delta:
-            self.notes.dropped["empty deltas"] += 1
+            self.notes.drop("empty deltas", NEWEST.empty_delta)
             return
         out.append(event)
 
@@ -549,7 +584,7 @@ class Downgrade:
     def _reasoning(self, event: dict[str, Any], out: list[dict[str, Any]]) -> None:
         kind = event["type"]
         if kind == "REASONING_ENCRYPTED_VALUE":
-            self.notes.dropped["REASONING_ENCRYPTED_VALUE events"] += 1
+            self.notes.drop("REASONING_ENCRYPTED_VALUE events", kind in NEWEST.events)
             return
         self.notes.translated["REASONING_* events to THINKING_*"] += 1
         if kind == "REASONING_START":
@@ -576,7 +611,9 @@ class Downgrade:
                 self._open_message(event, out)
                 self._chunked = True
             if self._message is None:
-                self.notes.dropped["REASONING_MESSAGE_CHUNK events without a messageId"] += 1
+                self.notes.drop(
+                    "REASONING_MESSAGE_CHUNK events without a messageId", kind in NEWEST.events
+                )
                 return
             if "delta" in event:
                 self._content(event, out)
@@ -591,7 +628,7 @@ class Downgrade:
     def _content(self, event: dict[str, Any], out: list[dict[str, Any]]) -> None:
         delta = event.get("delta")
         if delta == "" and not self.era.empty_delta:
-            self.notes.dropped["empty deltas"] += 1
+            self.notes.drop("empty deltas", NEWEST.empty_delta)
             return
         out.append({**_thinking("THINKING_TEXT_MESSAGE_CONTENT", event), "delta": delta})
 

@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 
-from agui.wire.eras import ERAS, OLDEST, Compat, Downgrade, LegacyReader, era_of, upgrade_input
+from agui.wire.eras import (
+    ERAS,
+    NEWEST,
+    OLDEST,
+    Compat,
+    Downgrade,
+    LegacyReader,
+    era_of,
+    upgrade_input,
+)
 
 REQUESTS = Path(__file__).resolve().parent / "requests"
 ERA = {era.name: era for era in ERAS}
@@ -549,3 +558,75 @@ def test_a_binary_part_with_data_and_url_keeps_the_data() -> None:
     assert body["messages"][0]["content"] == [
         {"type": "audio", "source": {"type": "data", "value": "AA==", "mimeType": "audio/wav"}}
     ]
+
+
+# ── what a newer client would have read ─────────────────────────────────────────────────────────
+
+VIDEO = {"type": "video", "source": {"type": "url", "value": "https://x/v.mp4"}}
+EVERY_DROP: list[dict[str, Any]] = [
+    RS,
+    {"type": "REASONING_START", "messageId": "s"},
+    {"type": "REASONING_MESSAGE_START", "messageId": "r", "role": "reasoning"},
+    {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r", "delta": "hm"},
+    {"type": "REASONING_MESSAGE_END", "messageId": "r"},
+    {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": "r", "value": "x"},
+    {"type": "REASONING_END", "messageId": "s"},
+    {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "p", "content": {}},
+    {"type": "SUBAGENT_STARTED", "subagentRunId": "sub", "name": "helper"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "d", "role": "developer"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "d"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": ""},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+    {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c", "content": [VIDEO]},
+    {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            USER,
+            {"id": "r", "role": "reasoning", "content": "hm"},
+            {"id": "a", "role": "activity", "activityType": "p", "content": {}},
+            {"id": "t", "role": "tool", "toolCallId": "c", "content": [VIDEO]},
+        ],
+    },
+    {"type": "SOMETHING_NEW"},
+    {**RF, "outcome": {"type": "cancelled"}},
+]
+"""A stream with a drop of every kind for some era, each description from one source only."""
+
+
+def _notes(era: str) -> Any:
+    down = Downgrade(ERA[era])
+    for event in EVERY_DROP:
+        down.feed(event)
+    return down.notes
+
+
+@pytest.mark.parametrize("era", list(ERA))
+def test_newer_counts_the_drops_the_newest_era_would_have_sent(era: str) -> None:
+    """`notes.newer`: what this era dropped and the newest (0.0.59) would not have; what every
+    era drops (content parts of tool results and messages, an unknown event type, the outcomes
+    no 0.0.x release knows) is not counted there."""
+    notes, newest = _notes(era), _notes(NEWEST.name)
+    assert set(notes.newer) == set(notes.dropped) - set(newest.dropped)
+    assert all(notes.newer[what] == notes.dropped[what] for what in notes.newer)
+    assert notes.lost() == ", ".join(
+        f"{what} ({n}x)" if n > 1 else what for what, n in notes.newer.items()
+    )
+    assert {"video content parts", "SOMETHING_NEW events"} <= set(newest.dropped)
+    assert newest.newer == {} and newest.lost() == ""
+
+
+def test_what_the_oldest_era_drops_that_0_0_59_reads() -> None:
+    assert set(_notes(OLDEST.name).newer) == {
+        "REASONING_* events",
+        "ACTIVITY_* events",
+        "SUBAGENT_* events",
+        "developer text messages",
+        "empty deltas",
+        "reasoning messages",
+        "activity messages",
+        "image content parts",
+        "audio content parts",
+        "document content parts",
+    }
+    assert set(_notes("0.0.37").newer) >= {"REASONING_ENCRYPTED_VALUE events"}

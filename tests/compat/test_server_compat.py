@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,144 @@ def test_what_was_translated_is_logged_once_per_run(
         "REASONING_* events to THINKING_* (5x); dropped ACTIVITY_* events, empty deltas, "
         "SUBAGENT_* events (2x)"
     ]
+
+
+# ── the warning of compat="auto" ────────────────────────────────────────────────────────────────
+
+TOOL_RESULT_WITH_AN_IMAGE: list[dict[str, Any]] = [
+    {"type": "TOOL_CALL_START", "toolCallId": "call-1", "toolCallName": "look"},
+    {"type": "TOOL_CALL_END", "toolCallId": "call-1"},
+    {
+        "type": "TOOL_CALL_RESULT",
+        "messageId": "result-1",
+        "toolCallId": "call-1",
+        "content": [
+            {"type": "text", "text": "a dot"},
+            {"type": "image", "source": {"type": "url", "value": "https://x.test/dot.png"}},
+        ],
+    },
+]
+"""A run whose only drop is one no 0.0.x release could read: content parts in a tool result
+(every era, 0.0.59's too, gets their text)."""
+
+
+class Emits:
+    """Yields the events given (RUN_STARTED and RUN_FINISHED come from the run lifecycle)."""
+
+    def __init__(self, script: list[dict[str, Any]]) -> None:
+        self.script = script
+
+    async def __call__(self, input: agui.RunAgentInput) -> AsyncIterator[Any]:
+        for event in self.script:
+            yield decode_json(event, strict=True)
+
+
+def said(caplog: pytest.LogCaptureFixture, level: int, needle: str) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "agui.server" and r.levelno == level and needle in r.getMessage()
+    ]
+
+
+def wait_for_info(caplog: pytest.LogCaptureFixture, count: int) -> list[str]:
+    """The INFO lines of the translations once `count` are there: each is logged when its
+    run's producer ends, which may be just after its response."""
+    deadline = time.monotonic() + 20  # hang bound
+    while len(found := said(caplog, logging.INFO, "era (no protocolVersion)")) < count:
+        assert time.monotonic() < deadline, found
+        time.sleep(0.01)
+    return found
+
+
+def test_auto_warns_once_about_what_a_newer_client_reads(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two runs without protocolVersion drop reasoning (and activities, subagents): one
+    warning, naming what was dropped and the setting that keeps it; each run has its INFO line."""
+    caplog.set_level(logging.INFO, logger="agui.server")
+    url = serve(AgentApp(Scripted(), name="helper"))
+    post(url, body(run_id="run-1"))
+    post(url, body(run_id="run-2"))
+    assert len(wait_for_info(caplog, 2)) == 2
+    (warning,) = said(caplog, logging.WARNING, "protocolVersion")
+    assert warning.startswith(
+        "a client without protocolVersion was sent the 0.0.35 era's stream (compat "
+        '"auto", agent=helper), which dropped REASONING_* events (5x), ACTIVITY_* events, empty '
+        "deltas, SUBAGENT_* events (2x); @ag-ui/client 0.0.59 reads them."
+    )
+    for needle in (
+        "0.0.35 and 0.0.59 clients cannot be told apart",
+        "`agui serve --compat 0.0.59`",
+        "AGUI_COMPAT=0.0.59",
+        'AgentApp(compat="0.0.59")',
+    ):
+        assert needle in warning
+    # another app warns once of its own
+    post(serve(AgentApp(Scripted())), body(run_id="run-3"))
+    wait_for_info(caplog, 3)
+    assert len(said(caplog, logging.WARNING, "protocolVersion")) == 2
+
+
+def test_auto_does_not_warn_about_what_no_0_0_x_client_reads(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agui.server")
+    post(serve(AgentApp(Emits(TOOL_RESULT_WITH_AN_IMAGE))), body())
+    (info,) = wait_for_info(caplog, 1)
+    assert "dropped image content parts" in info  # dropped, but 0.0.59 drops it too
+    assert said(caplog, logging.WARNING, "protocolVersion") == []
+
+
+@pytest.mark.parametrize("compat", ["0.0.35", "0.0.45"])
+def test_an_explicit_era_does_not_warn(
+    compat: str, serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The operator chose the era: what it drops (0.0.35: reasoning; 0.0.45: subagents) is
+    logged at INFO only."""
+    caplog.set_level(logging.INFO, logger="agui.server")
+    post(serve(AgentApp(Scripted(), compat=compat)), body())
+    (info,) = wait_for_info(caplog, 1)
+    assert "dropped" in info
+    assert said(caplog, logging.WARNING, "protocolVersion") == []
+
+
+def test_a_declared_version_does_not_warn(serve: Serve, caplog: pytest.LogCaptureFixture) -> None:
+    """A client that names its version gets its era: nothing the operator could choose."""
+    caplog.set_level(logging.INFO, logger="agui.server")
+    post(serve(AgentApp(Scripted())), body("0.0.35"))
+    (info,) = wait_for_info(caplog, 1)
+    assert "dropped REASONING_* events" in info
+    assert said(caplog, logging.WARNING, "protocolVersion") == []
+
+
+def test_0_0_59_sends_reasoning_to_a_client_without_protocol_version(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the warning asks for: with compat="0.0.59" the reasoning reaches a client that
+    declares nothing, and nothing is warned about."""
+    caplog.set_level(logging.INFO, logger="agui.server")
+    sent = events(post(serve(AgentApp(Scripted(), compat="0.0.59")), body()).content)
+    reasoning = [e for e in SCRIPT if e["type"].startswith("REASONING_")]
+    assert [e for e in sent if e["type"].startswith("REASONING_")] == reasoning
+    auto = events(post(serve(AgentApp(Scripted())), body()).content)
+    assert not [e for e in auto if e["type"].startswith(("REASONING_", "THINKING_"))]
+    wait_for_info(caplog, 1)  # auto's run
+    (warning,) = said(caplog, logging.WARNING, "protocolVersion")
+    assert "sent the 0.0.35 era's stream" in warning  # auto's run, not 0.0.59's
+
+
+def test_a_durable_run_warns_once_too(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="agui.server")
+    with live_server(AgentApp(Scripted(), store="memory://")) as url:
+        post(url, body(run_id="run-1"))
+        post(url, body(run_id="run-2"))
+        deadline = time.monotonic() + 20  # hang bound
+        while len(said(caplog, logging.INFO, "a response for a client of the 0.0.35 era")) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    (warning,) = said(caplog, logging.WARNING, "protocolVersion")
+    assert "dropped REASONING_* events (5x)" in warning and "--compat 0.0.59" in warning
 
 
 def test_a_binary_response_is_never_translated(serve: Serve) -> None:
