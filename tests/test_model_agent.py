@@ -517,6 +517,42 @@ def test_resume_entries_that_answer_nothing_are_400(serve: Serve) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("answer", "status", "echo", "ran", "content"),
+    [
+        ({"approved": True}, "resolved", '{"approved":true}', [(1, "x")], "sent 1 to x"),
+        (None, "cancelled", '{"status": "cancelled"}', [], DECLINED),
+    ],
+    ids=["approved", "cancelled"],
+)
+def test_a_tool_message_echoing_the_resume_answer_is_not_a_result(
+    serve: Serve, answer: Any, status: str, echo: str, ran: list[Any], content: str
+) -> None:
+    """CopilotKit's useInterrupt sends, beside the resume entry, a tool message for the call
+    holding its answer as JSON: the entry decides (the call runs, or is declined), and the
+    model sees the tool's result, not that message. A tool message saying anything else is
+    still a result already given (the refusal above)."""
+    ledger = Ledger()
+    fake, url = served(serve, reply("Done."), tools=[transfer_tool(ledger)])
+    call = agui.ToolCall(
+        id="call_t", function=agui.FunctionCall(name="transfer", arguments='{"amount":1,"to":"x"}')
+    )
+    history = (
+        agui.UserMessage(id="u", content="pay"),
+        agui.AssistantMessage(id="a", tool_calls=(call,)),
+        agui.ToolMessage(id="t", tool_call_id="call_t", content=echo),
+    )
+    entry = agui.ResumeEntry(
+        interrupt_id="approve-call_t", status=agui.ResumeStatus(status), payload=answer
+    )
+    response = post(url, input_with(*history, resume=(entry,)))
+    assert response.status_code == 200, response.text
+    assert "RUN_FINISHED" in response.text
+    assert ledger.calls == ran
+    (request,) = fake.requests
+    assert tool_messages(request) == {"call_t": content}
+
+
 def test_a_refused_run_called_directly_ends_in_run_error() -> None:
     """Validation without AgentApp: calling the agent directly on a refused input gives
     RUN_STARTED then RUN_ERROR with code INVALID_INPUT, and the model is not called."""

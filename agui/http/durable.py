@@ -385,7 +385,11 @@ class Durable:
                 except RunExists:
                     raise BadRequest(409, f"run {run_id!r} was already started") from None
             except RunExists:
-                raise BadRequest(409, f"run {run_id!r} was already started") from None
+                resumed = await self._resume_in_place(run_input, record, principal)
+                if resumed is None:
+                    raise BadRequest(409, f"run {run_id!r} was already started") from None
+                run_input, record = resumed
+                run_id, run_key = run_input.run_id, record.run_id
             execution = Execution(self, run_input, run_key, scope.get("client"))
             self.executions[run_key] = execution
         finally:
@@ -402,6 +406,45 @@ class Durable:
         await self._respond(receive, send, binary, produce, app.era_for(run_input), undeclared)
         if not (app.detach == "always" or _asks_to_resume(scope)):
             await self._end_unread(execution)
+
+    async def _resume_in_place(
+        self, run_input: RunAgentInput, record: RunRecord, principal: Principal
+    ) -> tuple[RunAgentInput, RunRecord] | None:
+        """A resume sent with the runId of the run it answers, started as the new run it is.
+
+        The protocol's resume is a new run (new runId, the answers in `resume`); CopilotKit
+        1.75's useInterrupt sends it with the interrupted run's own runId, which the log holds.
+        Such a request (resume entries, the run it names finished and the latest of the same
+        thread) starts a run under `{runId}~{n}` (n: its number in the thread), the id its
+        events carry and its stop, resume and the thread's history use. Anything else, a replay
+        of that resume included (the first is then the latest run), is 409 as before: the
+        answer to whether a run id exists stays the same for everyone else."""
+        if not run_input.resume:
+            return None
+        old = await self.log.get_run(record.run_id)
+        if old is None or old.status != "finished" or old.thread_id != record.thread_id:
+            return None
+        runs = await self.log.thread_runs(record.thread_id)
+        if not runs or runs[-1].run_id != old.run_id:
+            return None
+        wire_id = f"{run_input.run_id}~{len(runs) + 1}"
+        resumed = attrs.evolve(run_input, run_id=wire_id)
+        new = attrs.evolve(record, run_id=principal.key(wire_id))
+        try:
+            await self.log.start_run(
+                new,
+                encode(resumed),
+                exclusive=self.exclusive_threads,
+                namespace=principal.key(""),
+            )
+        except (RunExists, ThreadBusy):
+            return None
+        log.info(
+            "run %s: a resume sent with the id of the run it answers; started as run %s",
+            run_input.run_id,
+            wire_id,
+        )
+        return resumed, new
 
     async def _end_unread(self, execution: Execution) -> None:
         """The run's request went away before its end and its client did not ask to resume it

@@ -59,6 +59,7 @@ from agui_generated import (
     ReasoningMessageEndEvent,
     ReasoningMessageStartEvent,
     ReasoningStartEvent,
+    ResumeEntry,
     ResumeStatus,
     RunAgentInput,
     RunErrorEvent,
@@ -275,7 +276,8 @@ class ModelAgent:
                     )
                 )
                 continue
-            if call.id in history.answered or call.id in answered:
+            echoed = all(_echoes(c, entry) for c in history.contents.get(call.id, ()))
+            if (call.id in history.answered and not echoed) or call.id in answered:
                 problems.append(
                     Problem(
                         f"{at}/interruptId",
@@ -323,6 +325,7 @@ class _History:
     def __init__(self, input: RunAgentInput) -> None:
         self.calls: dict[str, _Call] = {}
         self.answered: set[str] = set()
+        self.contents: dict[str, list[Any]] = {}  # each call's tool messages' contents
         for message in input.messages:
             if isinstance(message, AssistantMessage):
                 for call in message.tool_calls or ():
@@ -331,6 +334,23 @@ class _History:
                     )
             elif isinstance(message, ToolMessage):
                 self.answered.add(message.tool_call_id)
+                self.contents.setdefault(message.tool_call_id, []).append(message.content)
+
+
+def _echoes(content: Any, entry: ResumeEntry) -> bool:
+    """Whether a tool message is the client's record of its own answer to the approval: beside
+    the resume entry, CopilotKit's useInterrupt adds a tool message for the call holding the
+    answer as JSON (the payload, or {"status": ...} without one). The entry decides: the call
+    runs (or is declined) and its result takes that message's place in the prompt."""
+    if not isinstance(content, str):
+        return False
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return False
+    if entry.status is ResumeStatus.RESOLVED and entry.payload is not None:
+        return bool(value == entry.payload)
+    return bool(value == {"status": entry.status.value})
 
 
 def _approval_call_id(interrupt_id: str) -> str | None:

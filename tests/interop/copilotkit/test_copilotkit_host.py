@@ -167,7 +167,8 @@ def agui_server(
 
 
 class ResumeRunIdTaken(AssertionError):
-    """The resume request got 409 "run ... was already started": useInterrupt sends the resume
+    """The resume request got 409 "run ... was already started" (as it did before agui started
+    such a resume as a new run): useInterrupt sends the resume
     with the interrupted run's runId, and a server with a store keeps one run per id (a run id
     already used answers 409, docs/durable-runs.md). CopilotKit shows RUN_ERROR INCOMPLETE_STREAM
     and the interrupt stays pending."""
@@ -183,13 +184,6 @@ def refuse_reused_run_id(report: Any, seen: str) -> None:
     assert "HTTP 409" in error["message"] and "was already started" in error["message"], seen
     assert step["pendingInterrupts"] == report["steps"][-2]["pendingInterrupts"], seen
     raise ResumeRunIdTaken(seen)
-
-
-REUSED = pytest.mark.xfail(
-    strict=True,
-    raises=ResumeRunIdTaken,
-    reason="CopilotKit resumes on the interrupted run's id, which a store has taken (409)",
-)
 
 
 def store_url(store: str | None, tmp_path: Path) -> str | None:
@@ -211,8 +205,8 @@ STORES = [
 ]
 RESUME_STORES = [
     pytest.param(None, id="no-store"),
-    pytest.param("memory://", id="memory", marks=REUSED),
-    pytest.param("sqlite", id="sqlite", marks=REUSED),
+    pytest.param("memory://", id="memory"),
+    pytest.param("sqlite", id="sqlite"),
 ]
 CASES = [
     pytest.param(None, "auto", id="no-store"),
@@ -346,8 +340,8 @@ def test_reasoning_reaches_copilotkit_with_compat_0_0_59_only(
     ("store", "compat"),
     [
         pytest.param(None, "auto", id="no-store"),
-        pytest.param("memory://", "auto", id="memory", marks=REUSED),
-        pytest.param("sqlite", "auto", id="sqlite", marks=REUSED),
+        pytest.param("memory://", "auto", id="memory"),
+        pytest.param("sqlite", "auto", id="sqlite"),
         pytest.param(None, "0.0.59", id="no-store-compat-0.0.59"),
     ],
 )
@@ -356,7 +350,8 @@ def test_an_interrupt_and_its_resume_through_copilotkit(
 ) -> None:
     """RUN_FINISHED with outcome interrupt: CopilotKit's agent holds the pending interrupt;
     the answer useInterrupt sends (`resume`, and the interrupted run's runId) reaches this
-    server, which answers the resume; nothing is pending after it."""
+    server, which answers the resume (with a store, as a new run); nothing is pending after
+    it."""
     with agui_server(store_url(store, tmp_path), compat) as (url, agent, requests):
         steps = [{"send": "interrupt"}, {"resume": {"ok": True}}]
         report = copilotkit(node, host, url, steps)
@@ -375,8 +370,10 @@ def test_an_interrupt_and_its_resume_through_copilotkit(
         assert [(e.interrupt_id, e.status.value, e.payload) for e in run.resume or ()] == [
             ("ask-1", "resolved", {"ok": True})
         ], seen
-        # useInterrupt pins the resume on the interrupted run's id
-        assert run.run_id == agent.inputs[0].run_id, seen
+        # useInterrupt pins the resume on the interrupted run's id; a store, which holds that
+        # run, starts the resume as the new run it is (the thread's second: `~2`)
+        first = agent.inputs[0].run_id
+        assert run.run_id == (first if store is None else f"{first}~2"), seen
         assert resumed["reply"] == 'resumed ask-1 resolved {"ok": true}', seen
         assert resumed["pendingInterrupts"] == [], seen
 
@@ -397,18 +394,20 @@ def test_a_turn_while_an_interrupt_is_pending_is_refused_by_copilotkit(
         assert refused["pendingInterrupts"] == ["ask-1"], seen
 
 
+@pytest.mark.parametrize("tool_results", [True, False], ids=["with-tool-message", "resume-only"])
 @pytest.mark.parametrize("store", RESUME_STORES)
 def test_a_model_agent_approval_through_copilotkit(
-    node: str, host: str, tmp_path: Path, store: str | None
+    node: str, host: str, tmp_path: Path, store: str | None, tool_results: bool
 ) -> None:
     """The demo agent (a ModelAgent whose tool asks for approval when forwardedProps say
     {"interrupt": true}) interrupts with reason "tool_call". useInterrupt answers it with a
-    resume entry AND a tool message for the call (the answer as JSON); ModelAgent refuses that
-    request with 400 ("tool call ... already has a result"), which CopilotKit shows as a failed
-    run. The same resume without the tool message runs the approved call."""
+    resume entry AND a tool message for the call holding the answer as JSON; ModelAgent takes
+    that message for the client's record of its answer (it refused it with 400 "tool call ...
+    already has a result" before), runs the approved call and answers. The same without the
+    tool message."""
     steps: list[dict[str, Any]] = [
         {"send": "hi", "forwardedProps": {"interrupt": True}},
-        {"resume": {"approved": True}},
+        {"resume": {"approved": True}, "toolResults": tool_results},
     ]
     with agui_server(store_url(store, tmp_path), agent=DemoAgent(delay=0)) as (url, _, requests):
         report = copilotkit(node, host, url, steps)
@@ -417,27 +416,14 @@ def test_a_model_agent_approval_through_copilotkit(
         (interrupt,) = interrupted["interrupts"]
         assert interrupt["reason"] == "tool_call" and interrupt["toolCallId"], seen
         assert resumed["decision"] == "resume", seen
-        tool_message = next(m for m in resumed["messages"] if m["role"] == "tool")
-        assert json.loads(tool_message["text"]) == {"approved": True}, seen
-        refused = posts(report)[-1]
-        assert refused["status"] == 400, seen
-        assert resumed["reply"] == "", seen
-        (error,) = resumed["errors"]  # agui's 400, as CopilotKit shows it
-        assert error["code"] == "INCOMPLETE_STREAM" and "HTTP 400" in error["message"], seen
-        assert "already has a result" in error["message"], seen
-        assert resumed["pendingInterrupts"] == interrupted["pendingInterrupts"], seen
-
-    tmp = tmp_path / "again"
-    tmp.mkdir()
-    steps[1] = {"resume": {"approved": True}, "toolResults": False}
-    with agui_server(store_url(store, tmp), agent=DemoAgent(delay=0)) as (url, _, requests):
-        report = copilotkit(node, host, url, steps)
-        seen = summary(report, requests)
-        _, resumed = report["steps"]
+        if tool_results:
+            tool_message = next(m for m in resumed["messages"] if m["role"] == "tool")
+            assert json.loads(tool_message["text"]) == {"approved": True}, seen
         refuse_reused_run_id(report, seen)
         assert posts(report)[-1]["status"] == 200, seen
         assert resumed["errors"] == [] and resumed["coreErrors"] == [], seen
         assert resumed["reply"] == "You said: hi (2 characters).", seen
+        assert resumed["pendingInterrupts"] == [], seen
 
 
 @pytest.mark.parametrize("store", STORES)
