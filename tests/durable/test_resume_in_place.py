@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,10 +57,10 @@ def body(run_id: str, *, resume: bool, thread: str = "t1") -> bytes:
     return json.dumps(wire).encode()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def url(request: pytest.FixtureRequest, live: Live, tmp_path: Path) -> str:
-    store = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'runs.db'}"
-    return live(agui.AgentApp(asks, path="/agent", store=store)) + "/agent"
+@pytest.fixture
+def url(store_url: str, live: Live) -> str:
+    """The agent on each backend (memory, SQLite, Redis: tests/durable/conftest.py)."""
+    return live(agui.AgentApp(asks, path="/agent", store=store_url)) + "/agent"
 
 
 def test_a_resume_on_the_interrupted_runs_id_starts_a_new_run(url: str) -> None:
