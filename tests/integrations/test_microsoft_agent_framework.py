@@ -42,8 +42,9 @@ from fastapi import FastAPI  # noqa: E402
 
 import agui  # noqa: E402
 from agui.adapters import AgentFrameworkAgent, AgUiProtocolAgent  # noqa: E402
+from agui.adapters.ag_ui_protocol import _rules_out_1  # noqa: E402
 from agui.stream.lifecycle import AGENT_FAILED  # noqa: E402
-from tests.conftest import live_server  # noqa: E402
+from tests.conftest import ROOT, live_server  # noqa: E402
 from tests.integrations.matrix import (  # noqa: E402
     EXAMPLES,
     TIMEOUT,
@@ -55,6 +56,7 @@ from tests.integrations.matrix import (  # noqa: E402
     served,
     texts,
 )
+from tests.test_docs import block_containing  # noqa: E402
 
 FRAMEWORK = Framework(
     key="microsoft_agent_framework",
@@ -217,6 +219,25 @@ def test_ag_ui_protocol_0_1_is_refused_when_an_official_adapter_is_built() -> No
     assert "pip install 'ag-ui-protocol>=1.0'" in message
 
 
+@pytest.mark.parametrize(
+    ("specifier", "rules_out"),
+    [
+        ("<0.2,>=0.1.19", True),  # agent-framework-ag-ui 1.7.0's
+        ("<1", True),
+        ("<=0.9", True),
+        ("==0.1.22", True),
+        ("~=0.1", True),
+        (">=0.1.10", False),  # ag-ui-langgraph's kind: 1.0 satisfies it
+        ("<1.0.1", False),
+        ("<=1.0", False),
+        (">=1.0,<2", False),
+    ],
+)
+def test_which_requirements_hold_ag_ui_protocol_back(specifier: str, rules_out: bool) -> None:
+    """The refusal names only the requirements that exclude 1.0."""
+    assert _rules_out_1(specifier) is rules_out
+
+
 def test_an_input_without_what_0_1_requires_runs(url: str) -> None:
     """A 1.0 client may leave out tools, context, forwardedProps and state; the adapter fills
     them in for agent-framework-ag-ui (its 0.1 models require them), and the tool's state
@@ -304,3 +325,27 @@ def test_its_capabilities_say_who_it_is() -> None:
             "description": "Tells the weather and books trips.",
         }
     }
+
+
+def test_an_approval_is_lost_with_the_process() -> None:
+    """The wrapper keeps pending approvals in memory: answered to another one (a restarted
+    server, another worker), the run ends in RUN_ERROR APPROVAL_RESUME_NOT_FOUND."""
+
+    async def go() -> Any:
+        conversation = agui.Conversation(thread_id="thread-lost")
+        paused = await conversation.run(example().agent, "Please book a trip to Rome")
+        assert paused is not None and paused.outcome == "interrupt", paused
+        conversation.resolve(paused.interrupts[0].id, {"approved": True})
+        return await conversation.run(example().agent)
+
+    result = asyncio.run(go())
+    assert result is not None and result.outcome == "error", result
+    assert (result.error_code, result.error_message) == ("APPROVAL_RESUME_NOT_FOUND", AGENT_FAILED)
+
+
+def test_the_page_holds_the_example() -> None:
+    """docs/integrations/microsoft_agent_framework.md shows examples/microsoft_agent_framework.py
+    as it is (the tests serve the file; the recipe test serves the page's copy)."""
+    page = ROOT / "docs" / "integrations" / "microsoft_agent_framework.md"
+    block = block_containing(page, "class ScriptedChatClient(")
+    assert block == (EXAMPLES / "microsoft_agent_framework.py").read_text("utf-8")
