@@ -259,6 +259,22 @@ def test_an_input_without_what_0_1_requires_runs(url: str) -> None:
     ]
 
 
+def test_a_failing_tool_gives_the_model_no_detail(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Beyond the matrix's check (no RUN_ERROR carries the secret): the secret is in no event at
+    all, the tool's result is Agent Framework's generic text, and its log names only the
+    exception's type (include_detailed_errors is off by default)."""
+    events = events_of(url, run_body("thread-atlantis", "run-atlantis", FRAMEWORK.failing_question))
+    assert FRAMEWORK.secret not in json.dumps(events)
+    results = [e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert results == ["Error: Function failed."]
+    assert events[-1]["type"] == "RUN_FINISHED"
+    logged = [r.getMessage() for r in caplog.records]
+    assert "Function get_weather failed (ConnectionError)." in logged, logged
+    assert not [line for line in logged if FRAMEWORK.secret in line]
+
+
 def test_the_state_update_reaches_a_conversation(url: str) -> None:
     conversation = agui.Conversation(thread_id="thread-state")
     result = asyncio.run(conversation.run(agui.HttpAgent(url), FRAMEWORK.question))
