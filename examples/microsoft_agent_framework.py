@@ -62,7 +62,7 @@ def reply(messages: Sequence[Message]) -> list[Content]:
     last = messages[-1]
     if last.role == "tool":
         results = [c for c in last.contents if c.type == "function_result"]
-        return [Content.from_text(f"{results[-1].result}.")]
+        return [Content.from_text(f"{str(results[-1].result).rstrip('.')}.")]
     text = last.text or ""
     call_id = f"call-{len(messages)}"  # the same conversation gets the same ids
     if found := re.search(r"weather in (\w+)", text):
