@@ -166,6 +166,7 @@ FRAMEWORKS: dict[str, tuple[str, ...]] = {
         "langchain-core==1.8.3",
         "langchain==1.5.2",
     ),
+    "microsoft_agent_framework": ("agent-framework-ag-ui==1.7.0", "agent-framework-core==1.23.0"),
 }
 """The frameworks of the integration matrix (tests/integrations/test_KEY*.py, examples/KEY.py),
 each with the releases its `integrations` session installs, pinned (their own dependencies

@@ -4,13 +4,16 @@
   ag-ui-langgraph's `LangGraphAgent`, ag-ui-adk's `ADKAgent`, anything with
   `run(input) -> async iterator of ag_ui.core events`) as an `agui.Agent`, so `AgentApp` serves it
   and `Conversation.run` runs it.
+* `agent_framework`: `AgentFrameworkAgent`, a Microsoft Agent Framework agent (agent-framework-ag-ui,
+  which needs ag-ui-protocol 0.1: `AgUiProtocolAgent` refuses that release) as an `agui.Agent`.
 
-Nothing here imports another SDK when it is imported: ag-ui-protocol is loaded when an adapter is
-built, and `import agui` never loads this package.
+Nothing here imports another SDK when it is imported: ag-ui-protocol (or agent-framework-ag-ui)
+is loaded when an adapter is built, and `import agui` never loads this package.
 """
 
 from __future__ import annotations
 
 from agui.adapters.ag_ui_protocol import AgUiProtocolAgent, SdkAgent
+from agui.adapters.agent_framework import AgentFrameworkAgent
 
-__all__ = ["AgUiProtocolAgent", "SdkAgent"]
+__all__ = ["AgUiProtocolAgent", "AgentFrameworkAgent", "SdkAgent"]

@@ -36,14 +36,20 @@ way of reporting an exception, with its text) reaches the client with a generic 
 agent's going to the log (`error_messages=True` passes it on, for development).
 
 ag-ui-protocol is imported when an `AgUiProtocolAgent` is built, never when this module is:
-install it yourself, or with `pip install 'agui-spec[ag-ui-protocol]'`.
+install it yourself, or with `pip install 'agui-spec[ag-ui-protocol]'`. It must be 1.0 or newer:
+building one with an older release installed raises ImportError naming the packages that hold it
+back (agent-framework-ag-ui requires ag-ui-protocol<0.2, and pip replaces 1.0 without a warning;
+its agents have `agui.adapters.AgentFrameworkAgent`).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import logging
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from contextlib import aclosing
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -92,8 +98,10 @@ class AgUiProtocolAgent:
     agent's code, and the message is logged, as for an exception in an agui agent. True is for
     development.
 
-    Raises TypeError when `agent` has no `run` method (or no `clone` with clone=True), and
-    ModuleNotFoundError when ag-ui-protocol is not installed.
+    Raises TypeError when `agent` has no `run` method (or no `clone` with clone=True),
+    ModuleNotFoundError when ag-ui-protocol is not installed, and ImportError when the installed
+    one is older than 1.0 (naming the installed distributions that require the old release:
+    agent-framework-ag-ui does; serve its agents with `AgentFrameworkAgent`).
     """
 
     def __init__(
@@ -120,32 +128,42 @@ class AgUiProtocolAgent:
         if self.clone:
             agent = agent.clone()
         stream: AsyncIterator[Any] = agent.run(self._input_type.model_validate(to_json(input)))
-        reader = _Reader(input.run_id)
+        async with aclosing(_read_events(stream, input.run_id, self.error_messages)) as events:
+            async for event in events:
+                yield event
+
+
+async def _read_events(
+    stream: AsyncIterator[Any], run_id: str, error_messages: bool
+) -> AsyncGenerator[Event | UnknownEvent, None]:
+    """An official agent's stream as agui events (see the module docstring): its items decoded,
+    the message of its RUN_ERROR withheld unless `error_messages`, an item that cannot be sent
+    ending the run in RUN_ERROR INVALID_EVENT; `stream` is closed at the end. Shared by the
+    adapters of agui.adapters."""
+    reader = _Reader(run_id)
+    try:
         try:
-            try:
-                async for item in stream:
-                    for event in reader.read(item):
-                        if type(event) is RunErrorEvent and not self.error_messages:
-                            event = _withheld(event, input.run_id)
-                        yield event
-                for event in reader.close():
+            async for item in stream:
+                for event in reader.read(item):
+                    if type(event) is RunErrorEvent and not error_messages:
+                        event = _withheld(event, run_id)
                     yield event
-            except _Invalid as exc:
-                log.error(
-                    "run %s: %s; the run ends in RUN_ERROR %s", input.run_id, exc, INVALID_EVENT
-                )
-                yield run_error("The agent produced an invalid event.", INVALID_EVENT)
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            for event in reader.close():
+                yield event
+        except _Invalid as exc:
+            log.error("run %s: %s; the run ends in RUN_ERROR %s", run_id, exc, INVALID_EVENT)
+            yield run_error("The agent produced an invalid event.", INVALID_EVENT)
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def _withheld(event: RunErrorEvent, run_id: str) -> RunErrorEvent:
     """The agent's RUN_ERROR with a generic message; its own goes to the log."""
     log.error(
         "run %s: the agent ended the run in RUN_ERROR (code %r): %s; the client gets %r "
-        "(AgUiProtocolAgent(..., error_messages=True) passes the message on)",
+        "(the adapter's error_messages=True passes the message on)",
         run_id,
         event.code,
         event.message,
@@ -164,7 +182,71 @@ def _official_input_type() -> Any:
         raise ModuleNotFoundError(
             f"AgUiProtocolAgent needs the official SDK, ag-ui-protocol: {_INSTALL}", name=exc.name
         ) from None
+    _check_sdk_release()
     return core.RunAgentInput
+
+
+def _check_sdk_release() -> None:
+    """ImportError when the installed ag-ui-protocol is older than 1.0. A package pinning an
+    older one (agent-framework-ag-ui 1.7.0: ag-ui-protocol<0.2) makes pip replace 1.0 without a
+    word, and `pip check` finds nothing wrong; the 0.1 models then refuse inputs without tools,
+    context or forwardedProps, which 1.0 makes optional, and every such run fails."""
+    try:
+        installed = importlib.metadata.version("ag-ui-protocol")
+    except importlib.metadata.PackageNotFoundError:
+        return  # ag_ui imported from a folder, not an installed distribution: nothing to read
+    if _release(installed) >= (1,):
+        return
+    pins = _pins_below_1()
+    why = "; ".join(pins) if pins else "no installed distribution requires it"
+    raise ImportError(
+        f"AgUiProtocolAgent needs ag-ui-protocol 1.0 or newer, but {installed} is installed "
+        f"({why}). For a Microsoft Agent Framework agent use agui.adapters.AgentFrameworkAgent, "
+        "which works with the release agent-framework-ag-ui requires; otherwise install "
+        "ag-ui-protocol>=1.0 (pip install 'ag-ui-protocol>=1.0'), in a virtualenv of its own if "
+        "another package holds it back",
+        name="ag_ui",
+    )
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version: "0.1.22" -> (0, 1, 22), "1.0.0rc1" -> (1, 0, 0)."""
+    found = re.match(r"\d+(?:\.\d+)*", version.strip())
+    return tuple(int(part) for part in found.group().split(".")) if found else ()
+
+
+def _pins_below_1() -> list[str]:
+    """The installed distributions' requirements (outside extras) that rule out ag-ui-protocol
+    1.0, as "agent-framework-ag-ui 1.7.0 requires ag-ui-protocol<0.2,>=0.1.19"."""
+    pins = set()
+    for dist in importlib.metadata.distributions():
+        for line in dist.requires or ():
+            requirement, _, marker = line.partition(";")
+            named = re.fullmatch(
+                r"\s*ag[-_.]ui[-_.]protocol\s*(?:\[[^]]*\])?\s*\(?([^)]*)\)?\s*",
+                requirement,
+                re.IGNORECASE,
+            )
+            if named and "extra" not in marker and _rules_out_1(named.group(1)):
+                name = dist.metadata["Name"]
+                pins.add(f"{name} {dist.version} requires ag-ui-protocol{named.group(1).strip()}")
+    return sorted(pins)
+
+
+def _rules_out_1(specifier: str) -> bool:
+    """Whether a version specifier ("<0.2,>=0.1.19") excludes 1.0.0."""
+    for clause in specifier.split(","):
+        found = re.fullmatch(r"\s*(~=|===|==|<=|<)\s*(\S+)\s*", clause)
+        if found is None:
+            continue
+        op, version = found.groups()
+        release = _release(version)
+        padded = release + (0,) * (3 - len(release))
+        if (op == "<" and padded <= (1, 0, 0)) or (op == "<=" and padded < (1, 0, 0)):
+            return True
+        if op in ("==", "===", "~=") and release[:1] < (1,):
+            return True
+    return False
 
 
 class _Reader:

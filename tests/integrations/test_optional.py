@@ -1,6 +1,6 @@
-"""ag-ui-protocol stays optional: agui.adapters imports without it, and building an adapter
-without it says how to install it. These run everywhere (the tests session has no
-ag-ui-protocol), in fresh interpreters that import this checkout's agui."""
+"""ag-ui-protocol and agent-framework-ag-ui stay optional: agui.adapters imports without them,
+and building an adapter without its package says how to install it. These run everywhere (the
+tests session has neither), in fresh interpreters that import this checkout's agui."""
 
 from __future__ import annotations
 
@@ -35,8 +35,9 @@ def test_the_adapters_import_no_other_sdk() -> None:
         """
         import sys
         import agui, agui.adapters
-        from agui.adapters import AgUiProtocolAgent
-        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("ag_ui", "pydantic"))
+        from agui.adapters import AgentFrameworkAgent, AgUiProtocolAgent
+        sdks = ("ag_ui", "pydantic", "agent_framework", "agent_framework_ag_ui")
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in sdks)
         assert not loaded, loaded
         """
     )
@@ -66,6 +67,27 @@ def test_without_ag_ui_protocol_building_an_adapter_says_how_to_install_it() -> 
     assert done.stdout.strip() == (
         "AgUiProtocolAgent needs the official SDK, ag-ui-protocol: pip install "
         "'agui-spec[ag-ui-protocol]' (or pip install ag-ui-protocol)"
+    )
+
+
+def test_without_agent_framework_building_its_adapter_says_how_to_install_it() -> None:
+    done = python(
+        """
+        import sys
+        sys.modules["agent_framework_ag_ui"] = None  # as if it were not installed
+        from agui.adapters import AgentFrameworkAgent
+
+        try:
+            AgentFrameworkAgent(object())
+        except ModuleNotFoundError as exc:
+            print(exc)
+        else:
+            raise SystemExit("no error")
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "AgentFrameworkAgent needs agent-framework-ag-ui: pip install agent-framework-ag-ui"
     )
 
 

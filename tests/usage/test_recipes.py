@@ -62,6 +62,10 @@ BASE = "python3 -m pip install ."
 says otherwise."""
 PYDANTIC = "pip install 'agui-spec[pydantic]'"
 """The pydantic binding's install line (docs/bindings.md says it in prose)."""
+MAF_RECIPE = (
+    "tests/integrations/test_microsoft_agent_framework_recipe.py::test_the_recipe_runs_as_written"
+)
+"""The test that runs docs/integrations/microsoft_agent_framework.md's recipe as written."""
 
 WHEEL_INSTALL = "tests/wheel/check.py::check_install_lines"
 """Installs each line of an install block in a fresh virtualenv, from the locally built wheel."""
@@ -206,6 +210,24 @@ RECIPES: tuple[Recipe, ...] = (
             "tests/integrations/test_langgraph_recipe.py::test_the_recipe_runs_as_written",
             "tests/integrations/test_langgraph.py::test_the_serving_page_example_serves_it",
         ),
+    ),
+    Recipe(
+        "docs/integrations/microsoft_agent_framework.md",
+        "# and ag-ui-protocol 0.1 (below)",
+        (MAF_RECIPE,),
+    ),
+    Recipe(
+        "docs/integrations/microsoft_agent_framework.md",
+        "class ScriptedChatClient(",
+        (
+            MAF_RECIPE,
+            "tests/integrations/test_microsoft_agent_framework.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/microsoft_agent_framework.md",
+        "--app-dir examples  # on 127.0.0.1:8000",
+        (MAF_RECIPE,),
     ),
     Recipe(
         "docs/serving.md",
