@@ -4,13 +4,16 @@
   ag-ui-langgraph's `LangGraphAgent`, ag-ui-adk's `ADKAgent`, anything with
   `run(input) -> async iterator of ag_ui.core events`) as an `agui.Agent`, so `AgentApp` serves it
   and `Conversation.run` runs it.
+* `pydantic_ai`: `PydanticAIAgent`, a PydanticAI agent (`pydantic_ai.Agent`) run through
+  PydanticAI's own AG-UI adapter (`pydantic_ai.ui.ag_ui.AGUIAdapter`) as an `agui.Agent`.
 
-Nothing here imports another SDK when it is imported: ag-ui-protocol is loaded when an adapter is
-built, and `import agui` never loads this package.
+Nothing here imports another SDK when it is imported: ag-ui-protocol (and pydantic-ai) is loaded
+when an adapter is built, and `import agui` never loads this package.
 """
 
 from __future__ import annotations
 
 from agui.adapters.ag_ui_protocol import AgUiProtocolAgent, SdkAgent
+from agui.adapters.pydantic_ai import PydanticAIAgent
 
-__all__ = ["AgUiProtocolAgent", "SdkAgent"]
+__all__ = ["AgUiProtocolAgent", "PydanticAIAgent", "SdkAgent"]
