@@ -166,6 +166,7 @@ FRAMEWORKS: dict[str, tuple[str, ...]] = {
         "langchain-core==1.8.3",
         "langchain==1.5.2",
     ),
+    "pydantic_ai": ("ag-ui-protocol==1.0.0", "pydantic-ai-slim[ag-ui]==2.68.0"),
 }
 """The frameworks of the integration matrix (tests/integrations/test_KEY*.py, examples/KEY.py),
 each with the releases its `integrations` session installs, pinned (their own dependencies

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -38,10 +39,12 @@ from starlette.responses import Response  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
 import agui  # noqa: E402
+from agui.adapters import PydanticAIAgent  # noqa: E402
 from agui.stream.lifecycle import AGENT_FAILED  # noqa: E402
 from tests.conftest import live_server  # noqa: E402
 from tests.integrations.matrix import (  # noqa: E402
     EXAMPLES,
+    ROOT,
     TIMEOUT,
     Framework,
     MatrixChecks,
@@ -194,3 +197,84 @@ def test_the_native_endpoint_sends_the_same_events(
         assert through[-1]["type"] == "RUN_FINISHED"
         assert through[-1]["outcome"]["type"] == end, through[-1]
     assert through == native
+
+
+# ── the adapter itself ─────────────────────────────────────────────────────────────────────────
+
+
+def local_run(agent: Any, message: str) -> agui.RunResult:
+    result = asyncio.run(agui.Conversation().run(agent, message))
+    assert result is not None
+    return result
+
+
+def test_error_messages_passes_pydantic_ai_s_run_error_on(example: Any) -> None:
+    """By default the failing tool's text stays out of the RUN_ERROR; error_messages=True (for
+    development) passes it on."""
+    deps = example.agent.deps
+    withheld = local_run(example.agent, FRAMEWORK.failing_question)
+    assert withheld.outcome == "error" and withheld.error_message == AGENT_FAILED
+    agent = PydanticAIAgent(example.pydantic_agent, deps=deps, error_messages=True)
+    passed = local_run(agent, FRAMEWORK.failing_question)
+    assert passed.outcome == "error"
+    assert passed.error_message == f"database unavailable: password={FRAMEWORK.secret}"
+
+
+def test_options_reach_the_adapter(example: Any) -> None:
+    """`options` are AGUIAdapter's keyword arguments: include_usage puts the run's token usage
+    on RUN_FINISHED."""
+    body = run_body("thread-usage", "run-usage", FRAMEWORK.question)
+    with_usage = PydanticAIAgent(
+        example.pydantic_agent, deps=example.agent.deps, options={"include_usage": True}
+    )
+    events = {}
+    for name, agent in (("plain", example.agent), ("usage", with_usage)):
+        with live_server(agui.AgentApp(agent, path="/agent"), lifespan="off") as base:
+            events[name] = events_of(base + "/agent", body)
+    assert "usage" not in events["plain"][-1]
+    assert events["usage"][-1]["type"] == "RUN_FINISHED" and events["usage"][-1]["usage"]
+
+
+def test_deps_must_be_a_function(example: Any) -> None:
+    with pytest.raises(TypeError, match="deps must be a function of the run's input"):
+        PydanticAIAgent(example.pydantic_agent, deps=example.Trip())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("missing", ["pydantic_ai", "ag_ui"])
+def test_without_the_package_the_error_names_the_install_line(missing: str) -> None:
+    """pydantic-ai or ag-ui-protocol missing: ModuleNotFoundError naming the install line, when
+    the agent is built (in a fresh interpreter, where the package is made unimportable)."""
+    code = (
+        "import sys\n"
+        f"sys.modules[{missing!r}] = None\n"
+        "from agui.adapters import PydanticAIAgent\n"
+        "try:\n"
+        "    PydanticAIAgent(object())\n"
+        "except ModuleNotFoundError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,  # hang bound
+        check=True,
+    )
+    assert done.stdout.strip() == (
+        "PydanticAIAgent needs pydantic-ai with its AG-UI extra: "
+        "pip install 'pydantic-ai-slim[ag-ui]'"
+    ), done.stderr
+
+
+def test_importing_the_adapters_imports_no_pydantic_ai() -> None:
+    code = "import sys, agui.adapters; print('pydantic_ai' in sys.modules, 'ag_ui' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,  # hang bound
+        check=True,
+    )
+    assert done.stdout.split() == ["False", "False"], done.stderr
