@@ -83,8 +83,10 @@ def example() -> Any:
         sys.path.remove(str(EXAMPLES))
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def url() -> Iterator[str]:
+    """The example under `agui serve`, one server for this module's own tests (each on a thread
+    of its own): its start, importing PydanticAI, is most of a test's time."""
     with served(FRAMEWORK) as url:
         yield url
 
@@ -184,7 +186,7 @@ def test_the_native_endpoint_sends_the_same_events(
     """The same input to both: the same events, ids and timestamps aside. The one difference is
     the failing tool's RUN_ERROR: PydanticAI sends the exception's text, agui its generic
     message (the text goes to agui's log)."""
-    body = run_body("thread-parity", "run-parity", question)
+    body = run_body(f"thread-parity-{end}", f"run-parity-{end}", question)
     native = normalized(events_of(native_url, body))
     through = normalized(events_of(url, body))
     assert [e["type"] for e in through] == [e["type"] for e in native]
