@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from typing import Any
 
 from agui_generated import Event, RunAgentInput, UnknownEvent
@@ -87,10 +88,12 @@ class PydanticAIAgent:
 
     async def __call__(self, input: RunAgentInput, /) -> AsyncGenerator[Event | UnknownEvent, None]:
         run = _Run(self, None if self.deps is None else self.deps(input))
-        async for event in AgUiProtocolAgent(run, clone=False, error_messages=self.error_messages)(
-            input
-        ):
-            yield event
+        sdk = AgUiProtocolAgent(run, clone=False, error_messages=self.error_messages)
+        # aclosing: a run stopped here (a client gone, a stop request) closes PydanticAI's stream
+        # now, ending the agent's run, not whenever the event loop finalizes the generator.
+        async with aclosing(sdk(input)) as events:
+            async for event in events:
+                yield event
 
 
 class _Run:

@@ -24,7 +24,7 @@ import asyncio
 import importlib
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -280,3 +280,36 @@ def test_importing_the_adapters_imports_no_pydantic_ai() -> None:
         check=True,
     )
     assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+def test_a_stopped_run_closes_pydantic_ai_s_stream() -> None:
+    """Closing the agent's stream mid-run (a client gone, a stop) closes PydanticAI's run at
+    once: the model's stream is closed before the close returns."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    closed: list[str] = []
+
+    async def endless(messages: list[Any], info: AgentInfo) -> AsyncIterator[str]:
+        try:
+            while True:
+                yield "more "
+                await asyncio.sleep(0)
+        finally:
+            closed.append("model stream")
+
+    agent = PydanticAIAgent(Agent(FunctionModel(stream_function=endless)))
+    input = agui.Conversation().next_input("Talk")
+
+    async def go() -> list[str]:
+        kinds = []
+        stream = agent(input)
+        async for event in stream:
+            kinds.append(event.type.value)
+            if event.type.value == "TEXT_MESSAGE_CONTENT":
+                break
+        await stream.aclose()
+        assert closed == ["model stream"]  # before anything else runs on the loop
+        return kinds
+
+    assert asyncio.run(go())[-1] == "TEXT_MESSAGE_CONTENT"
