@@ -106,6 +106,10 @@ class Framework:
     transport: what the framework's agent declares."""
     serve_args: tuple[str, ...] = ()
     """More `agui serve` options the example's recipe uses."""
+    module: str | None = None
+    """The example module's name under examples/ when it is not `key`: a key that is the
+    framework's own package name ("pydantic_ai") would shadow the package, since `agui serve
+    --app-dir examples` puts examples/ first on sys.path."""
 
     def versions(self) -> dict[str, str]:
         return {name: importlib.metadata.version(name) for name in self.packages}
@@ -122,7 +126,7 @@ def served(framework: Framework, *options: str, log: list[str] | None = None) ->
     words = [
         "agui",
         "serve",
-        f"{framework.key}:agent",
+        f"{framework.module or framework.key}:agent",
         "--app-dir",
         str(EXAMPLES),
         "--port",
@@ -251,7 +255,16 @@ def events_of(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         return [event for _, event in sse_events(response.iter_lines())]
 
 
-IDS = ("threadId", "runId", "parentRunId", "messageId", "toolCallId", "parentMessageId", "id")
+IDS = (
+    "threadId",
+    "runId",
+    "parentRunId",
+    "messageId",
+    "toolCallId",
+    "parentMessageId",
+    "id",
+    "entityId",  # REASONING_ENCRYPTED_VALUE's message or tool call
+)
 
 
 def normalized(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -17,23 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shlex
-import subprocess
-import sys
-import venv
 from pathlib import Path
 
 import pytest
 
 import agui
 from tests.integrations import REQUIRED
+from tests.integrations.recipe import install
 from tests.test_docs import block_containing
 from tests.usage import support
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PAGE = ROOT / "docs" / "serving.md"
-INSTALL_SECONDS = 600.0
-"""How long building the wheel or the install may take (about a minute with a cold cache)."""
 
 pytestmark = pytest.mark.skipif(
     not REQUIRED, reason="installs LangGraph in a fresh virtualenv: `nox -s integrations` runs it"
@@ -50,39 +45,17 @@ def module_block() -> str:
     return block_containing(PAGE, "LangGraphAgent(")
 
 
-def run(words: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        words,
-        cwd=cwd,
-        env=support.user_env(),
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_SECONDS,
-        check=False,
-    )
-    assert done.returncode == 0, f"{shlex.join(words)}: exit {done.returncode}\n{done.stderr}"
-    return done
-
-
 def test_the_recipe_runs_as_written(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    line = install_line()
-    assert line.startswith("pip install "), line
-    dist = tmp_path_factory.mktemp("dist")
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], ROOT)
-    folder = tmp_path_factory.mktemp("venv") / "venv"
-    venv.create(folder, with_pip=True)
-    python = folder / "bin" / "python"
-    args = shlex.split(line)[2:]
-    run([str(python), "-m", "pip", "install", "--quiet", *args, "--find-links", str(dist)], dist)
+    bin = install(install_line(), tmp_path_factory)
 
     block = module_block()
     found = re.search(r"`(uvicorn \w+:app)`", block)
     assert found, "the module no longer says how to run it"
     project = tmp_path_factory.mktemp("project")
     (project / f"{support.module_name(block)}.py").write_text(block)
-    monkeypatch.setitem(support.COMMANDS, "uvicorn", folder / "bin" / "uvicorn")
+    monkeypatch.setitem(support.COMMANDS, "uvicorn", bin / "uvicorn")
     words = [*found.group(1).split(), "--port", "{port}"]
     ready = ["Uvicorn running on http://127.0.0.1:{port} "]
     with support.servers(project, {"uvicorn": (words, ready)}) as running:

@@ -252,6 +252,25 @@ RECIPES: tuple[Recipe, ...] = (
         "agui serve --cors-origin",
         ("tests/usage/test_serving_usage.py::test_the_cors_line_allows_the_origin",),
     ),
+    # ── docs/integrations/pydantic_ai.md ──
+    Recipe(
+        "docs/integrations/pydantic_ai.md",
+        "pydantic-ai-slim[ag-ui]==",
+        ("tests/integrations/test_pydantic_ai_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/pydantic_ai.md",
+        "PydanticAIAgent(pydantic_agent",
+        (
+            "tests/integrations/test_pydantic_ai_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_pydantic_ai_recipe.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/pydantic_ai.md",
+        "pydantic_ai_example:agent  # serves",
+        ("tests/integrations/test_pydantic_ai_recipe.py::test_the_recipe_runs_as_written",),
+    ),
     # ── docs/agents.md ──
     Recipe(
         "docs/agents.md",
