@@ -162,10 +162,13 @@ class Server:
     """A server command (`uvicorn echo:app --port {port}`) run in `cwd` on a free port; ready
     when a line of its stderr holds every one of `ready` (formatted with the port)."""
 
-    def __init__(self, words: Sequence[str], cwd: Path, ready: Sequence[str]) -> None:
+    def __init__(
+        self, words: Sequence[str], cwd: Path, ready: Sequence[str], startup: float = STARTUP
+    ) -> None:
         self.words = list(words)
         self.cwd = cwd
         self.ready = list(ready)
+        self.startup = startup
         self.stderr: list[str] = []
         self._launch()
 
@@ -204,17 +207,17 @@ class Server:
             wanted = [r.format(port=self.port) for r in self.ready]
             while True:
                 try:
-                    line = self.lines.get(timeout=STARTUP)
+                    line = self.lines.get(timeout=self.startup)
                 except queue.Empty:
                     raise AssertionError(
-                        f"`{shlex.join(self.words)}` said nothing like {wanted} in {STARTUP:g} s:\n"
-                        + "".join(self.stderr)
+                        f"`{shlex.join(self.words)}` said nothing like {wanted} in "
+                        f"{self.startup:g} s:\n" + "".join(self.stderr)
                     ) from None
                 if line is None or all(w in line for w in wanted):
                     break
             if line is not None:
                 return
-            self.proc.wait(STARTUP)
+            self.proc.wait(self.startup)
             text = "".join(self.stderr)
             if "in use" not in text or attempt == attempts - 1:
                 raise AssertionError(f"`{shlex.join(self.words)}` did not start:\n{text}")
