@@ -255,6 +255,36 @@ def test_the_legacy_resume_of_copilotkit_era_clients_passes_through(url: str) ->
     assert results == ["Your trip to Rome is booked."]
 
 
+def test_an_approval_is_lost_with_the_checkpointer(example: Any) -> None:
+    """The paused run waits in the graph's checkpointer, here an InMemorySaver: answered to a
+    graph whose checkpointer does not have the thread (a restarted server, another worker), the
+    resume starts the graph over from an empty state, and the run fails (the example's model is
+    handed no messages); agui's store, which kept the thread's events, does not bring it back."""
+    from ag_ui_langgraph import LangGraphAgent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from agui.adapters import AgUiProtocolAgent
+
+    elsewhere = AgUiProtocolAgent(
+        LangGraphAgent(
+            name="travel",
+            graph=example.builder.compile(checkpointer=InMemorySaver()),
+            emit_interrupt_outcome=True,
+        )
+    )
+
+    async def go() -> agui.RunResult | None:
+        conversation = agui.Conversation(thread_id="thread-lost")
+        paused = await conversation.run(example.agent, "Book a trip to Rome")
+        assert paused is not None and paused.outcome == "interrupt", paused
+        conversation.resolve(paused.interrupts[0].id, {"approved": True})
+        return await conversation.run(elsewhere)
+
+    result = asyncio.run(go())
+    assert result is not None and result.outcome == "error", result
+    assert result.error_message == AGENT_FAILED
+
+
 # ── the state update ───────────────────────────────────────────────────────────────────────────
 
 
