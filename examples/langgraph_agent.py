@@ -25,6 +25,7 @@ from typing import Annotated, Any
 from ag_ui_langgraph import LangGraphAgent
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.outputs.chat_generation import merge_chat_generation_chunks
 from langchain_core.tools import InjectedToolCallId, tool
@@ -98,10 +99,10 @@ def reply(messages: Sequence[BaseMessage]) -> Iterator[AIMessageChunk]:
     city = re.search(r"\b(?:in|to) ([A-Z]\w+)", asked[-1])
     if city:
         name = "book_trip" if "book" in asked[-1].lower() else "get_weather"
-        call = {"name": name, "args": "", "id": f"call-{len(messages)}", "index": 0}
+        call = tool_call_chunk(name=name, args="", id=f"call-{len(messages)}", index=0)
         yield AIMessageChunk(content="", tool_call_chunks=[call])
-        arguments = json.dumps({"city": city[1]})
-        yield AIMessageChunk(content="", tool_call_chunks=[{"args": arguments, "index": 0}])
+        arguments = tool_call_chunk(args=json.dumps({"city": city[1]}), index=0)
+        yield AIMessageChunk(content="", tool_call_chunks=[arguments])
         return
     cities = [c for text in asked[:-1] for c in re.findall(r"\bin ([A-Z]\w+)", text)]
     yield AIMessageChunk(
