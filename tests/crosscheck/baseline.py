@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,12 +57,14 @@ REASONS = {
         "model_dump(exclude_none=True) drops every null, also those the protocol keeps (a null "
         "inside open JSON: a patch value, a snapshot, a raw event, an unknown member's value)"
     ),
+    "peer-lacks-definition": "the SDK has no such definition (yet): it answers `unsupported`",
     UNEXPLAINED: "no reason written yet: explain it in tests/crosscheck/baseline.json",
 }
 """The reasons `--update-baseline` gives new entries (a baseline file may add its own)."""
 
 RULES: list[tuple[str, str, str]] = [
     # (peer pattern, kind pattern, reason): re.search on each
+    (r"", r"^has no schema for ", "peer-lacks-definition"),
     (r"^zod$", r"unknown_property", "zod-loose-objects"),
     (r"^zod$", r"adds `(tools|context)` = \[\]", "zod-default-lists"),
     (r"^zod$", r": null ", "zod-state-null"),
@@ -146,12 +148,15 @@ def classify(key: Key) -> str:
     return UNEXPLAINED
 
 
-def write(path: Path, keys: Iterable[Key], old: Baseline | None, peers_run: set[str]) -> int:
+def write(
+    path: Path, keys: Iterable[Key], old: Baseline | None, covered: Callable[[Key], bool]
+) -> int:
     """Rewrite the baseline with `keys` (this run's divergences), keeping each old entry's
-    reason, and the old entries of peers that did not run. Returns the number of entries."""
+    reason, and the old entries this run did not cover (a peer that did not run, a definition
+    left out). Returns the number of entries."""
     entries: dict[Key, str] = {}
     if old is not None:
-        entries.update({k: r for k, r in old.entries.items() if k.peer not in peers_run})
+        entries.update({k: r for k, r in old.entries.items() if not covered(k)})
     for key in keys:
         entries[key] = (old.reason_of(key) if old else None) or classify(key)
     used = sorted(set(entries.values()))

@@ -124,7 +124,9 @@ def parse_answer(line: str, number: int) -> Outcome:
     try:
         answer = load(line)
     except ValueError as err:
-        raise PeerFailure(f"line {number} of its output is not JSON ({err}): {line[:200]!r}") from err
+        raise PeerFailure(
+            f"line {number} of its output is not JSON ({err}): {line[:200]!r}"
+        ) from err
     if not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
         raise PeerFailure(f'line {number} of its output has no boolean "ok": {line[:200]!r}')
     if not answer["ok"]:

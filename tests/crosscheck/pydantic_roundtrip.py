@@ -85,5 +85,6 @@ def main() -> None:
         out.append(json.dumps(result) + "\n")
     sys.stdout.write("".join(out))
 
+
 if __name__ == "__main__":
     main()

@@ -46,7 +46,6 @@ from peers import (  # noqa: E402
     WORK,
     Num,
     Outcome,
-    Peer,
     PeerFailure,
     ask,
     default_peers,
@@ -420,7 +419,7 @@ def clip(text: str | None, limit: int = SHOWN) -> str:
 
 
 def print_divergence(d: Divergence, indent: str = "    ") -> None:
-    print(f"{indent}{d.peer}  {d.fixture}: {d.kind}")
+    print(f"{indent}{d.fixture}")
     print(f"{indent}  {clip(d.detail)}")
     if d.wire is not None and d.kind.startswith("accepts"):
         print(f"{indent}  → {clip(d.wire)}")
@@ -459,6 +458,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "-v", "--details", action="store_true", help="list every divergence and verdict"
+    )
+    parser.add_argument(
+        "--definitions",
+        metavar="NAMES",
+        help="only the fixtures of these definitions (comma-separated): a quicker look",
     )
     parser.add_argument(
         "--against",
@@ -507,6 +511,12 @@ def main(argv: list[str] | None = None) -> int:
 
     WORK.mkdir(exist_ok=True)
     documents = collect()
+    if args.definitions:
+        only = {n.strip() for n in args.definitions.split(",") if n.strip()}
+        unknown = only - {d.definition for d in documents}
+        if unknown:
+            parser.error(f"--definitions: no fixtures for {sorted(unknown)}")
+        documents = [d for d in documents if d.definition in only]
     valid = [d for d in documents if d.valid]
     try:
         from extensions import load as load_spec_model
@@ -567,8 +577,19 @@ def main(argv: list[str] | None = None) -> int:
                 agreed[peer.name] += 1
 
     ran = {p.name for p in peers if p.name not in broken}
+    collected = {d.definition for d in documents}
     if args.update_baseline:
-        count = baseline_file.write(args.baseline, (d.key for d in found), known, ran)
+        # a definition the peer lacks: one entry for all its documents
+        keys = [
+            Key(d.peer, d.definition, "*", d.kind) if d.kind.startswith("has no schema") else d.key
+            for d in found
+        ]
+        count = baseline_file.write(
+            args.baseline,
+            dict.fromkeys(keys),
+            known,
+            lambda k: k.peer in ran and k.definition in collected,
+        )
         print(f"crosscheck: wrote {count} divergences to {args.baseline}")
         known = baseline_file.read(args.baseline)
     assert known is not None
@@ -580,7 +601,11 @@ def main(argv: list[str] | None = None) -> int:
             new.append(d)
     seen = {d.key for d in found}
     stale = sorted(
-        (k for k in known.entries if k.peer in ran and not any(k.matches(s) for s in seen)),
+        (
+            k
+            for k in known.entries
+            if k.peer in ran and k.definition in collected and not any(k.matches(s) for s in seen)
+        ),
         key=lambda k: (k.peer, k.fixture, k.kind),
     )
 
@@ -602,7 +627,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  {peer.name:<24} {asked[peer.name]:>9} {agreed[peer.name]:>7} {known_n:>6} "
             f"{new_n:>5} {stale_n:>6}"
         )
-    print("  (divergences: known are in the baseline; new fail the run; stale entries no longer occur)")
+    print(
+        "  (divergences: known are in the baseline; new fail the run; stale entries no longer occur)"
+    )
 
     # known, by reason
     by_reason: dict[tuple[str, str], list[Divergence]] = {}
@@ -615,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {len(items):>4}  {peer_name:<24} {reason}: {clip(known.text(reason), 110)}")
             if args.details:
                 for d in items:
-                    print_divergence(d, "          ")
+                    print(f"          {d.fixture}: {d.kind}")
 
     if verdicts:
         print(
@@ -637,9 +664,16 @@ def main(argv: list[str] | None = None) -> int:
             print("  (-v: the verdict of each peer on each fixture)")
 
     if new:
-        print(f"\n── NEW divergences ({len(new)}): not in {args.baseline.name}")
+        print(f"\n── NEW divergences ({len(new)}): not in {args.baseline.name}, by kind")
+        groups: dict[tuple[str, str], list[Divergence]] = {}
         for d in new:
-            print_divergence(d)
+            groups.setdefault((d.peer, d.kind), []).append(d)
+        for (peer_name, kind), items in groups.items():
+            print(f"  {len(items):>4}  {peer_name}: {kind}")
+            for d in items if args.details else items[:3]:
+                print_divergence(d, "          ")
+            if len(items) > 3 and not args.details:
+                print(f"          … {len(items) - 3} more (-v lists them all)")
         print(
             "  Fix them, or, when expected, add them to the baseline with a reason "
             "(--update-baseline, then edit the reason)."
