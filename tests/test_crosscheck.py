@@ -255,3 +255,11 @@ def test_an_extension_fixture_gets_a_verdict_never_a_comparison() -> None:
     assert refused.verdict == "reject" and "rejects: language: unknown" in refused.detail
     unknown = verdict("p", doc, peers.Outcome(False, None, "unsupported: no"), extensions, None)
     assert unknown.verdict == "reject" and unknown.detail.startswith("has no schema")
+
+
+def test_the_example_of_docs_cross_sdk_is_the_example_peer() -> None:
+    page = (ROOT / "docs" / "cross-sdk.md").read_text("utf-8")
+    block = page.split("compares with this block -->\n```js\n", 1)[1].split("```", 1)[0]
+    code = EXAMPLE.read_text("utf-8")
+    assert code.endswith(block), "docs/cross-sdk.md shows another example peer than the file's"
+    assert len(code.splitlines()) - len(block.splitlines()) <= 6  # only the header comment
