@@ -77,7 +77,7 @@ QUICK = "TextMessageStartEvent,ToolCall,RunAgentInput,StateSnapshotEvent"
 def example(node: str, baseline: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return crosscheck(
         "--peers", "example", "--peer", f"example={node} {EXAMPLE}", "--baseline", str(baseline),
-        *args,
+        "--report", str(baseline.with_name("report.json")), *args,
     )  # fmt: skip
 
 
@@ -106,7 +106,7 @@ def test_a_peer_given_with_peer_is_compared_and_its_divergences_fail_without_a_b
     assert "TextMessageStartEvent/valid/keys-out-of-order.json" in out
     assert "example: has no schema for ToolCall" in out
     assert "NEW divergences" in out
-    report = json.loads((ROOT / ".crosscheck" / "report.json").read_text())
+    report = json.loads((tmp_path / "report.json").read_text())
     assert report["new"] and all(d["peer"] == "example" for d in report["new"])
 
 
@@ -154,13 +154,14 @@ def test_a_peer_that_breaks_the_protocol_is_a_failure_of_the_peer(tmp_path: Path
     done = crosscheck(
         "--peers", "silent", "--peer", f"silent={sys.executable} {script}",
         "--baseline", str(empty_baseline(tmp_path)), "--definitions", "ToolCall",
+        "--report", str(tmp_path / "report.json"),
     )  # fmt: skip
     assert done.returncode == 2
     assert "peer silent did not run: answered 1 lines for" in done.stderr
 
 
-def test_the_committed_baseline_holds_for_the_zod_peer(zod_installed: None) -> None:
-    done = crosscheck("--peers", "zod", "--strict")
+def test_the_committed_baseline_holds_for_the_zod_peer(zod_installed: None, tmp_path: Path) -> None:
+    done = crosscheck("--peers", "zod", "--strict", "--report", str(tmp_path / "report.json"))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     row = next(line.split() for line in done.stdout.splitlines() if line.startswith("  zod "))
     assert row[4] == "0" and row[5] == "0"  # new, stale

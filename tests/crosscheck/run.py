@@ -460,6 +460,12 @@ def main(argv: list[str] | None = None) -> int:
         "-v", "--details", action="store_true", help="list every divergence and verdict"
     )
     parser.add_argument(
+        "--report",
+        type=Path,
+        default=WORK / "report.json",
+        help="where the full result goes (default: .crosscheck/report.json)",
+    )
+    parser.add_argument(
         "--definitions",
         metavar="NAMES",
         help="only the fixtures of these definitions (comma-separated): a quicker look",
@@ -513,9 +519,9 @@ def main(argv: list[str] | None = None) -> int:
     documents = collect()
     if args.definitions:
         only = {n.strip() for n in args.definitions.split(",") if n.strip()}
-        unknown = only - {d.definition for d in documents}
-        if unknown:
-            parser.error(f"--definitions: no fixtures for {sorted(unknown)}")
+        absent = only - {d.definition for d in documents}
+        if absent:
+            parser.error(f"--definitions: no fixtures for {sorted(absent)}")
         documents = [d for d in documents if d.definition in only]
     valid = [d for d in documents if d.valid]
     try:
@@ -705,9 +711,9 @@ def main(argv: list[str] | None = None) -> int:
             "verdicts": [asdict(v) for v in verdicts],
         },
     }
-    out = WORK / "report.json"
+    out = args.report
     out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"\n  report: {out.relative_to(ROOT)}")
+    print(f"\n  report: {out}")
     if broken:
         return 2
     if failures or new or (stale and args.strict):
