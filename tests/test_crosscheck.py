@@ -30,7 +30,7 @@ sys.path.insert(0, str(CROSSCHECK))
 import baseline as baseline_file  # noqa: E402
 import peers  # noqa: E402
 from extensions import Extensions  # noqa: E402
-from run import Document, verdict  # noqa: E402
+from run import Document, asked_as, verdict  # noqa: E402
 
 REQUIRED = os.environ.get("AGUI_REQUIRE_INTEROP") == "1"
 
@@ -256,6 +256,17 @@ def test_an_extension_fixture_gets_a_verdict_never_a_comparison() -> None:
     assert refused.verdict == "reject" and "rejects: language: unknown" in refused.detail
     unknown = verdict("p", doc, peers.Outcome(False, None, "unsupported: no"), extensions, None)
     assert unknown.verdict == "reject" and unknown.detail.startswith("has no schema")
+
+    # a fork's new event is asked for as an Event, as a stream's reader meets it
+    def asked(definition: str) -> str:
+        return asked_as(Document(definition, "x", "{}", True), extensions)
+
+    assert asked("LocationSharedEvent") == "Event"
+    assert [asked(d) for d in ("TextMessageStartEvent", "LocationPart", "Event")] == [
+        "TextMessageStartEvent",
+        "LocationPart",
+        "Event",
+    ]
 
 
 def test_the_example_of_docs_cross_sdk_is_the_example_peer() -> None:

@@ -341,6 +341,17 @@ def judge(peer: str, doc: Document, agui_wire: str | None, outcome: Outcome) -> 
     return []
 
 
+def asked_as(doc: Document, extensions: Extensions) -> str:
+    """The definition a peer is asked for: a fork's new event as `Event`, which is how a stream's
+    reader meets it (the official SDKs have no schema of its own for it), else its own."""
+    if doc.definition in extensions.unions or doc.definition not in extensions.objects:
+        return doc.definition
+    event = extensions.unions.get("Event")
+    members = {member for _, member in event.tags} if event else set()
+    official = doc.definition in members and not extensions.objects[doc.definition].extension
+    return doc.definition if official or doc.definition not in members else "Event"
+
+
 def verdict(
     peer: str, doc: Document, outcome: Outcome, extensions: Extensions, agui_wire: str | None
 ) -> Verdict:
@@ -567,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if peer.prepare is not None:
                 peer.prepare()
-            outcomes = ask(peer, [(d.definition, d.text) for d in subject])
+            outcomes = ask(peer, [(asked_as(d, extensions), d.text) for d in subject])
         except PeerFailure as err:
             broken[peer.name] = str(err)
             continue
