@@ -158,7 +158,7 @@ def interop(session: nox.Session) -> None:
 FRAMEWORKS: dict[str, tuple[str, ...]] = {
     "langgraph": (
         "ag-ui-protocol==1.0.0",
-        "ag-ui-langgraph==0.0.47",
+        "ag-ui-langgraph[fastapi]==0.0.47",
         "ag-ui-a2ui-toolkit==0.0.5",
         "langgraph==1.2.24",
         "langgraph-prebuilt==1.1.3",

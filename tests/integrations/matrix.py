@@ -354,10 +354,11 @@ class MatrixChecks:
     framework: ClassVar[Framework]
 
     @pytest.fixture(scope="class")
-    def shared(self, request: pytest.FixtureRequest) -> Iterator[Server]:
+    @classmethod
+    def shared(cls) -> Iterator[Server]:
         """The example served once with a memory store for the checks that need no other: each
         uses threads and runs of its own."""
-        with serving(request.cls.framework, "--store", "memory://") as server:
+        with serving(cls.framework, "--store", "memory://") as server:
             yield server
 
     @pytest.mark.parametrize(
@@ -367,16 +368,14 @@ class MatrixChecks:
             pytest.param("sqlite", marks=pytest.mark.matrix("two turns, sqlite store")),
         ],
     )
-    def test_two_turns_with_a_store(
-        self, store: str, tmp_path: Path, request: pytest.FixtureRequest
-    ) -> None:
+    def test_two_turns_with_a_store(self, store: str, tmp_path: Path, shared: Server) -> None:
         """Two turns on one thread, each run kept; the second sees the first (the framework is
         handed the whole history agui's store and the client keep), and a new client that
         connects to the thread holds the same messages."""
         fw = self.framework
         with ExitStack() as stack:
             if store == "memory":
-                url = request.getfixturevalue("shared").base + "/agent"
+                url = shared.base + "/agent"
             else:
                 db = f"sqlite:///{tmp_path / 'runs.db'}"
                 url = stack.enter_context(served(fw, "--store", db))
