@@ -156,6 +156,12 @@ def interop(session: nox.Session) -> None:
 
 
 FRAMEWORKS: dict[str, tuple[str, ...]] = {
+    "adk": (
+        "ag-ui-protocol==1.0.0",
+        "ag-ui-adk==0.11.0",
+        "google-adk==2.13.0",
+        "google-genai==2.34.0",
+    ),
     "langgraph": (
         "ag-ui-protocol==1.0.0",
         "ag-ui-langgraph[fastapi]==0.0.47",

@@ -88,13 +88,6 @@ FRAMEWORK = Framework(
         "identity": {"type": "langgraph"},
         "humanInTheLoop": {"supported": True, "interrupts": True, "approveWithEdits": True},
     },
-    known_failures={
-        "capabilities": (
-            "LangGraphAgent declares its capabilities with a get_capabilities() method (identity "
-            "langgraph, human in the loop with interrupts, state snapshots), which "
-            "AgUiProtocolAgent does not forward: GET /capabilities answers agui's transport only"
-        )
-    },
 )
 
 

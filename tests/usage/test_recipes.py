@@ -239,6 +239,25 @@ RECIPES: tuple[Recipe, ...] = (
         "agui serve --cors-origin",
         ("tests/usage/test_serving_usage.py::test_the_cors_line_allows_the_origin",),
     ),
+    # ── docs/integrations/adk.md ──
+    Recipe(
+        "docs/integrations/adk.md",
+        "ag-ui-adk==",
+        ("tests/integrations/test_adk_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/adk.md",
+        "ADKAgent.from_app(",
+        (
+            "tests/integrations/test_adk_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_adk_recipe.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/adk.md",
+        "adk_example:agent  # serves",
+        ("tests/integrations/test_adk_recipe.py::test_the_recipe_runs_as_written",),
+    ),
     # ── docs/integrations/langgraph.md ──
     Recipe(
         "docs/integrations/langgraph.md",
