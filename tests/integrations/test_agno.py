@@ -47,6 +47,7 @@ from tests.integrations.matrix import (  # noqa: E402
     TIMEOUT,
     Framework,
     MatrixChecks,
+    NativeChecks,
     events_of,
     normalized,
     run_body,
@@ -69,11 +70,24 @@ FRAMEWORK = Framework(
     # tool hook makes that result generic and logs the exception).
     tool_errors="model",
     module="agno_example",
+    native_fails={"resume after a cut": "no frame ids"},
 )
 
 
-class TestAgno(MatrixChecks):
+class TestAgno(MatrixChecks, NativeChecks):
     framework = FRAMEWORK
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def native_url(cls) -> Iterator[str]:
+        """The example's agent served as Agno serves it: AgentOS with the AGUI interface."""
+        from agno.os import AgentOS
+        from agno.os.interfaces.agui import AGUI
+
+        agno_agent = example().agno_agent
+        app = AgentOS(agents=[agno_agent], interfaces=[AGUI(agent=agno_agent)], telemetry=False)
+        with live_server(app.get_app()) as base:
+            yield base + "/agui"
 
 
 def example() -> ModuleType:

@@ -44,6 +44,7 @@ from tests.integrations.matrix import (  # noqa: E402
     TIMEOUT,
     Framework,
     MatrixChecks,
+    NativeChecks,
     events_of,
     normalized,
     run_body,
@@ -66,11 +67,22 @@ FRAMEWORK = Framework(
     # example's hook makes that result generic and logs the exception).
     tool_errors="model",
     module="strands_example",
+    native_fails={"resume after a cut": "no frame ids"},
 )
 
 
-class TestStrands(MatrixChecks):
+class TestStrands(MatrixChecks, NativeChecks):
     framework = FRAMEWORK
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def native_url(cls) -> Iterator[str]:
+        """The example's StrandsAgent served as ag-ui-strands serves it: create_strands_app."""
+        from ag_ui_strands import create_strands_app
+
+        app = create_strands_app(example().strands_agui, path="/agent", cors_enabled=False)
+        with live_server(app) as base:
+            yield base + "/agent"
 
 
 def example() -> ModuleType:
