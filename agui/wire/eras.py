@@ -597,10 +597,14 @@ class Downgrade:
                 )
             elif kind == "success" and len(outcome) > 1:
                 event = {**event, "outcome": {"type": "success"}}
-                # every era that knows outcomes takes a bare success only, NEWEST too
-                self.notes.drop("pendingToolCallIds", False)
+                # every era that knows outcomes takes a bare success only, NEWEST too (closed
+                # objects: pendingToolCallIds, or a member an extension adds)
+                for member in sorted(set(outcome) - {"type"}):
+                    self.notes.drop(member, False)
             elif kind == "interrupt" and set(outcome) - {"type", "interrupts"}:
                 event = {**event, "outcome": {k: outcome[k] for k in ("type", "interrupts")}}
+                for member in sorted(set(outcome) - {"type", "interrupts"}):
+                    self.notes.drop(f"the interrupt outcome's {member}", False)
         self._close_span(out)
         out.append(event)
 

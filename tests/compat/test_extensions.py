@@ -120,6 +120,22 @@ def test_a_subagent_outcome_of_an_extension_type_is_removed() -> None:
     assert down.notes.dropped["the subagent outcome's priority"] == 1
 
 
+@pytest.mark.parametrize("era", [era.name for era in ERAS if era.outcomes is not None])
+def test_a_member_an_extension_adds_to_a_run_outcome_is_removed(era: str) -> None:
+    interrupts = [{"id": "i", "reason": "tool_call"}]
+    out, down = feed(
+        era,
+        {**RF, "outcome": {"type": "interrupt", "interrupts": interrupts, "deadline": 5}},
+        {**RF, "outcome": {"type": "success", "confidence": 0.9}},
+    )
+    assert [e["outcome"] for e in out] == [
+        {"type": "interrupt", "interrupts": interrupts},
+        {"type": "success"},
+    ]
+    assert down.notes.dropped["the interrupt outcome's deadline"] == 1
+    assert down.notes.dropped["confidence"] == 1
+
+
 @pytest.mark.parametrize("era", [era.name for era in ERAS if era.run_input])
 def test_a_resume_entry_of_an_extension_status_is_removed(era: str) -> None:
     resolved = {"interruptId": "i", "status": "resolved"}

@@ -51,9 +51,10 @@ def fork(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (base / "spec").mkdir()
     spec = yaml.safe_load((ROOT / "spec" / "agui.yaml").read_text("utf-8"))
     overlay = yaml.safe_load((ROOT / "tests" / "fork" / "overlay.yaml").read_text("utf-8"))
+    if "LocationPart" not in spec["definitions"]:  # under `nox -s fork` the spec has it already
+        spec = merge(spec, overlay)
     (base / "spec" / "agui.yaml").write_text(
-        yaml.safe_dump(merge(spec, overlay), sort_keys=False, allow_unicode=True, width=100),
-        "utf-8",
+        yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100), "utf-8"
     )
     (base / "spec" / "proto-ledger.txt").write_text(
         (ROOT / "spec" / "proto-ledger.txt").read_text("utf-8"), "utf-8"
