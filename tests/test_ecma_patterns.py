@@ -6,9 +6,11 @@ fork would be; each case below is a document with one member, and its verdict is
 (`new RegExp(pattern, "u").test(value)`, as ajv runs `pattern`). The attrs codec (decoding a
 document and encoding a model), the pydantic binding and the generated JSON Schema under
 python-jsonschema give those verdicts (tests/codegen/ecma_verdicts.py, in a process whose
-PYTHONPATH puts the scratch packages first); so do ajv 2020 on the generated schema, zod's
-`string().regex` and a plain RegExp in node, when .interop is installed (`nox -s interop`; the
-test fails there without it, and is skipped elsewhere).
+PYTHONPATH puts the scratch packages first); so do ajv 2020 on the generated schema, zod and a
+plain RegExp in node, when .interop is installed (`nox -s interop`; the test fails there without
+it, and is skipped elsewhere). @ag-ui/core has one of these definitions, JsonPointer (its
+`JsonPointerSchema` in @ag-ui/core/schemas, a zod regex without the u flag, which reads this
+pattern alike): its rows go through it; the others through `z.string().regex()` with the u flag.
 
 Python's `re` would disagree on most of them: `\\d` takes "١٢", `\\p{L}` and a lookbehind of
 several widths are errors, `.` takes "\\u2028", `\\s` takes "\\x85", `$` matches before a final
@@ -39,6 +41,7 @@ PATTERNS = {
     "ending": r"^[a-z]+(?<=ab|abc)$",  # a lookbehind with alternatives of two widths
     "dot": r"^a.b$",
     "space": r"^\s+$",
+    "pointer": "^(/([^/~]|~[01])*)*$",  # the spec's JsonPointer (the member's type is the alias)
 }
 CASES: list[tuple[str, str, bool]] = [
     ("digits", "2026", True),
@@ -60,6 +63,13 @@ CASES: list[tuple[str, str, bool]] = [
     ("space", " \t\u00a0\ufeff\u3000", True),
     ("space", "\x85", False),  # NEL is whitespace to Python, not to ECMA-262
     ("space", "\x1c", False),
+    ("pointer", "", True),
+    ("pointer", "/messages/0/content~1x~0y", True),
+    ("pointer", "/😀", True),  # one code point (u flag) or two code units: a match either way
+    ("pointer", "a", False),
+    ("pointer", "/a~2", False),
+    ("pointer", "/a\n", True),  # [^/~] takes a newline
+    ("pointer", "~", False),
 ]
 INTEROP = ROOT / ".interop"
 SCRIPT = ROOT / "tests" / "interop" / "ecma_patterns.mjs"
@@ -68,10 +78,12 @@ TIMEOUT = 600
 
 def scratch_spec() -> dict[str, Any]:
     spec = yaml.safe_load((ROOT / "spec" / "agui.yaml").read_text("utf-8"))
-    fields = {
+    fields: dict[str, Any] = {
         f"{name}?": {"type": "str", "pattern": pattern, "doc": f"A string matching {pattern}."}
         for name, pattern in PATTERNS.items()
+        if name != "pointer"
     }
+    fields["pointer?"] = {"type": "JsonPointer", "doc": "The spec's own pattern alias."}
     spec["definitions"]["PatternProbe"] = {
         "kind": "object",
         "doc": "Members whose patterns read differently in ECMA-262 and in Python's re.",
@@ -117,7 +129,8 @@ def test_python_re_would_disagree() -> None:
             verdict = None  # the pattern is refused
         if verdict != ok:
             disagree.append((member, value))
-    assert {member for member, _ in disagree} == set(PATTERNS)
+    # every probe but the spec's own JsonPointer, which the dialects read alike (with `$` as `\Z`)
+    assert {member for member, _ in disagree} == set(PATTERNS) - {"pointer"}
 
 
 def test_every_python_binding_gives_ecma_262s_verdicts(scratch: Path) -> None:
@@ -135,11 +148,21 @@ def test_every_python_binding_gives_ecma_262s_verdicts(scratch: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     expected = [ok for _, _, ok in CASES]
-    verdicts = json.loads(proc.stdout)
+    answer = json.loads(proc.stdout)
+    assert answer["pydantic patterns"] == PATTERNS  # model_json_schema() shows them as written
+    verdicts = answer["verdicts"]
     assert set(verdicts) == {"attrs decode", "attrs encode", "pydantic", "jsonschema"}
     for binding, got in verdicts.items():
         wrong = [CASES[i][:2] for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
         assert not wrong, f"{binding} disagrees with ECMA-262 on {wrong}"
+
+
+def test_the_schemas_carry_the_patterns_as_written(scratch: Path) -> None:
+    schema = json.loads((scratch / "generated" / "jsonschema" / "agui.schema.json").read_text())
+    members = schema["$defs"]["PatternProbe"]["properties"]
+    pointer = schema["$defs"]["JsonPointer"]["pattern"]
+    written = {name: members[name].get("pattern", pointer) for name in PATTERNS}
+    assert written == PATTERNS
 
 
 def test_ajv_zod_and_javascript_give_the_same_verdicts(scratch: Path) -> None:

@@ -1,8 +1,9 @@
 """The verdict of each Python binding on each ECMA-262 case (tests/test_ecma_patterns.py).
 
 Run with PYTHONPATH putting a scratch spec's generated packages first; reads the cases as JSON
-([[member, value], ...]) on stdin and writes {binding: [verdict, ...]} as JSON on stdout, a verdict
-being true (accepted) or false (refused). Bindings: the attrs codec decoding a document and
+([[member, value], ...]) on stdin and writes {"verdicts": {binding: [verdict, ...]}, "pydantic
+patterns": {member: pattern}} as JSON on stdout, a verdict being true (accepted) or false
+(refused), and the patterns those of pydantic's `model_json_schema()`. Bindings: the attrs codec decoding a document and
 encoding a model, the pydantic binding, and the generated JSON Schema under python-jsonschema with
 the project's ECMA-262 `pattern` keyword (codegen.regex.jsonschema_pattern).
 """
@@ -68,7 +69,13 @@ def main() -> None:
         out["attrs encode"].append(attempt(encode, document))
         out["pydantic"].append(attempt(agui_pydantic.models.PatternProbe.model_validate, document))
         out["jsonschema"].append(VALIDATOR.is_valid(document))
-    json.dump(out, sys.stdout)
+    schema = agui_pydantic.models.PatternProbe.model_json_schema()
+    pointer = schema["$defs"]["JsonPointer"] if "$defs" in schema else {}
+    patterns = {
+        name: member.get("pattern", pointer.get("pattern"))
+        for name, member in schema["properties"].items()
+    }
+    json.dump({"verdicts": out, "pydantic patterns": patterns}, sys.stdout)
 
 
 if __name__ == "__main__":
