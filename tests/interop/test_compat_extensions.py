@@ -5,12 +5,14 @@ union; `python -m codegen --spec --out` generates that fork into a temporary fol
 tests/interop/extension_part_server.py serves, with the fork's packages first on its PYTHONPATH,
 an agent whose MESSAGES_SNAPSHOT holds a user message with a text part and a location part.
 
-* `compat="0.0.59"` (CopilotKit's runtime 1.75): the era removes the part (no 0.0.x release reads
-  one: their content part union is closed), and the real client completes the run with the
-  user's text part and the assistant's text;
+* `compat="0.0.59"` (CopilotKit's runtime 1.75), and each release of the matrix with its own era:
+  the era removes the part (no 0.0.x release reads one: their content part union is closed), and
+  the real client completes the run with the user's text and the assistant's;
 * `compat="off"` (the 1.0 stream, as it is): the same client fails the whole run with zod's
   `invalid_union_discriminator`, which is what the era's rule is for;
-* the default (`auto`, the 0.0.35 era, read by 0.0.35 too): the user's content is its text.
+* the default (`auto`, the 0.0.35 era, read by 0.0.35 too): the user's content is its text;
+* @ag-ui/client 1.0.0 (which declares its version, so gets the stream as it is) removes the part
+  itself, with a console warning, and completes the run.
 
 Runs only with AGUI_INTEROP=1 (`nox -s interop`), like the rest of tests/interop.
 """
@@ -32,7 +34,7 @@ import yaml
 
 from tests.conftest import ROOT
 from tests.fork.run import merge
-from tests.interop.test_compat_matrix import node, ts
+from tests.interop.test_compat_matrix import RELEASES, node, ts
 
 __all__ = ["node"]  # the fixture (node, the aliased releases installed), used by name
 
@@ -42,6 +44,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 SERVER = ROOT / "tests" / "interop" / "extension_part_server.py"
+PRE_1_0 = [release for release in RELEASES if release != "1.0.0"]
+"""Every 0.0.x release of the matrix, each served its own era (`compat=` the release)."""
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +117,7 @@ def servers(fork: Path) -> Iterator[dict[str, str]]:
     urls: dict[str, str] = {}
     contexts = []
     try:
-        for compat in ("0.0.59", "off", "auto"):
+        for compat in (*PRE_1_0, "off", "auto"):
             context = serve(fork, compat)
             urls[compat] = context.__enter__()
             contexts.append(context)
@@ -128,14 +132,16 @@ def user_content(report: Any) -> Any:
     return user["content"]
 
 
-def test_0_0_59_completes_a_run_whose_snapshot_has_an_extension_part(
-    node: str, servers: dict[str, str]
+@pytest.mark.parametrize("release", PRE_1_0)
+def test_each_release_completes_a_run_whose_snapshot_has_an_extension_part(
+    node: str, servers: dict[str, str], release: str
 ) -> None:
-    report = ts(node, "0.0.59", servers["0.0.59"], "hi")
+    report = ts(node, release, servers[release], "hi")
     assert report["error"] is None, report["error"]
     assert report["warnings"] == []
     assert "MESSAGES_SNAPSHOT" in report["events"]
-    assert user_content(report) == [{"type": "text", "text": "Meet me here"}]
+    # 0.0.35 - 0.0.40 take a string, the others parts: the text part stays either way
+    assert user_content(report) in ("Meet me here", [{"type": "text", "text": "Meet me here"}])
     texts = [m.get("content") for m in report["messages"] if m.get("role") == "assistant"]
     assert texts == ["On my way", "See you there"]
 
@@ -146,6 +152,16 @@ def test_without_the_era_0_0_59_fails_the_run_on_the_part(
     report = ts(node, "0.0.59", servers["off"], "hi")
     assert report["error"] is not None
     assert "invalid_union_discriminator" in json.dumps(report["error"])
+
+
+def test_the_1_0_client_removes_the_part_itself_with_a_warning(
+    node: str, servers: dict[str, str]
+) -> None:
+    """What docs/compatibility.md says of a 1.0 front end: the stream is not touched for it."""
+    report = ts(node, "1.0.0", servers["off"], "hi")
+    assert report["error"] is None, report["error"]
+    assert user_content(report) == [{"type": "text", "text": "Meet me here"}]
+    assert any("Removed unrecognised material" in w for w in report["warnings"]), report
 
 
 @pytest.mark.parametrize("release", ["0.0.35", "0.0.59"])
