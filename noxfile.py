@@ -166,6 +166,11 @@ FRAMEWORKS: dict[str, tuple[str, ...]] = {
         "langchain-core==1.8.3",
         "langchain==1.5.2",
     ),
+    "llama_index": (
+        "llama-index-protocols-ag-ui==0.6.0",
+        "llama-index-core==0.14.25",
+        "llama-index-workflows==2.26.1",
+    ),
     "microsoft_agent_framework": ("agent-framework-ag-ui==1.7.0", "agent-framework-core==1.23.0"),
     "pydantic_ai": ("ag-ui-protocol==1.0.0", "pydantic-ai-slim[ag-ui]==2.68.0"),
 }

@@ -354,10 +354,11 @@ class MatrixChecks:
     framework: ClassVar[Framework]
 
     @pytest.fixture(scope="class")
-    def shared(self, request: pytest.FixtureRequest) -> Iterator[Server]:
+    @classmethod  # pytest 9.2 refuses a class-scoped fixture that is an instance method
+    def shared(cls) -> Iterator[Server]:
         """The example served once with a memory store for the checks that need no other: each
         uses threads and runs of its own."""
-        with serving(request.cls.framework, "--store", "memory://") as server:
+        with serving(cls.framework, "--store", "memory://") as server:
             yield server
 
     @pytest.mark.parametrize(
