@@ -6,6 +6,8 @@
   and `Conversation.run` runs it.
 * `agent_framework`: `AgentFrameworkAgent`, a Microsoft Agent Framework agent (agent-framework-ag-ui,
   which needs ag-ui-protocol 0.1: `AgUiProtocolAgent` refuses that release) as an `agui.Agent`.
+* `crewai`: `CrewAIFlowAgent`, a CrewAI flow run by ag-ui-crewai's flow endpoint (its request
+  handler, called in-process) as an `agui.Agent`.
 * `llama_index`: `LlamaIndexAgent`, a LlamaIndex workflow (llama-index-protocols-ag-ui's
   `AGUIChatWorkflow`, made per run by a factory) run as its AG-UI router runs it, as an
   `agui.Agent`.
@@ -13,7 +15,7 @@
   PydanticAI's own AG-UI adapter (`pydantic_ai.ui.ag_ui.AGUIAdapter`) as an `agui.Agent`.
 
 Nothing here imports another SDK when it is imported: ag-ui-protocol, agent-framework-ag-ui,
-llama-index-protocols-ag-ui or pydantic-ai is loaded when an adapter is built, and `import agui`
+ag-ui-crewai, llama-index-protocols-ag-ui or pydantic-ai is loaded when an adapter is built, and `import agui`
 never loads this package.
 """
 
@@ -21,12 +23,14 @@ from __future__ import annotations
 
 from agui.adapters.ag_ui_protocol import AgUiProtocolAgent, SdkAgent
 from agui.adapters.agent_framework import AgentFrameworkAgent
+from agui.adapters.crewai import CrewAIFlowAgent
 from agui.adapters.llama_index import LlamaIndexAgent
 from agui.adapters.pydantic_ai import PydanticAIAgent
 
 __all__ = [
     "AgUiProtocolAgent",
     "AgentFrameworkAgent",
+    "CrewAIFlowAgent",
     "LlamaIndexAgent",
     "PydanticAIAgent",
     "SdkAgent",

@@ -30,7 +30,8 @@ import pytest
 
 from tests.integrations import require
 
-require("llama_index.protocols.ag_ui", "fastapi")
+require("llama_index", "fastapi")  # first: find_spec of a submodule imports its parents
+require("llama_index.protocols.ag_ui")
 
 from fastapi import FastAPI  # noqa: E402
 from llama_index.protocols.ag_ui import router as llama_router  # noqa: E402
