@@ -52,6 +52,7 @@ import inspect
 import ipaddress
 import json
 import os
+import signal
 import socket
 import sys
 from collections.abc import Mapping
@@ -164,6 +165,11 @@ def serve(args: argparse.Namespace) -> int:
             config = uvicorn.Config(app, **options)
             server = _make_server(config, line + console, settings.get("log_format", "text"))
             server.run(sockets=[sock])
+            if server.signalled == signal.SIGINT:
+                # Ctrl-C exits 130, as a shell expects. uvicorn re-raises the signal it caught
+                # inside asyncio's runner, which turns it into KeyboardInterrupt (main: 130)
+                # only if the serving task is still running then: a race, lost under load.
+                return 130
             return 0 if server.started else 3
         os.environ[_SETTINGS] = json.dumps(settings)
         config = uvicorn.Config(f"{__name__}:worker_app", factory=True, workers=workers, **options)
@@ -620,8 +626,11 @@ def _server_class() -> Any:
             super().__init__(config)
             self.line = line
             self.log_format = log_format
+            self.signalled: int | None = None
 
         def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.signalled is None:
+                self.signalled = sig
             super().handle_exit(sig, frame)
             _shutting_down(self)
 

@@ -23,7 +23,7 @@ from agui import SSEDecoder
 
 HERE = Path(__file__).resolve().parent
 AGUI = Path(sys.executable).parent / "agui"
-STARTUP = 20.0
+STARTUP = 60.0
 """Seconds an `agui serve` process may take to print its "serving" line."""
 JSON = {"content-type": "application/json"}
 
