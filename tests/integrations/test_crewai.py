@@ -19,9 +19,11 @@ unless AGUI_REQUIRE_INTEGRATIONS=1.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -40,6 +42,7 @@ require("ag_ui_crewai", "crewai", "litellm", "fastapi")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ["CREWAI_STORAGE_DIR"] = tempfile.mkdtemp(prefix="agui-crewai-")
+atexit.register(shutil.rmtree, os.environ["CREWAI_STORAGE_DIR"], ignore_errors=True)
 
 with warnings.catch_warnings():
     # CrewAI's import warns "Cannot set an attribute on 'crewai.rag' for child module
