@@ -172,6 +172,7 @@ FRAMEWORKS: dict[str, tuple[str, ...]] = {
         "langchain-core==1.8.3",
         "langchain==1.5.2",
     ),
+    "agno": ("ag-ui-protocol==1.0.0", "agno[agui,os]==3.1.10"),
     "crewai": ("ag-ui-crewai==1.0.0", "crewai==1.15.30", "litellm==1.110.2"),
     "llama_index": (
         "llama-index-protocols-ag-ui==0.6.0",
@@ -180,6 +181,7 @@ FRAMEWORKS: dict[str, tuple[str, ...]] = {
     ),
     "microsoft_agent_framework": ("agent-framework-ag-ui==1.7.0", "agent-framework-core==1.23.0"),
     "pydantic_ai": ("ag-ui-protocol==1.0.0", "pydantic-ai-slim[ag-ui]==2.68.0"),
+    "strands": ("ag-ui-protocol==1.0.0", "ag-ui-strands==1.0.2", "strands-agents==1.62.0"),
 }
 """The frameworks of the integration matrix (tests/integrations/test_KEY*.py, examples/KEY.py),
 each with the releases its `integrations` session installs, pinned (their own dependencies

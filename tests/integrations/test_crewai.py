@@ -61,6 +61,7 @@ from tests.integrations.matrix import (  # noqa: E402
     TIMEOUT,
     Framework,
     MatrixChecks,
+    NativeChecks,
     events_of,
     normalized,
     run_body,
@@ -91,10 +92,11 @@ FRAMEWORK = Framework(
     startup=180.0,
     # ag-ui-crewai logs a failing flow ("CrewAI flow failed ...") with its traceback
     tool_tracebacks=True,
+    native_fails={"resume after a cut": "no frame ids"},
 )
 
 
-class TestCrewAI(MatrixChecks):
+class TestCrewAI(MatrixChecks, NativeChecks):
     framework = FRAMEWORK
 
 
@@ -163,30 +165,37 @@ def test_the_state_update_reaches_the_client(url: str) -> None:
 # ── the native endpoint ────────────────────────────────────────────────────────────────────────
 
 
+@pytest.fixture(scope="module")
+def native_url(example: Any) -> Iterator[str]:
+    """The example's flow served as ag-ui-crewai serves it: its FastAPI endpoint, with the
+    example's option (the interrupt outcome)."""
+    app = FastAPI()
+    add_crewai_flow_fastapi_endpoint(
+        app, example.WeatherFlow(), "/agent", emit_interrupt_outcome=True
+    )
+    with live_server(app) as base:
+        yield base + "/agent"
+
+
 @pytest.mark.matrix("native endpoint parity")
-def test_the_native_endpoint_sends_the_same_events(example: Any, url: str) -> None:
+def test_the_native_endpoint_sends_the_same_events(url: str, native_url: str) -> None:
     """ag-ui-crewai's endpoint serving the example's flow with the example's option, and agui
     serve serving the example: the same events for the same requests (ids and timestamps aside)
     — a tool run, a failing tool, an approval and its answer — but for the failing run's
     RUN_ERROR, whose message agui withholds (and whose threadId and runId, members AG-UI's
     RUN_ERROR does not have, agui's decoder drops)."""
-    app = FastAPI()
-    add_crewai_flow_fastapi_endpoint(
-        app, example.WeatherFlow(), "/agent", emit_interrupt_outcome=True
-    )
     runs = {
         "weather": run_body("thread-parity-1", "run-1", FRAMEWORK.question),
         "failing": run_body("thread-parity-2", "run-2", FRAMEWORK.failing_question),
     }
-    with live_server(app) as base:
-        native = {name: events_of(base + "/agent", body) for name, body in runs.items()}
-        ours = {name: events_of(url, body) for name, body in runs.items()}
-        # the approval on a thread of each's own: the paused flow is kept by thread
-        for name, where in (("native", base + "/agent"), ("ours", url)):
-            body = run_body(f"thread-parity-{name}", "run-3", "Please book a trip to Rome")
-            paused = events_of(where, body)
-            done = events_of(where, approve(body, paused))
-            (native if name == "native" else ours).update(approval=paused, approved=done)
+    native = {name: events_of(native_url, body) for name, body in runs.items()}
+    ours = {name: events_of(url, body) for name, body in runs.items()}
+    # the approval on a thread of each's own: the paused flow is kept by thread
+    for name, where in (("native", native_url), ("ours", url)):
+        body = run_body(f"thread-parity-{name}", "run-3", "Please book a trip to Rome")
+        paused = events_of(where, body)
+        done = events_of(where, approve(body, paused))
+        (native if name == "native" else ours).update(approval=paused, approved=done)
     error = native["failing"][-1]
     assert error["type"] == "RUN_ERROR", error
     assert error["code"] == "AGUI_CREWAI_FLOW_ERROR_CONNECTIONERROR"

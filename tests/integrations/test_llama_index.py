@@ -47,6 +47,7 @@ from tests.integrations.matrix import (  # noqa: E402
     TIMEOUT,
     Framework,
     MatrixChecks,
+    NativeChecks,
     events_of,
     normalized,
     run_body,
@@ -66,8 +67,19 @@ FRAMEWORK = Framework(
     follow_up_answer="You first asked: What is the weather in Paris?",
     failing_question="What is the weather in Atlantis?",
     # AGUIChatWorkflow catches a tool's exception and hands its text to the model as the tool's
-    # result; the run goes on (the text reaches the client: test_a_failing_tool_s_text_...).
+    # result; the run goes on, and the text reaches the client (test_a_failing_tool_s_text_...).
     tool_errors="model",
+    known_failures={
+        "tool exception withheld": (
+            "AGUIChatWorkflow (llama-index-protocols-ag-ui 0.6.0) hands a failing tool's "
+            "exception text to the model as the tool's result, and its MESSAGES_SNAPSHOT carries "
+            "that result to the client; agui passes a snapshot on as it is"
+        )
+    },
+    native_fails={
+        "resume after a cut": "no frame ids",
+        "tool exception withheld": "password=hunter2-db-password",
+    },
     capabilities={"identity": {"type": "llama-index"}},
     module="llama_index_example",
     # hang bound: importing llama-index-core takes about 5 s of CPU, far longer on a busy machine
@@ -75,7 +87,7 @@ FRAMEWORK = Framework(
 )
 
 
-class TestLlamaIndex(MatrixChecks):
+class TestLlamaIndex(MatrixChecks, NativeChecks):
     framework = FRAMEWORK
 
 
@@ -173,24 +185,31 @@ def test_a_failing_tool_s_text_reaches_the_client(url: str) -> None:
 # ── the native endpoint ────────────────────────────────────────────────────────────────────────
 
 
+@pytest.fixture(scope="module")
+def native_url(example: Any) -> Iterator[str]:
+    """The example's factory served as llama-index-protocols-ag-ui serves it: its router
+    (`get_ag_ui_workflow_router`) under FastAPI, `POST /agent/run`."""
+    app = FastAPI()
+    app.include_router(llama_router.get_ag_ui_workflow_router(example.workflow), prefix="/agent")
+    with live_server(app) as base:
+        yield base + "/agent/run"
+
+
 @pytest.mark.matrix("native endpoint parity")
-def test_the_native_endpoint_sends_the_same_events(example: Any, url: str) -> None:
+def test_the_native_endpoint_sends_the_same_events(url: str, native_url: str) -> None:
     """The package's router (`get_ag_ui_workflow_router` with the example's factory) under
     FastAPI, and agui serve serving the example: the same events for the same requests (ids
     and timestamps aside): a tool run, a failing tool, the approval's frontend tool call, and
     the run that answers it."""
-    app = FastAPI()
-    app.include_router(llama_router.get_ag_ui_workflow_router(example.workflow), prefix="/agent")
     runs = {
         "weather": run_body("thread-parity-1", "run-1", FRAMEWORK.question),
         "failing": run_body("thread-parity-2", "run-2", FRAMEWORK.failing_question),
         "approval": run_body("thread-parity-3", "run-3", "Please book a trip to Rome"),
     }
-    with live_server(app) as base:
-        native = {name: events_of(base + "/agent/run", body) for name, body in runs.items()}
-        ours = {name: events_of(url, body) for name, body in runs.items()}
-        native["approved"] = events_of(base + "/agent/run", approve(runs["approval"], native))
-        ours["approved"] = events_of(url, approve(runs["approval"], ours))
+    native = {name: events_of(native_url, body) for name, body in runs.items()}
+    ours = {name: events_of(url, body) for name, body in runs.items()}
+    native["approved"] = events_of(native_url, approve(runs["approval"], native))
+    ours["approved"] = events_of(url, approve(runs["approval"], ours))
     for name in [*runs, "approved"]:
         assert native[name][0]["type"] == "RUN_STARTED", name
         assert native[name][-1]["type"] == "RUN_FINISHED", name

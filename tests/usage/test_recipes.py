@@ -334,6 +334,44 @@ RECIPES: tuple[Recipe, ...] = (
         "pydantic_ai_example:agent  # serves",
         ("tests/integrations/test_pydantic_ai_recipe.py::test_the_recipe_runs_as_written",),
     ),
+    # ── docs/integrations/agno.md ──
+    Recipe(
+        "docs/integrations/agno.md",
+        "agno[agui,os]==",
+        ("tests/integrations/test_agno_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/agno.md",
+        "agent = AgnoAgent(agno_agent)",
+        (
+            "tests/integrations/test_agno_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_agno_recipe.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/agno.md",
+        "agno_example:agent  # serves",
+        ("tests/integrations/test_agno_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    # ── docs/integrations/strands.md ──
+    Recipe(
+        "docs/integrations/strands.md",
+        "ag-ui-strands==",
+        ("tests/integrations/test_strands_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/strands.md",
+        "strands_agui = StrandsAgent(",
+        (
+            "tests/integrations/test_strands_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_strands_recipe.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/strands.md",
+        "strands_example:agent  # serves",
+        ("tests/integrations/test_strands_recipe.py::test_the_recipe_runs_as_written",),
+    ),
     # ── docs/agents.md ──
     Recipe(
         "docs/agents.md",
