@@ -86,6 +86,9 @@ def tests(session: nox.Session) -> None:
             "nox -s integrations) are not run"
         )
     session.install("-e", ".[dev]")
+    if shutil.which("node"):  # tests/test_crosscheck.py's zod peer (a skip without it, or a
+        # failure under AGUI_REQUIRE_INTEROP=1)
+        _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
     session.run("python", "-m", "codegen", "--check")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
@@ -233,14 +236,16 @@ def integrations(session: nox.Session, framework: str) -> None:
 
 @nox.session(python=PYTHON)
 def crosscheck(session: nox.Session) -> None:
-    """Re-serialise every valid fixture with @ag-ui/core 1.0.0 and ag-ui-protocol 1.0.0; list
-    differences. Validate every fixture against the generated JSON Schema and list, per
-    definition, the documents either peer accepts that the schema rejects or the other way round.
+    """Every fixture, valid and invalid, through agui and each peer (@ag-ui/core 1.0.0 under node,
+    ag-ui-protocol 1.0.0, and any `-- --peer NAME=COMMAND`), against the committed baseline of
+    known divergences (tests/crosscheck/baseline.json): fails on a new divergence and, with
+    `--strict` as here, on a stale entry; the fixtures against the generated JSON Schema too.
+    Posargs go to tests/crosscheck/run.py (`-v`, `--peer`, `--update-baseline`, `--against`).
     Then protobuf parity with @ag-ui/proto 1.0.0: every valid event fixture must encode to the
     same bytes and decode back (tests/crosscheck/proto_parity.py; fails on a mismatch)."""
     session.install("-e", ".[codegen]", "ag-ui-protocol==1.0.0", "jsonschema>=4.23")
     _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
-    session.run("python", "tests/crosscheck/run.py")
+    session.run("python", "tests/crosscheck/run.py", "--strict", *session.posargs)
     session.run("python", "tests/crosscheck/proto_parity.py")
 
 
