@@ -176,6 +176,12 @@ FRAMEWORKS: dict[str, tuple[str, ...]] = {
         "langchain==1.5.2",
     ),
     "agno": ("ag-ui-protocol==1.0.0", "agno[agui,os]==3.1.10"),
+    "crewai": ("ag-ui-crewai==1.0.0", "crewai==1.15.30", "litellm==1.110.2"),
+    "llama_index": (
+        "llama-index-protocols-ag-ui==0.6.0",
+        "llama-index-core==0.14.25",
+        "llama-index-workflows==2.26.1",
+    ),
     "microsoft_agent_framework": ("agent-framework-ag-ui==1.7.0", "agent-framework-core==1.23.0"),
     "pydantic_ai": ("ag-ui-protocol==1.0.0", "pydantic-ai-slim[ag-ui]==2.68.0"),
     "strands": ("ag-ui-protocol==1.0.0", "ag-ui-strands==1.0.2", "strands-agents==1.62.0"),
@@ -184,6 +190,15 @@ FRAMEWORKS: dict[str, tuple[str, ...]] = {
 each with the releases its `integrations` session installs, pinned (their own dependencies
 float), in a virtualenv of its own: frameworks whose pins conflict (Microsoft Agent Framework's
 on ag-ui-protocol) never meet. docs/dependencies.md says why each is there."""
+
+AGUI_FOR_INTEGRATIONS: dict[str, tuple[str, ...]] = {
+    # crewai requires pydantic<2.13 and agui's dev extra pydantic>=2.14 (its pydantic binding's
+    # tests), so no environment holds both: this session installs agui with the server extra
+    # and what the integration tests themselves import (pytest; pyyaml, for tests/test_docs.py).
+    "crewai": (".[server]", "pytest", "pyyaml"),
+}
+"""What each framework's `integrations` session installs of agui (editable, the first) and
+for its tests, when not `.[dev,server]`."""
 
 CORE_INTEGRATION_TESTS = ("tests/integrations/test_ag_ui_protocol.py",)
 """Tests of agui.adapters itself against ag-ui-protocol, run in the langgraph session (its
@@ -202,7 +217,8 @@ def integrations(session: nox.Session, framework: str) -> None:
     AGUI_REQUIRE_INTEGRATIONS=1: a missing package or node fails the session instead of
     skipping its tests."""
     # build: the recipe tests build the wheel their fresh virtualenvs install from.
-    session.install("-e", ".[dev,server]", *FRAMEWORKS[framework], "build")
+    agui, *for_tests = AGUI_FOR_INTEGRATIONS.get(framework, (".[dev,server]",))
+    session.install("-e", agui, *for_tests, *FRAMEWORKS[framework], "build")
     _npm_ci(session, Path("tests/interop"), Path(".interop"))
     tests = sorted(str(p) for p in Path("tests/integrations").glob(f"test_{framework}*.py"))
     if framework == "langgraph":
