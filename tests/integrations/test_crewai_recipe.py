@@ -14,15 +14,12 @@ It installs CrewAI from the index, so it runs only under `nox -s integrations`
 from __future__ import annotations
 
 import asyncio
-import shlex
 
 import pytest
 
 import agui
 from tests.integrations import REQUIRED, recipe
 from tests.integrations.test_crewai import FRAMEWORK
-from tests.test_docs import block_containing
-from tests.usage import support
 
 PAGE = "integrations/crewai.md"
 
@@ -32,40 +29,20 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def line_of(needle: str) -> str:
-    """The one command of the page's ```sh block containing `needle`."""
-    (line,) = [c for c, _ in support.shell_lines(support.docs_text(PAGE, needle))]
-    return line
-
-
 def test_the_recipe_runs_as_written(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    commands = recipe.install(line_of("pip install"), tmp_path_factory)
-    project = tmp_path_factory.mktemp("project")
-    (project / "examples").mkdir()
-    module = block_containing(support.DOCS / PAGE, "class WeatherFlow(")
-    (project / "examples" / "crewai_example.py").write_text(module)
-    serve = line_of("agui serve")
-    assert serve == "agui serve crewai_example:agent --app-dir examples", serve
-    monkeypatch.setitem(support.COMMANDS, "agui", commands / "agui")
-    words = [*shlex.split(serve), "--port", "{port}"]
-    ready = ["serving ", "at http://127.0.0.1:{port}/agent"]
-    # support.servers' checks, with the framework's startup bound (a fresh virtualenv compiles
-    # CrewAI's and LiteLLM's modules on the first import)
-    server = support.Server(words, project, ready, startup=FRAMEWORK.startup)
-    try:
-        server.wait_ready()
+    with recipe.served(
+        "integrations/crewai.md",
+        "class WeatherFlow(",
+        tmp_path_factory,
+        monkeypatch,
+        startup=FRAMEWORK.startup,
+    ) as url:
         conversation = agui.Conversation()
         question = "What is the weather in Paris?"
-        url = f"{server.base}/agent"
         result = asyncio.run(conversation.run(agui.HttpAgent(url), question))
         assert result is not None and result.outcome == "success", conversation.failures
-    finally:
-        code, stderr = server.stop()
-    assert code in (0, 130), f"agui serve exited {code} on Ctrl-C:\n{stderr}"
-    for bad in ("Traceback", "ERROR", "WARNING", "Exception"):
-        assert bad not in stderr, f"agui serve logged {bad}:\n{stderr}"
     assert conversation.messages[-1].role == "assistant"
     assert conversation.messages[-1].content == "Sunny in Paris."
     assert conversation.state["last_city"] == "Paris"  # the flow's whole state
