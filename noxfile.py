@@ -382,10 +382,23 @@ def redis_versions(session: nox.Session, redis: str) -> None:
 
 
 def _npm_ci(session: nox.Session, source: Path, work: Path) -> None:
-    """Install the npm packages pinned by source/package-lock.json into the git-ignored `work`."""
+    """Install the npm packages pinned by source/package-lock.json into the git-ignored `work`,
+    unless the last install there was of this very lockfile and finished: `tests` runs nine
+    sessions that need .interop, and `npm ci` deletes and refetches it each time (half a minute
+    or more each)."""
+    import hashlib
+
+    lock = (source / "package-lock.json").read_bytes()
+    stamp = work / ".installed-lock.sha256"
+    digest = hashlib.sha256(lock).hexdigest()
+    if stamp.is_file() and stamp.read_text() == digest and (work / "node_modules").is_dir():
+        session.log(f"{work}: the npm packages of {source}/package-lock.json are installed")
+        return
     work.mkdir(exist_ok=True)
+    stamp.unlink(missing_ok=True)  # written again only once this install has finished
     for name in ("package.json", "package-lock.json"):
         shutil.copy(source / name, work / name)
     session.run(
         "npm", "ci", "--prefix", str(work), "--no-audit", "--no-fund", external=True, silent=True
     )
+    stamp.write_text(digest)
