@@ -46,6 +46,11 @@ PLURAL = {
     "object": "objects",
 }
 DEFAULT_KINDS = ("str", "int", "number", "bool", "enum")
+EXTENSION_NUMBERS = 1000
+"""The default of the spec's `extensionNumbers`: an extension's first protobuf number in an
+official message or enum. Far above the official numbers (EventType has 31 values, no message
+has 20 fields), below 2048, so that its field keys still take two bytes, and clear of protobuf's
+own 19000-19999."""
 """The kinds of value a `default:` may be given for."""
 
 
@@ -279,6 +284,9 @@ class Spec:
     definitions: tuple[Object | Union, ...]
     source: str = "spec/agui.yaml"
     """The spec's file as messages name it (a fork's own path under `--spec`)."""
+    extension_numbers: int = EXTENSION_NUMBERS
+    """The first protobuf number an extension takes in an official message or enum (the spec's
+    `extensionNumbers`): the official numbers below it stay free for upstream."""
 
     @property
     def objects(self) -> tuple[Object, ...]:
@@ -803,12 +811,29 @@ class _Builder:
                 items[name] = self.union(name, spec)
         order = self.order(items)
         enums = self.extension_tags(enums, items)
+        start = self.extension_numbers()
         if self.problems:
             # an alias's problem is found again wherever the alias is used: report it once
             raise SpecError(list(dict.fromkeys(self.problems)))
         return Spec(
-            self.raw["version"], self.raw["doc"], tuple(enums), tuple(aliases), order, self.source
+            self.raw["version"],
+            self.raw["doc"],
+            tuple(enums),
+            tuple(aliases),
+            order,
+            self.source,
+            start,
         )
+
+    def extension_numbers(self) -> int:
+        start = self.raw.get("extensionNumbers", EXTENSION_NUMBERS)
+        assert isinstance(start, int)
+        if 19000 <= start <= 19999:
+            self.problems.append(
+                f"{self.source}: extensionNumbers: {start} is in 19000-19999, the field numbers "
+                "protobuf keeps for itself; start the extension numbers below or above them"
+            )
+        return int(start)
 
     def extension_tags(self, enums: list[Enum], items: dict[str, Object | Union]) -> list[Enum]:
         """The enums with the tag of every extension object marked as an extension value too
