@@ -14,7 +14,17 @@ from pathlib import Path
 import pytest
 
 from codegen.__main__ import PROTOS, main
-from codegen.ledger import Change, declared, numbers, parse, release_unshipped, report, ship
+from codegen.ledger import (
+    Change,
+    Entry,
+    declared,
+    numbers,
+    parse,
+    release_unshipped,
+    report,
+    ship,
+    space_of,
+)
 from codegen.load import SPEC_PATH, SpecError, load_ledger, read_spec
 from codegen.model import build
 from codegen.proto import build_proto
@@ -382,3 +392,130 @@ def test_the_command_and_check_exit_non_zero_on_a_shipped_slot_retyped(
         assert "now makes it string" in err
         assert out == ""
     assert ledger.read_bytes() == before
+
+
+# ── extensions take their own numbers ───────────────────────────────────────────────────────────
+EXTENSION = {
+    "definitions": {
+        "EventType": {"values": {"BEACON_SENT": "Sends a beacon."}},
+        "TextMessageStartEvent": {
+            "fields": {"dialect?": {"type": "str", "extension": True, "doc": "A dialect."}}
+        },
+        "ContentPart": {"members": ["BeaconPart"]},
+        "Event": {"members": ["BeaconSentEvent"]},
+        "BeaconPart": {
+            "kind": "object",
+            "tag": "beacon",
+            "extension": True,
+            "doc": "A beacon.",
+            "fields": {
+                "type": {"tag": True, "doc": "Always beacon."},
+                "strength": {"type": "number", "doc": "How strong."},
+            },
+        },
+        "BeaconSentEvent": {
+            "kind": "object",
+            "tag": "BEACON_SENT",
+            "with": ["BaseEvent", "Attributable"],
+            "extension": True,
+            "doc": "Says a beacon was sent.",
+            "fields": {"beacon": {"type": "BeaconPart", "doc": "The beacon."}},
+        },
+    }
+}
+"""A fork's additions, as tests/fork/overlay.yaml makes them, under names of their own (so that
+these tests also run on that fork, whose spec has the overlay's)."""
+
+
+def extended(spec_text: str = SPEC_TEXT) -> str:
+    from tests.fork.run import apply
+
+    return apply(spec_text, EXTENSION)
+
+
+def added(spec_text: str, ledger_text: str = LEDGER_TEXT) -> dict[str, Entry]:
+    """The ledger slots a generation of the spec adds to `ledger_text`."""
+    before = parse(ledger_text)
+    after = parse(layout(spec_text, ledger_text)[0])
+    return {s: e for s, e in after.items() if s not in before}
+
+
+def next_extension(space: str) -> int:
+    """The number the next extension of an official message or enum takes: one past the
+    extensions it has (a fork's), or extensionNumbers."""
+    taken = [e.number for s, e in ENTRIES.items() if space_of(s) == space and e.number >= START]
+    return max(taken, default=START - 1) + 1
+
+
+def test_extensions_in_official_messages_take_numbers_from_1000() -> None:
+    """An extension field, arm or enum value in an official message or enum is numbered from
+    extensionNumbers up; the fields of an extension's own message from 1."""
+    new = {s: e.number for s, e in added(extended()).items()}
+    assert START == 1000  # the documented default (spec/README.md, Extensions)
+    assert {s: n for s, n in new.items() if n >= START} == {
+        s: next_extension(space_of(s))
+        for s in (
+            "EventType.BEACON_SENT",
+            "Event.event.beacon_sent",
+            "InputContent.part.beacon",
+            "TextMessageStartEvent.dialect",
+        )
+    }
+    assert new["BeaconPart.strength"] == 1 and new["BeaconSentEvent.base_event"] == 1
+
+
+def test_upstream_growing_keeps_a_fork_byte_compatible() -> None:
+    """The fork shipped its extensions; upstream then adds a field to the same event: the fork
+    numbers it as upstream does, not after its own extensions. A second extension field takes
+    the next extension number."""
+    fork_ledger = ship(layout(extended(), LEDGER_TEXT)[0])
+    upstream = added(with_field(SPEC_TEXT, "mood"))
+    in_fork = added(extended(with_field(SPEC_TEXT, "mood")), fork_ledger)
+    assert (
+        in_fork
+        == upstream
+        == {"TextMessageStartEvent.mood": Entry(NEXT, unshipped=True, type="string")}
+    )
+    second = extended(with_field(SPEC_TEXT, "accent")).replace(
+        '      accent?:\n        type: str\n        doc: "Case."\n',
+        '      accent?:\n        type: str\n        extension: true\n        doc: "Case."\n',
+        1,
+    )
+    assert added(second, fork_ledger) == {
+        "TextMessageStartEvent.accent": Entry(
+            next_extension("TextMessageStartEvent") + 1, unshipped=True, type="string"
+        )
+    }
+
+
+def with_top(spec_text: str, key: str, value: int) -> str:
+    return spec_text.replace("definitions:\n", f"{key}: {value}\ndefinitions:\n", 1)
+
+
+def test_the_extension_numbers_are_configurable() -> None:
+    new = added(with_top(extended(), "extensionNumbers", 5000))
+    assert new["TextMessageStartEvent.dialect"].number == 5000
+    assert new["EventType.BEACON_SENT"].number == 5000
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (19500, "extensionNumbers: 19500 is in 19000-19999, the field numbers protobuf keeps"),
+        (0, "extensionNumbers: 0 is less than the minimum of 1"),
+        (2**29, "extensionNumbers: 536870912 is greater than the maximum of 536870911"),
+    ],
+)
+def test_unusable_extension_numbers_are_refused(value: int, says: str) -> None:
+    with pytest.raises(SpecError, match=says):
+        build(read_spec(with_top(SPEC_TEXT, "extensionNumbers", value)))
+
+
+def test_an_official_field_that_reaches_the_extension_numbers_is_refused() -> None:
+    spec = with_top(with_field(SPEC_TEXT, "mood"), "extensionNumbers", NEXT)
+    with pytest.raises(
+        SpecError,
+        match=rf"TextMessageStartEvent.mood: TextMessageStartEvent has no official number left "
+        rf"below the extension numbers \({NEXT}, extensionNumbers in spec/agui.yaml\)",
+    ):
+        layout(spec, LEDGER_TEXT)
