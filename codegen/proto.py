@@ -727,7 +727,14 @@ class _Builder:
 
     def extension_tags(self, union: Union) -> frozenset[str]:
         """The tags of a union's extension members: extension values of its tag enum."""
-        return frozenset(t for t, m in union.tags if self.defs[m].extension)
+        marked = {
+            v.value
+            for e in self.spec.enums
+            if e.name == union.tags_enum
+            for v in e.values
+            if v.extension
+        }
+        return frozenset(t for t, m in union.tags if self.defs[m].extension or t in marked)
 
     def _doc_of_enum_value(self, enum: str, value: str) -> str:
         for e in self.spec.enums:
