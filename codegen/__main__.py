@@ -26,7 +26,7 @@ from codegen import ledger
 from codegen.load import ROOT, SPEC_PATH, SpecError, display, ledger_path, load_ledger, load_spec
 from codegen.model import build
 from codegen.proto import FILES as PROTO_FILES, PACKAGE as PROTO_PACKAGE
-from codegen.render import HEADER, LEDGER, PACKAGE, render
+from codegen.render import GENERATED_BY, LEDGER, PACKAGE, render
 
 GENERATED = ROOT / "generated"
 MARKER = f"{PACKAGE}/__init__.py"
@@ -104,7 +104,7 @@ def foreign(out: Path) -> bool:
     if out.resolve() == GENERATED.resolve() or not out.exists() or not any(out.iterdir()):
         return False
     marker = out / MARKER
-    return not (marker.is_file() and marker.read_text("utf-8").startswith(HEADER))
+    return not (marker.is_file() and marker.read_text("utf-8").startswith(GENERATED_BY))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -273,6 +273,23 @@ class Alias:
     constraints: Constraints
     extension: bool = False
 
+    @property
+    def early(self) -> bool:
+        """Declared before the classes, and named in the annotations of the fields written as it
+        (`path: JsonPointer`): its type names no object or union. An alias that does
+        (`JsonPatch`, a list of patch operations) is declared after them, and its fields are
+        annotated with what it stands for."""
+        return not names_definition(self.type)
+
+
+def names_definition(t: TypeRef) -> bool:
+    """Whether a type names an object or a union (at any depth)."""
+    if t.kind in ("ref", "union"):
+        return True
+    if t.item is not None and names_definition(t.item):
+        return True
+    return any(names_definition(o) for o in t.options)
+
 
 @attrs.frozen
 class Spec:
@@ -287,6 +304,27 @@ class Spec:
     extension_numbers: int = EXTENSION_NUMBERS
     """The first protobuf number an extension takes in an official message or enum (the spec's
     `extensionNumbers`): the official numbers below it stay free for upstream."""
+
+    @property
+    def early_aliases(self) -> tuple[Alias, ...]:
+        """The aliases declared before the classes (Alias.early), each after those it names."""
+        pending = [a for a in self.aliases if a.early]
+        out: list[Alias] = []
+        while pending:
+            ready = next(
+                a
+                for a in pending
+                if not any(
+                    re.search(rf"\b{re.escape(b.name)}\b", a.type.py) for b in pending if b is not a
+                )
+            )
+            out.append(ready)
+            pending.remove(ready)
+        return tuple(out)
+
+    @property
+    def late_aliases(self) -> tuple[Alias, ...]:
+        return tuple(a for a in self.aliases if not a.early)
 
     @property
     def objects(self) -> tuple[Object, ...]:
@@ -460,7 +498,9 @@ class _Builder:
                 return _ANY
             inner = self.parse_type(target["type"], [text, "type"], (*resolving, text))
             narrowed = self.constrain(inner, _constraints(target), [text], f"the alias {text}")
-            return attrs.evolve(narrowed, alias=text)
+            # an alias of scalars is declared before the classes, so annotations can name it
+            py = narrowed.py if names_definition(narrowed) else text
+            return attrs.evolve(narrowed, alias=text, py=py)
         if kind == "object":
             return TypeRef("ref", name=text, py=text, expected="an object")
         if kind == "union":
@@ -483,7 +523,7 @@ class _Builder:
             if option.kind == "either":
                 self.fail(
                     where,
-                    f"'{text}': the alternative {named} is itself 'A | B' ({option.py}); list "
+                    f"'{text}': the alternative {named} is itself 'A | B' ({' | '.join(o.py for o in option.options)}); list "
                     "all the alternatives in one 'A | B | ...'",
                 )
                 return _ANY
@@ -573,10 +613,19 @@ class _Builder:
 
     def _misplaced(self, t: TypeRef, rule: str, where: list[str | int], what: str) -> bool:
         inner = t.item if t.kind == "list" else None
-        if inner is not None and rule.split()[0] != "minItems":
+        key = rule.split()[0]
+        applies = {"min/max": ("int", "number"), "pattern": ("str",)}.get(key, ())
+        if inner is not None and key != "minItems" and inner.kind in applies:
             hint = (
                 f"; to constrain the items of {t.spelled}, declare an alias with the constraint "
                 "and use list[Alias]"
+            )
+            if key == "min/max":
+                hint += "; for the least length of the list, write minItems"
+        elif inner is not None and key == "min/max":
+            hint = (
+                "; for the least length of the list, write minItems (the grammar has no "
+                "maximum length)"
             )
         elif t.kind == "either":
             hint = "; to constrain one alternative, declare an alias for it"
@@ -604,10 +653,21 @@ class _Builder:
                 continue
             out.extend(self._fields(mixin, target["fields"], tag, union_enum, name))
         out.extend(self._fields(name, spec.get("fields", {}), tag, union_enum, name))
-        for attr in ("wire", "py"):
-            names = [getattr(f, attr) for f in out]
-            for dup in sorted({n for n in names if names.count(n) > 1}):
-                self.fail([name, "fields"], f"two fields are named '{dup}'")
+        wires = [f.wire for f in out]
+        for dup in sorted({n for n in wires if wires.count(n) > 1}):
+            self.fail([name, "fields"], f"two fields are named '{dup}'")
+        # the same Python name from different wire names (a wire duplicate is reported above)
+        by_py: dict[str, list[str]] = {}
+        for f in out:
+            by_py.setdefault(f.py, []).append(f.wire)
+        for py, owners in sorted(by_py.items()):
+            distinct = list(dict.fromkeys(owners))
+            if len(distinct) > 1:
+                self.fail(
+                    [name, "fields"],
+                    f"two fields have the Python name '{py}' ({' and '.join(map(repr, distinct))});"
+                    " give one a `py:` name",
+                )
         return out
 
     def _fields(
