@@ -10,7 +10,9 @@ generated/. A DIR other than generated/ must be empty, absent, or hold a tree th
 writing removes every file of it no template produces.
 
 Writing prints what changed in the ledger, one line per slot (added, reserved, released, moved,
-retyped, revived, reused, shipped), and says when a change breaks the wire for deployed peers. A
+retyped, revived, reused, shipped), and says when a change breaks the wire for deployed peers; a
+shipped slot the spec gives another type stops generation and --check alike (exit 2), naming the
+slot and both types, and nothing is written. A
 slot added since the last release is marked (unshipped): `--release-unshipped` gives all such
 numbers back before generating (the fields still in the spec are numbered afresh), `--ship` marks
 every slot shipped, so that its number is permanent (see docs/binary-transport.md).

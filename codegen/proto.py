@@ -2,10 +2,14 @@
 
 `build_proto(spec, ledger_text)` lays the definitions reachable from the `Event` union out as
 messages of package `ag_ui` and gives every field, oneof arm and enum value its number from
-spec/proto-ledger.txt. The ledger is append-only: a slot keeps the number it was first shipped
-with, a new slot takes the next number free in its message (or enum), and a slot whose field has
-left the spec becomes `reserved`. The ledger is written back with the new slots, so it is both an
-input and an output of generation. Numbers that collide make generation fail.
+spec/proto-ledger.txt. The ledger is append-only: a slot keeps the number and the type it was
+first shipped with (the spec retyping a shipped slot makes generation fail; an unshipped slot's
+type follows the spec), a new slot takes the next number free in its message (or enum), and a slot
+whose field has left the spec becomes `reserved`. An extension (`extension: true`) in an official
+message or enum takes its number from the spec's `extensionNumbers` up (1000 by default), official
+slots the next one below it, so a fork never takes the numbers upstream gives next. The ledger is
+written back with the new slots, so it is both an input and an output of generation. Numbers that
+collide make generation fail.
 
 What the spec cannot say about the protobuf form is decided by the options below. They are the
 choices of the official binding (@ag-ui/proto 1.0.0), which this one must equal byte for byte:
