@@ -156,9 +156,15 @@ def interop(session: nox.Session) -> None:
 
 
 FRAMEWORKS: dict[str, tuple[str, ...]] = {
+    "adk": (
+        "ag-ui-protocol==1.0.0",
+        "ag-ui-adk==0.11.0",
+        "google-adk==2.13.0",
+        "google-genai==2.34.0",
+    ),
     "langgraph": (
         "ag-ui-protocol==1.0.0",
-        "ag-ui-langgraph==0.0.47",
+        "ag-ui-langgraph[fastapi]==0.0.47",
         "ag-ui-a2ui-toolkit==0.0.5",
         "langgraph==1.2.24",
         "langgraph-prebuilt==1.1.3",

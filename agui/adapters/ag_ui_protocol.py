@@ -35,6 +35,13 @@ model refuses, and a failing `clone()`. A RUN_ERROR the agent sends itself (the 
 way of reporting an exception, with its text) reaches the client with a generic message, the
 agent's going to the log (`error_messages=True` passes it on, for development).
 
+What the agent declares it can do reaches `GET {path}/capabilities`: `AgUiProtocolAgent` asks
+the agent each time (its `get_capabilities()`, as ag-ui-adk's `ADKAgent` has, or a
+`capabilities` attribute or method; sync or async), reads the answer (a pydantic model such as
+`ag_ui.core.AgentCapabilities`, or its JSON object as a dict; None: nothing declared) as agui's
+decoder reads a wire `AgentCapabilities` (unknown members removed and logged), and AgentApp
+merges it with the transport it serves.
+
 ag-ui-protocol is imported when an `AgUiProtocolAgent` is built, never when this module is:
 install it yourself, or with `pip install 'agui-spec[ag-ui-protocol]'`. It must be 1.0 or newer:
 building one with an older release installed raises ImportError naming the packages that hold it
@@ -46,6 +53,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
 import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
@@ -53,7 +61,15 @@ from contextlib import aclosing
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
-from agui_generated import DecodeError, Event, Problem, RunAgentInput, RunErrorEvent, UnknownEvent
+from agui_generated import (
+    AgentCapabilities,
+    DecodeError,
+    Event,
+    Problem,
+    RunAgentInput,
+    RunErrorEvent,
+    UnknownEvent,
+)
 
 from agui.errors import AguiError, SSEError
 from agui.stream.lifecycle import AGENT_FAILED, INVALID_EVENT, run_error
@@ -98,6 +114,9 @@ class AgUiProtocolAgent:
     agent's code, and the message is logged, as for an exception in an agui agent. True is for
     development.
 
+    `capabilities()` is what the agent declares (see the module): AgentApp serves it, with its
+    transport, at `GET {path}/capabilities`.
+
     Raises TypeError when `agent` has no `run` method (or no `clone` with clone=True),
     ModuleNotFoundError when ag-ui-protocol is not installed, and ImportError when the installed
     one is older than 1.0 (naming the installed distributions that require the old release:
@@ -123,6 +142,11 @@ class AgUiProtocolAgent:
         """Whether the agent's RUN_ERROR messages reach the client as they are."""
         self._input_type: Any = _official_input_type()
 
+    async def capabilities(self) -> AgentCapabilities:
+        """What the agent declares it can do, asked again each time (see `_declared_capabilities`):
+        empty when it declares nothing."""
+        return await _declared_capabilities(self.agent)
+
     async def __call__(self, input: RunAgentInput, /) -> AsyncGenerator[Event | UnknownEvent, None]:
         agent: Any = self.agent
         if self.clone:
@@ -131,6 +155,49 @@ class AgUiProtocolAgent:
         async with aclosing(_read_events(stream, input.run_id, self.error_messages)) as events:
             async for event in events:
                 yield event
+
+
+async def _declared_capabilities(agent: object) -> AgentCapabilities:
+    """What an agent of another SDK declares it can do, as an agui `AgentCapabilities`.
+
+    Asked of `agent.get_capabilities()` when it has that method (ag-ui-adk's `ADKAgent`), else of
+    its `capabilities` (an attribute, or a method); a call may be sync or async. The answer may
+    be None (nothing declared: an empty AgentCapabilities), an agui AgentCapabilities (as it is),
+    a pydantic model (`ag_ui.core.AgentCapabilities`: its JSON by alias, None members left out) or
+    a mapping (the wire JSON object: camelCase names, as `GET /capabilities` answers). The JSON
+    is decoded as agui's client decodes a server's answer: unknown members are removed, each
+    logged on the "agui.adapters" logger. Raises TypeError for an answer of another type and
+    ValueError for one that is not an AgentCapabilities (a member of the wrong type), naming the
+    problems; AgentApp logs either and answers 500."""
+    getter = getattr(agent, "get_capabilities", None)
+    value: Any = getter if callable(getter) else getattr(agent, "capabilities", None)
+    if callable(value):
+        value = value()
+    if inspect.isawaitable(value):
+        value = await value
+    if value is None:
+        return AgentCapabilities()
+    if isinstance(value, AgentCapabilities):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump(mode="json", by_alias=True, exclude_none=True)
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"{type(agent).__qualname__}'s capabilities are a {type(value).__qualname__}: "
+            "expected a pydantic model (ag_ui.core.AgentCapabilities), its JSON object, or None"
+        )
+    warnings: list[Problem] = []
+    try:
+        declared: AgentCapabilities = decode_json(dict(value), AgentCapabilities, warnings=warnings)
+    except DecodeError as exc:
+        raise ValueError(
+            f"{type(agent).__qualname__}'s capabilities are not an AgentCapabilities: "
+            f"{'; '.join(map(str, exc.problems))}"
+        ) from None
+    for warning in warnings:
+        log.warning("%s's capabilities: %s", type(agent).__qualname__, warning)
+    return declared
 
 
 async def _read_events(

@@ -174,13 +174,23 @@ def served(framework: Framework, *options: str, log: list[str] | None = None) ->
 
 
 TRACEBACK = "Traceback (most recent call last):"
+CHAINED = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+"""What Python prints between the tracebacks of a chain of exceptions: one traceback, judged by
+its last exception (ADK wraps a failing tool's exception and logs the chain)."""
 
 
 def unexpected_tracebacks(framework: Framework, stderr: str) -> list[str]:
     """The tracebacks of `stderr` that are not allowed: every one, unless the framework logs its
-    failing tools' (`tool_tracebacks`), then those that do not end in the tool's secret."""
+    failing tools' (`tool_tracebacks`), then those that do not end in the tool's secret (a chain
+    of exceptions counts as one traceback, ending in its last exception)."""
     found = []
-    for chunk in stderr.split(TRACEBACK)[1:]:
+    chunks = stderr.split(TRACEBACK)[1:]
+    for index, chunk in enumerate(chunks):
+        if index + 1 < len(chunks) and chunk.rstrip().endswith(CHAINED):
+            continue  # a link of a chain: the chain's last traceback is judged
         lines = chunk.splitlines()[1:]
         body = [lines[0]] if lines else []
         for line in lines[1:]:  # the frames are indented; the exception's line is not

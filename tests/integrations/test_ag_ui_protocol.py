@@ -27,6 +27,7 @@ from ag_ui.encoder import EventEncoder  # noqa: E402
 import agui  # noqa: E402
 from agui.adapters import AgUiProtocolAgent, SdkAgent  # noqa: E402
 from agui.stream.lifecycle import AGENT_ERROR, INVALID_EVENT, run_lifecycle  # noqa: E402
+from tests.conftest import live_server  # noqa: E402
 
 Script = Callable[[Any], list[Any]]
 
@@ -411,3 +412,36 @@ def test_the_agents_own_run_error_keeps_its_text_in_the_log(
         assert got[-1].message == "The agent failed while running."
         (logged,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
         assert "hunter2" in logged.getMessage() and "error_messages=True" in logged.getMessage()
+
+
+class Declaring(Official):
+    """An official agent that declares its capabilities as ag-ui-adk's ADKAgent does: a
+    get_capabilities() method, here returning ag_ui.core's pydantic model or its JSON."""
+
+    def __init__(self, declared: Any) -> None:
+        super().__init__(events)
+        self.declared = declared
+
+    def get_capabilities(self) -> Any:
+        return self.declared
+
+
+@pytest.mark.parametrize("form", ["model", "dict"])
+def test_the_agents_capabilities_are_served_with_agui_s_transport(form: str) -> None:
+    """GET {path}/capabilities answers what the agent declares (before, only the transport),
+    with the transport AgentApp serves in place of the agent's own streaming."""
+    declared = core.AgentCapabilities(
+        identity=core.IdentityCapabilities(name="weather", type="google-adk"),
+        human_in_the_loop=core.HumanInTheLoopCapabilities(approvals=True),
+        transport=core.TransportCapabilities(streaming=False, websocket=True),
+    )
+    wire = declared.model_dump(mode="json", by_alias=True, exclude_none=True)
+    adapter = AgUiProtocolAgent(Declaring(declared if form == "model" else wire))
+    with live_server(agui.AgentApp(adapter, path="/agent"), lifespan="off") as base:
+        answer = asyncio.run(agui.HttpAgent(base + "/agent").capabilities())
+    assert agui.to_json(answer) == {
+        "identity": {"name": "weather", "type": "google-adk"},
+        "humanInTheLoop": {"approvals": True},
+        "transport": {"streaming": True, "websocket": True, "httpBinary": True},
+    }
+    assert agui.to_json(asyncio.run(AgUiProtocolAgent(Official(events)).capabilities())) == {}

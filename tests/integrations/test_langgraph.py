@@ -1,307 +1,372 @@
-"""A LangGraph agent, as ag-ui-langgraph serves it, behind AgentApp through AgUiProtocolAgent.
+"""LangGraph (ag-ui-langgraph) through agui: examples/langgraph_agent.py (docs/integrations/langgraph.md).
 
-The graph is a chat model and a tool node: the model is langchain-core's GenericFakeChatModel,
-playing scripted replies (a call of the `get_weather` tool, then the answer), so the run is
-offline and the same every time. ag-ui-langgraph's `LangGraphAgent` wraps the graph, and
-`agui.adapters.AgUiProtocolAgent` makes it an agui agent, served by `AgentApp` under uvicorn on
-127.0.0.1 and read by:
+The example is a compiled LangGraph graph (a chat node on a scripted, offline chat model, a
+ToolNode, an in-memory checkpointer) served by ag-ui-langgraph's `LangGraphAgent` and made an
+agui agent by `agui.adapters.AgUiProtocolAgent`. Besides the shared checks of the matrix
+(tests/integrations/matrix.py; the two turns with a store among them: agui once handed
+ag-ui-langgraph the run's input by reference, and with a store every second turn failed):
 
-* the official TypeScript client (@ag-ui/client 1.0.0, tests/interop/ts_client.mjs): the run
-  completes, with no console warning; so it does for the pre-1.0 releases 0.0.35 and 0.0.59
-  (tests/interop/ts_era_client.mjs), which send no protocolVersion;
-* `agui.Conversation` through `HttpAgent`, over SSE and over protobuf, and on an AgentApp with a
-  store (the thread then hydrated by `Conversation.connect`);
+* the approval: `book_trip` calls LangGraph's `interrupt()`; with `emit_interrupt_outcome=True`
+  ag-ui-langgraph ends the run in RUN_FINISHED with an AG-UI interrupt outcome (after its own
+  CUSTOM "on_interrupt" event); the client answers it in the next run's `resume`, which
+  ag-ui-langgraph turns into `Command(resume=payload)`: the tool goes on from its interrupt();
+  the older way CopilotKit-era clients answer, `forwardedProps.command.resume`, passes through
+  agui too;
+* the state update: `get_weather` returns a `Command` updating the graph's state, which
+  ag-ui-langgraph sends as STATE_SNAPSHOT; the client's state holds it, and the count goes on;
+* the native endpoint: ag-ui-langgraph's `add_langgraph_fastapi_endpoint` under uvicorn sends the
+  same events as `agui serve` for the same input, but for the RUN_ERROR of a failing tool, whose
+  message agui withholds.
 
-each holding the user's question, the assistant's tool call with its arguments, the tool's
-result and the assistant's answer, the same for every client, with nothing logged at WARNING or
-above. docs/serving.md's example runs as written on the same graph.
+Every run through ag-ui-langgraph warns (a Python warning) that LangGraph 1.x deprecates
+`get_config_jsonschema`, which ag-ui-langgraph calls; ignored by name below (this suite turns
+warnings into errors).
 
-The one warning seen is a Python warning of ag-ui-langgraph's, in every run: it calls LangGraph
-1.x's deprecated `get_config_jsonschema` (LangGraphDeprecatedSinceV10), ignored by name below (this
-suite turns warnings into errors). What ag-ui-langgraph sends, seen through the adapter (none of it
-a warning):
-
-* the tool call comes as TOOL_CALL_START and TOOL_CALL_END with no TOOL_CALL_ARGS: the fake
-  model streams the whole call in one chunk, and ag-ui-langgraph emits arguments only from the
-  chunks after the one that names the tool. The arguments arrive in the MESSAGES_SNAPSHOT that
-  ends the run.
-* TOOL_CALL_RESULT names the tool message `messageId` = the call's id, while that snapshot gives
-  the tool message another id (a UUID): clients replace the streamed tool message by the
-  snapshot's, which they put after the messages they already hold, so the tool message comes
-  last (after the answer). Every client does the same.
-* RAW events (ag-ui-langgraph's default `emit_raw_events=True`) carry LangGraph's own events,
-  and most events carry a `rawEvent`; they pass through as they are.
-
-Needs ag-ui-protocol, ag-ui-langgraph, langgraph and langchain-core (`nox -s integrations`
-installs the pinned versions), node and the npm packages of tests/interop under .interop/ (the
-session installs them); skipped without them, unless AGUI_REQUIRE_INTEGRATIONS=1.
+Needs ag-ui-langgraph with its fastapi extra, LangGraph and langchain-core (`nox -s integrations`
+installs the pinned versions), node and the npm packages of tests/interop under .interop/;
+skipped without them, unless AGUI_REQUIRE_INTEGRATIONS=1.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
+import importlib
 import json
-import logging
-import os
-import shutil
-import subprocess
+import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integrations import REQUIRED, require
+from tests.integrations import require
 
-require("ag_ui", "ag_ui_langgraph", "langgraph", "langchain_core")
+require("ag_ui", "ag_ui_langgraph", "langgraph", "langchain_core", "fastapi")
 
-from ag_ui_langgraph import LangGraphAgent  # noqa: E402
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
-from langchain_core.messages import AIMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
-from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
+from ag_ui_langgraph import add_langgraph_fastapi_endpoint  # noqa: E402
+from fastapi import FastAPI  # noqa: E402
 
 import agui  # noqa: E402
-from agui.adapters import AgUiProtocolAgent  # noqa: E402
+from agui.stream.lifecycle import AGENT_FAILED  # noqa: E402
 from tests.conftest import live_server  # noqa: E402
-from tests.test_docs import block_containing, run_example  # noqa: E402
+from tests.integrations.matrix import (  # noqa: E402
+    EXAMPLES,
+    TIMEOUT,
+    Framework,
+    MatrixChecks,
+    events_of,
+    normalized,
+    run_body,
+    serving,
+    texts,
+)
+from tests.usage.support import Server  # noqa: E402
 
 pytestmark = [
     # ag-ui-langgraph calls graph.get_config_jsonschema() in every run (to read the graph's
-    # config keys), which LangGraph 1.x deprecates in favour of get_context_jsonschema(); a
-    # warning of ag-ui-langgraph's, not of the adapter's (this suite turns warnings into errors).
+    # config keys), which LangGraph 1.x deprecates in favour of get_context_jsonschema(): a
+    # warning of ag-ui-langgraph's, in the runs this process serves itself.
     pytest.mark.filterwarnings(
         "ignore:`get_config_jsonschema` is deprecated:langgraph.warnings.LangGraphDeprecatedSinceV10"
     ),
 ]
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-INTEROP = ROOT / "tests" / "interop"
-WORK = ROOT / ".interop"
-TIMEOUT = 60.0
-
-QUESTION = "What is the weather in Paris?"
-ANSWER = "It is sunny in Paris."
-RESULT = "Sunny in Paris"
-
-
-# ── the agent ───────────────────────────────────────────────────────────────────────────────────
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"Sunny in {city}"
-
-
-def weather_graph() -> Any:
-    """model -> tools -> model, on a fake chat model that calls get_weather, then answers (and
-    again for every run: each run takes two replies); compiled, with an in-memory checkpointer."""
-    call = AIMessage(
-        content="",
-        id="ai-call",
-        # OpenAI's form, which the fake model streams as a tool-call chunk (its `tool_calls`
-        # argument is not streamed).
-        additional_kwargs={
-            "tool_calls": [
-                {
-                    "id": "call-1",
-                    "type": "function",
-                    "index": 0,
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                }
-            ]
-        },
-    )
-    model = GenericFakeChatModel(
-        messages=itertools.cycle([call, AIMessage(ANSWER, id="ai-answer")])
-    )
-
-    async def chat(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [await model.ainvoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("model", chat)
-    graph.add_node("tools", ToolNode([get_weather]))
-    graph.add_edge(START, "model")
-    graph.add_conditional_edges("model", tools_condition)
-    graph.add_edge("tools", "model")
-    return graph.compile(checkpointer=InMemorySaver())
-
-
-def langgraph_agent() -> LangGraphAgent:
-    """The graph as ag-ui-langgraph serves it."""
-    return LangGraphAgent(name="weather", graph=weather_graph())
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    app = agui.AgentApp(AgUiProtocolAgent(langgraph_agent()), path="/agent")
-    with live_server(app, lifespan="off") as base:
-        yield base + "/agent"
-
-
-@pytest.fixture
-def no_warnings(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    """Nothing at WARNING or above logged during the test, by agui or anyone else (the server
-    runs in this process)."""
-    caplog.set_level(logging.INFO)
-    yield
-    logged = [
-        f"{r.levelname} {r.name}: {r.getMessage()}"
-        for phase in ("setup", "call")  # caplog.records would be the teardown's
-        for r in caplog.get_records(phase)
-        if r.levelno >= logging.WARNING
-    ]
-    assert logged == []
-
-
-# ── what a client should hold ───────────────────────────────────────────────────────────────────
-
-
-def view(messages: list[Any]) -> list[dict[str, Any]]:
-    """Messages as wire JSON without their ids (the user message's and the tool message's differ
-    from run to run)."""
-    out = []
-    for message in messages:
-        wire = dict(message if isinstance(message, dict) else agui.to_json(message))
-        wire.pop("id")
-        out.append(wire)
-    return out
-
-
-EXPECTED = [
-    {"role": "user", "content": QUESTION},
-    {
-        "role": "assistant",
-        "content": "",
-        "toolCalls": [
-            {
-                "id": "call-1",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-            }
-        ],
+FRAMEWORK = Framework(
+    key="langgraph",
+    name="LangGraph",
+    packages=("ag-ui-langgraph", "langgraph", "langchain-core", "ag-ui-protocol"),
+    question="What is the weather in Paris?",
+    answer="It is sunny in Paris.",
+    tool="get_weather",
+    follow_up="Which city did I ask about?",
+    follow_up_answer="You asked about Paris.",
+    failing_question="What is the weather in Atlantis?",
+    module="langgraph_agent",
+    # LangGraphAgent.run logs the graph's exception with its traceback ("LangGraph run failed")
+    # before it ends the run in RUN_ERROR.
+    tool_tracebacks=True,
+    capabilities={
+        "identity": {"type": "langgraph"},
+        "humanInTheLoop": {"supported": True, "interrupts": True, "approveWithEdits": True},
     },
-    {"role": "assistant", "content": ANSWER},
-    {"role": "tool", "content": RESULT, "toolCallId": "call-1"},
-]
+)
 
 
-# ── the official TypeScript client ──────────────────────────────────────────────────────────────
+class TestLangGraph(MatrixChecks):
+    framework = FRAMEWORK
 
 
-RELEASES = {"1.0.0": "@ag-ui/client", "0.0.35": "client-0-0-35", "0.0.59": "client-0-0-59"}
-"""The releases of the official client run here, by their names under .interop/node_modules (the
-older ones are npm aliases of tests/interop/package.json)."""
+@pytest.fixture(scope="module")
+def example() -> Any:
+    """examples/langgraph_agent.py, imported here (for its graph and LangGraphAgent)."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        return importlib.import_module("langgraph_agent")
+    finally:
+        sys.path.remove(str(EXAMPLES))
 
 
-def _node() -> str:
-    """node, with the pinned npm packages installed under .interop/ and the scripts beside them."""
-    found = shutil.which("node")
-    missing = "node is not on PATH" if found is None else None
-    for release, package in RELEASES.items():
-        manifest = WORK / "node_modules" / package / "package.json"
-        if missing is None and not manifest.is_file():
-            missing = f"{package} is not under {WORK}"
-        elif missing is None:
-            assert json.loads(manifest.read_text())["version"] == release, package
-    if found is None or missing is not None:
-        if REQUIRED:
-            pytest.fail(f"AGUI_REQUIRE_INTEGRATIONS=1, but {missing}")
-        pytest.skip(f"{missing} (`nox -s integrations` installs it)")
-    for script in ("ts_client.mjs", "ts_era_client.mjs", "console_capture.mjs"):
-        shutil.copy(INTEROP / script, WORK / script)
-    return found
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    """The example under `agui serve`, one server for this module's own tests (each on a thread
+    of its own): its start, importing LangGraph, is most of a test's time."""
+    with serving(FRAMEWORK) as server:
+        yield server
 
 
-def _run_node(*args: str) -> Any:
-    """One run of a client script under .interop/; the report it prints."""
-    # This variable would silence the client's compatibility warnings, which must all be seen.
-    env = {k: v for k, v in os.environ.items() if k != "SUPPRESS_TRANSFORMATION_WARNINGS"}
-    done = subprocess.run(
-        [_node(), *args], cwd=WORK, env=env, capture_output=True, text=True, timeout=TIMEOUT
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+@pytest.fixture(scope="module")
+def url(server: Server) -> str:
+    return server.base + "/agent"
 
 
-def test_the_official_typescript_client_runs_it(url: str, no_warnings: None) -> None:
-    report = _run_node("ts_client.mjs", url, "--message", QUESTION, "--thread", "thread-ts")
-    assert report["error"] is None and report["ok"] is True
-    assert report["warnings"] == []
-    assert report["outcome"] == "success"
-    assert view(report["messages"]) == EXPECTED
-    kinds = [kind for kind in report["events"] if kind != "RAW"]
-    assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
-    streamed = [k for k in kinds if k.startswith(("TOOL_CALL", "TEXT_MESSAGE_START"))]
-    assert streamed == [
-        "TOOL_CALL_START",
-        "TOOL_CALL_END",
-        "TOOL_CALL_RESULT",
-        "TEXT_MESSAGE_START",
-    ]
-    assert kinds.count("TEXT_MESSAGE_CONTENT") > 1  # streamed word by word
-    assert "MESSAGES_SNAPSHOT" in kinds
-    assert "RAW" in report["events"]
+def run(conversation: agui.Conversation, url: str, message: str | None) -> agui.RunResult:
+    async def go() -> agui.RunResult:
+        async with agui.HttpAgent(url, timeout=TIMEOUT) as agent:
+            result = await conversation.run(agent, message)
+        assert result is not None
+        return result
+
+    return asyncio.run(go())
 
 
-@pytest.mark.parametrize("release", ["0.0.35", "0.0.59"])
-def test_a_pre_1_0_client_runs_it(url: str, release: str, no_warnings: None) -> None:
-    """A request without protocolVersion: AgentApp sends the stream the client's era accepts
-    (compat="auto"); LangGraph's events need nothing translated. Releases before 0.0.59 take the
-    final MESSAGES_SNAPSHOT as it is, so the tool's result comes before the answer there."""
-    report = _run_node(
-        "ts_era_client.mjs", RELEASES[release], url, "--message", QUESTION, "--thread", release
-    )
-    assert report["error"] is None and report["ok"] is True
-    assert report["warnings"] == []
-    expected = EXPECTED if release == "0.0.59" else [EXPECTED[i] for i in (0, 1, 3, 2)]
-    assert view(report["messages"]) == expected
-    assert report["events"][-1] == "RUN_FINISHED"
+def tool_results(messages: list[dict[str, Any]]) -> list[str]:
+    return texts(messages, "tool")
 
 
-# ── agui.Conversation ───────────────────────────────────────────────────────────────────────────
+def calls(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {c["id"]: c["function"] for m in messages for c in m.get("toolCalls", [])}
+
+
+# ── what a client holds ────────────────────────────────────────────────────────────────────────
 
 
 @pytest.mark.parametrize("binary", [False, True], ids=["sse", "protobuf"])
-def test_a_conversation_runs_it(url: str, binary: bool, no_warnings: None) -> None:
-    conversation = agui.Conversation(thread_id=f"thread-py-{binary}")
-    result = asyncio.run(conversation.run(agui.HttpAgent(url, binary=binary), QUESTION))
-    assert result is not None and result.outcome == "success"
-    assert result.warnings == ()
-    assert conversation.warnings == []
-    assert view(list(conversation.messages)) == EXPECTED
+def test_a_conversation_holds_the_run(server: Server, url: str, binary: bool) -> None:
+    """Over SSE and protobuf alike: the question, the tool call with its arguments, the answer,
+    and the tool's result last (TOOL_CALL_RESULT and the final MESSAGES_SNAPSHOT name the tool
+    message differently, and the snapshot's comes after what the client holds); nothing of
+    LangGraph's events needed repair (agui's adapter logs each event it had to)."""
+    conversation = agui.Conversation(thread_id=f"thread-view-{binary}")
 
+    async def go() -> agui.RunResult | None:
+        async with agui.HttpAgent(url, timeout=TIMEOUT, binary=binary) as agent:
+            return await conversation.run(agent, FRAMEWORK.question)
 
-def test_a_durable_run_is_kept_and_its_thread_hydrated(no_warnings: None) -> None:
-    app = agui.AgentApp(AgUiProtocolAgent(langgraph_agent()), path="/agent", store="memory://")
-    with live_server(app) as base:
-        agent = agui.HttpAgent(base + "/agent")
-        ran = agui.Conversation(thread_id="thread-durable")
-        result = asyncio.run(ran.run(agent, QUESTION))
-        assert result is not None and result.outcome == "success"
-        kept = agui.Conversation(thread_id="thread-durable")
-        asyncio.run(kept.connect(agent))
-    assert view(list(ran.messages)) == view(list(kept.messages)) == EXPECTED
-    assert ran.warnings == kept.warnings == []
-
-
-def test_the_serving_page_example_serves_it(
-    no_warnings: None, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """docs/serving.md's example, as written (its own graph, on a fake chat model), at the
-    pinned versions (test_langgraph_recipe.py runs it with what its install line brings)."""
-    code = block_containing(ROOT / "docs" / "serving.md", "AgUiProtocolAgent(agent)")
-    app = run_example(code, "serving.md", capsys)["app"]
-    with live_server(app, lifespan="off") as base:
-        conversation = agui.Conversation(thread_id="thread-docs")
-        result = asyncio.run(conversation.run(agui.HttpAgent(base + "/agent"), QUESTION))
-    assert result is not None and result.outcome == "success"
-    assert view(list(conversation.messages)) == [
-        {"role": "user", "content": QUESTION},
-        {"role": "assistant", "content": "Hello from LangGraph!"},
+    result = asyncio.run(go())
+    assert result is not None and result.outcome == "success", result
+    view = [{k: v for k, v in m.items() if k != "id"} for m in conversation.messages_json()]
+    assert view == [
+        {"role": "user", "content": FRAMEWORK.question},
+        {
+            "role": "assistant",
+            "content": "",
+            "toolCalls": [
+                {
+                    "id": "call-1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "assistant", "content": FRAMEWORK.answer},
+        {"role": "tool", "content": FRAMEWORK.answer, "toolCallId": "call-1"},
     ]
+    assert conversation.warnings == []
+    assert "the agent's event" not in "".join(server.stderr)
+
+
+# ── the approval ───────────────────────────────────────────────────────────────────────────────
+
+
+@pytest.mark.matrix("approval")
+def test_an_approval_round_trip(url: str) -> None:
+    """book_trip's interrupt() pauses the run: an interrupt outcome naming the tool call, the
+    tool's result not there yet; approved, the next run's resume lets the tool go on, and the
+    model answers with its result."""
+    conversation = agui.Conversation(thread_id="thread-approve")
+    asked = run(conversation, url, "Book a trip to Rome")
+    assert asked.outcome == "interrupt", (asked.error_code, asked.error_message)
+    (interrupt,) = asked.interrupts
+    assert (interrupt.reason, interrupt.message) == ("tool_call", "Book a trip to Rome?")
+    assert interrupt.response_schema is not None
+    assert interrupt.response_schema["required"] == ["approved"]
+    before = conversation.messages_json()
+    assert calls(before)[interrupt.tool_call_id] == {
+        "name": "book_trip",
+        "arguments": '{"city": "Rome"}',
+    }
+    assert tool_results(before) == []  # not booked yet
+    conversation.resolve(interrupt.id, {"approved": True})
+    done = run(conversation, url, None)
+    assert done.outcome == "success", (done.error_code, done.error_message)
+    messages = conversation.messages_json()
+    assert tool_results(messages) == ["Your trip to Rome is booked."]
+    assert [m["toolCallId"] for m in messages if m["role"] == "tool"] == [interrupt.tool_call_id]
+    assert texts(messages, "assistant")[-1] == "Your trip to Rome is booked."
+    assert conversation.pending_interrupts == ()
+    assert conversation.warnings == []
+
+
+@pytest.mark.matrix("approval")
+@pytest.mark.parametrize("answer", ["deny", "cancel"])
+def test_a_denied_approval_does_not_book(url: str, answer: str) -> None:
+    """Denied ({"approved": false}) or cancelled (a resume entry of status "cancelled", which
+    ag-ui-langgraph hands interrupt() as {"__agui_cancelled__": true, ...}): no booking."""
+    conversation = agui.Conversation(thread_id=f"thread-{answer}")
+    asked = run(conversation, url, "Book a trip to Rome")
+    assert asked.outcome == "interrupt"
+    if answer == "deny":
+        conversation.resolve(asked.interrupts[0].id, {"approved": False})
+    else:
+        conversation.cancel(asked.interrupts[0].id)
+    done = run(conversation, url, None)
+    assert done.outcome == "success", (done.error_code, done.error_message)
+    messages = conversation.messages_json()
+    assert tool_results(messages) == ["The trip to Rome was not booked."]
+    assert texts(messages, "assistant")[-1] == "The trip to Rome was not booked."
+
+
+def test_the_legacy_resume_of_copilotkit_era_clients_passes_through(url: str) -> None:
+    """ag-ui-langgraph's older interrupt channel: its CUSTOM "on_interrupt" event (sent besides
+    the outcome) carries the interrupt's value as JSON text, and a client that answers with
+    `forwardedProps.command.resume` instead of `resume` (as CopilotKit's LangGraph clients do)
+    gets the tool run as well: agui hands forwardedProps to the agent as they are."""
+    first = run_body("thread-legacy", "run-legacy-1", "Book a trip to Rome")
+    events = events_of(url, first)
+    (custom,) = [e for e in events if e["type"] == "CUSTOM"]
+    assert custom["name"] == "on_interrupt"
+    assert json.loads(custom["value"])["message"] == "Book a trip to Rome?"  # as JSON text
+    assert events[-1]["outcome"]["type"] == "interrupt"
+    snapshot = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"][-1]
+    answer = first | {
+        "runId": "run-legacy-2",
+        "messages": snapshot["messages"],
+        "forwardedProps": {"command": {"resume": {"approved": True}}},
+    }
+    events = events_of(url, answer)
+    assert events[-1]["type"] == "RUN_FINISHED" and "outcome" not in events[-1], events[-1]
+    results = [e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert results == ["Your trip to Rome is booked."]
+
+
+def test_an_approval_is_lost_with_the_checkpointer(example: Any) -> None:
+    """The paused run waits in the graph's checkpointer, here an InMemorySaver: answered to a
+    graph whose checkpointer does not have the thread (a restarted server, another worker), the
+    resume starts the graph over from an empty state, and the run fails (the example's model is
+    handed no messages); agui's store, which kept the thread's events, does not bring it back."""
+    from ag_ui_langgraph import LangGraphAgent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from agui.adapters import AgUiProtocolAgent
+
+    elsewhere = AgUiProtocolAgent(
+        LangGraphAgent(
+            name="travel",
+            graph=example.builder.compile(checkpointer=InMemorySaver()),
+            emit_interrupt_outcome=True,
+        )
+    )
+
+    async def go() -> agui.RunResult | None:
+        conversation = agui.Conversation(thread_id="thread-lost")
+        paused = await conversation.run(example.agent, "Book a trip to Rome")
+        assert paused is not None and paused.outcome == "interrupt", paused
+        conversation.resolve(paused.interrupts[0].id, {"approved": True})
+        return await conversation.run(elsewhere)
+
+    result = asyncio.run(go())
+    assert result is not None and result.outcome == "error", result
+    assert result.error_message == AGENT_FAILED
+
+
+# ── the state update ───────────────────────────────────────────────────────────────────────────
+
+
+def test_the_state_update_reaches_the_client_and_comes_back(url: str) -> None:
+    """get_weather's Command updates the graph's state; ag-ui-langgraph sends the graph's state
+    (its messages too, in LangChain's form) as STATE_SNAPSHOT, which the client's state holds;
+    the next run goes on counting."""
+    conversation = agui.Conversation(thread_id="thread-state")
+    run(conversation, url, "What is the weather in Paris?")
+    assert {k: conversation.state[k] for k in ("lookups", "last_city")} == {
+        "lookups": 1,
+        "last_city": "Paris",
+    }
+    run(conversation, url, "What is the weather in Oslo?")
+    assert {k: conversation.state[k] for k in ("lookups", "last_city")} == {
+        "lookups": 2,
+        "last_city": "Oslo",
+    }
+    assert [m["type"] for m in conversation.state["messages"]] == ["human", "ai", "tool", "ai"] * 2
+    assert conversation.warnings == []
+
+
+# ── ag-ui-langgraph's own endpoint ─────────────────────────────────────────────────────────────
+
+
+@pytest.fixture
+def native_url(example: Any) -> Iterator[str]:
+    """The example's LangGraphAgent served as ag-ui-langgraph serves it: its FastAPI endpoint
+    (which runs each request on a clone of the agent), under uvicorn."""
+    app = FastAPI()
+    add_langgraph_fastapi_endpoint(app, example.travel, "/agent")
+    with live_server(app) as base:
+        yield base + "/agent"
+
+
+def answered(body: dict[str, Any], events: list[dict[str, Any]], run: str) -> dict[str, Any]:
+    """The request that approves the interrupt the run of `events` ended with."""
+    (interrupt,) = events[-1]["outcome"]["interrupts"]
+    snapshot = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"][-1]
+    return body | {
+        "runId": run,
+        "messages": snapshot["messages"],
+        "resume": [
+            {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
+        ],
+    }
+
+
+@pytest.mark.matrix("native endpoint parity")
+@pytest.mark.parametrize(
+    ("question", "end"),
+    [
+        (FRAMEWORK.question, "success"),
+        ("Book a trip to Rome", "interrupt"),
+        (FRAMEWORK.failing_question, "RUN_ERROR"),
+    ],
+    ids=["tool", "approval", "failing-tool"],
+)
+def test_the_native_endpoint_sends_the_same_events(
+    url: str, native_url: str, question: str, end: str
+) -> None:
+    """The same input to both (for the approval, the answering run too): the same events, ids
+    and timestamps aside. What agui adds on purpose: RUN_STARTED declares protocolVersion. The
+    one difference is the failing tool's RUN_ERROR: ag-ui-langgraph sends the exception's text,
+    agui its generic message (the text goes to agui's log)."""
+    body = run_body(f"thread-parity-{end}", f"run-parity-{end}", question)
+    native = [events_of(native_url, body)]
+    through = [events_of(url, body)]
+    if end == "interrupt":
+        native.append(events_of(native_url, answered(body, native[0], "run-parity-answer")))
+        through.append(events_of(url, answered(body, through[0], "run-parity-answer")))
+    for theirs, ours in zip(native, through, strict=True):
+        assert theirs[0]["type"] == "RUN_STARTED" and "protocolVersion" not in theirs[0]
+        assert ours[0].pop("protocolVersion") == agui.PROTOCOL_VERSION
+    native, through = [normalized(e) for e in native], [normalized(e) for e in through]
+    if end == "RUN_ERROR":
+        secret = f"database unavailable: password={FRAMEWORK.secret}"
+        assert native[0][-1] == {"type": "RUN_ERROR", "message": secret}
+        assert through[0][-1] == {"type": "RUN_ERROR", "message": AGENT_FAILED}
+        native[0], through[0] = native[0][:-1], through[0][:-1]
+    elif end == "interrupt":
+        assert through[0][-1]["outcome"]["type"] == "interrupt", through[0][-1]
+        results = [e["content"] for e in through[1] if e["type"] == "TOOL_CALL_RESULT"]
+        assert results == ["Your trip to Rome is booked."]
+    else:
+        kinds = [e["type"] for e in through[0]]
+        assert ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"] == [
+            k for k in kinds if k.startswith("TOOL_CALL_") and k != "TOOL_CALL_RESULT"
+        ]
+        assert "outcome" not in through[0][-1]
+    assert through == native
+    assert json.dumps(through).count(FRAMEWORK.secret) == 0

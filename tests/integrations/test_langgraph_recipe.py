@@ -1,22 +1,20 @@
-"""docs/serving.md's LangGraph recipe, used as written, in a fresh virtualenv.
+"""docs/integrations/langgraph.md, used as written, in a fresh virtualenv.
 
-The page's install line (`pip install 'agui-spec[server,ag-ui-protocol]'
-'ag-ui-langgraph[fastapi]'`) is run as written in a virtualenv made in a temporary folder, with
-the wheel of this checkout (built here) offered by `--find-links`, since agui-spec has no
-release: so the versions are whatever pip picks for a user today, not the pins of `nox -s
-integrations`. The page's module is written to the file its comment names (mymodule.py) in a
-fresh folder and served by the command of that comment, `uvicorn mymodule:app`, from the
-virtualenv, on 127.0.0.1 and a free port; one run of a Conversation through HttpAgent completes,
-and the graph's text arrives.
+The page's install line is run as written in a virtualenv made in a temporary folder, with the
+wheel of this checkout offered by `--find-links` (tests/integrations/recipe.py); the page's
+module is written to the file it names (langgraph_agent.py) in a fresh folder and served by the
+page's command, `agui serve langgraph_agent:agent`, from that virtualenv on 127.0.0.1 and a free
+port; one run of a Conversation through HttpAgent completes with the tool's answer and the state
+update, and an approval's round trip books the trip. The page's module is
+examples/langgraph_agent.py byte for byte (the matrix serves that file).
 
-It installs LangGraph from the index, so it runs only under `nox -s integrations`
+The recipe installs LangGraph from the index, so it runs only under `nox -s integrations`
 (AGUI_REQUIRE_INTEGRATIONS=1); elsewhere it is skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 
 import pytest
@@ -28,41 +26,62 @@ from tests.test_docs import block_containing
 from tests.usage import support
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-PAGE = ROOT / "docs" / "serving.md"
-
-pytestmark = pytest.mark.skipif(
-    not REQUIRED, reason="installs LangGraph in a fresh virtualenv: `nox -s integrations` runs it"
-)
-
-
-def install_line() -> str:
-    block = support.docs_text("serving.md", "ag-ui-langgraph")
-    (line,) = [c for c, _ in support.shell_lines(block)]
-    return line
+PAGE = ROOT / "docs" / "integrations" / "langgraph.md"
+EXAMPLE = ROOT / "examples" / "langgraph_agent.py"
 
 
 def module_block() -> str:
-    return block_containing(PAGE, "LangGraphAgent(")
+    return block_containing(PAGE, "class ScriptedChatModel(")
 
 
+def answers(conversation: agui.Conversation) -> list[str]:
+    """The assistant's texts (the tool messages come after the answers: see the page)."""
+    return [m.content for m in conversation.messages if m.role == "assistant" and m.content]
+
+
+def test_the_page_holds_the_example() -> None:
+    assert module_block() == EXAMPLE.read_text("utf-8")
+
+
+@pytest.mark.skipif(
+    not REQUIRED, reason="installs LangGraph in a fresh virtualenv: `nox -s integrations` runs it"
+)
 def test_the_recipe_runs_as_written(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bin = install(install_line(), tmp_path_factory)
-
-    block = module_block()
-    found = re.search(r"`(uvicorn \w+:app)`", block)
-    assert found, "the module no longer says how to run it"
+    (line,) = [
+        c
+        for c, _ in support.shell_lines(
+            support.docs_text("integrations/langgraph.md", "pip install")
+        )
+    ]
+    bin = install(line, tmp_path_factory)
     project = tmp_path_factory.mktemp("project")
-    (project / f"{support.module_name(block)}.py").write_text(block)
-    monkeypatch.setitem(support.COMMANDS, "uvicorn", bin / "uvicorn")
-    words = [*found.group(1).split(), "--port", "{port}"]
-    ready = ["Uvicorn running on http://127.0.0.1:{port} "]
-    with support.servers(project, {"uvicorn": (words, ready)}) as running:
-        conversation = agui.Conversation()
-        url = f"{running['uvicorn'].base}/agent"
-        result = asyncio.run(conversation.run(agui.HttpAgent(url), "Hi"))
-        assert result is not None and result.outcome == "success", conversation.failures
-        assert conversation.messages[-1].role == "assistant"
-        assert conversation.messages[-1].content == "Hello from LangGraph!"
+    (project / "langgraph_agent.py").write_text(module_block())
+    block = support.docs_text("integrations/langgraph.md", "agui serve langgraph_agent:agent  #")
+    ((serve, comment),) = support.shell_lines(block)
+    assert comment == "serves http://127.0.0.1:8000/agent", comment
+    monkeypatch.setitem(support.COMMANDS, "agui", bin / "agui")
+    words = [*serve.split(), "--port", "{port}"]
+    ready = ["serving ", "at http://127.0.0.1:{port}/agent"]
+    with support.servers(project, {"agui": (words, ready)}) as running:
+        url = f"{running['agui'].base}/agent"
+
+        async def go() -> agui.Conversation:
+            conversation = agui.Conversation()
+            async with agui.HttpAgent(url) as agent:
+                result = await conversation.run(agent, "What is the weather in Paris?")
+                assert result is not None and result.outcome == "success", conversation.failures
+                assert answers(conversation)[-1] == "It is sunny in Paris."
+                assert conversation.state["lookups"] == 1
+                assert conversation.state["last_city"] == "Paris"
+                result = await conversation.run(agent, "Book a trip to Rome")
+                assert result is not None and result.outcome == "interrupt", result
+                conversation.resolve(result.interrupts[0].id, {"approved": True})
+                result = await conversation.run(agent)
+                assert result is not None and result.outcome == "success", conversation.failures
+            return conversation
+
+        conversation = asyncio.run(go())
+        assert answers(conversation)[-1] == "Your trip to Rome is booked."
         assert conversation.warnings == []

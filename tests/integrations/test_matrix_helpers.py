@@ -42,6 +42,20 @@ def test_a_framework_that_logs_tool_tracebacks_may_log_only_the_failing_tools() 
     assert found.endswith("RuntimeError: KeyError: 3")
 
 
+def test_a_chain_of_exceptions_is_one_traceback_judged_by_its_last() -> None:
+    """ADK logs a failing tool's exception inside the chain of its own (DynamicNodeFailError
+    during the handling of the tool's): allowed when the chain ends in the secret."""
+    link = traceback("DynamicNodeFailError: node failed").replace("INFO next line\n", "")
+    during = "\nDuring handling of the above exception, another exception occurred:\n\n"
+    chain = link + during + traceback(LOGGING.secret).removeprefix("ERROR tool failed\n")
+    assert unexpected_tracebacks(LOGGING, chain) == []
+    cause = "\nThe above exception was the direct cause of the following exception:\n\n"
+    other = traceback("KeyError: 3").removeprefix("ERROR tool failed\n")
+    (found,) = unexpected_tracebacks(LOGGING, link + cause + other)
+    assert found.endswith("RuntimeError: KeyError: 3")
+    assert len(unexpected_tracebacks(FW, chain)) == 1
+
+
 def test_ids_are_numbered_and_strings_naming_them_follow() -> None:
     a = [
         {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1", "timestamp": 5},

@@ -199,19 +199,6 @@ RECIPES: tuple[Recipe, ...] = (
         ),
     ),
     Recipe(
-        "docs/serving.md",
-        "ag-ui-langgraph[fastapi]",
-        ("tests/integrations/test_langgraph_recipe.py::test_the_recipe_runs_as_written",),
-    ),
-    Recipe(
-        "docs/serving.md",
-        "LangGraphAgent(",
-        (
-            "tests/integrations/test_langgraph_recipe.py::test_the_recipe_runs_as_written",
-            "tests/integrations/test_langgraph.py::test_the_serving_page_example_serves_it",
-        ),
-    ),
-    Recipe(
         "docs/integrations/microsoft_agent_framework.md",
         "# and ag-ui-protocol 0.1 (below)",
         (MAF_RECIPE,),
@@ -251,6 +238,44 @@ RECIPES: tuple[Recipe, ...] = (
         "docs/serving.md",
         "agui serve --cors-origin",
         ("tests/usage/test_serving_usage.py::test_the_cors_line_allows_the_origin",),
+    ),
+    # ── docs/integrations/adk.md ──
+    Recipe(
+        "docs/integrations/adk.md",
+        "ag-ui-adk==",
+        ("tests/integrations/test_adk_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/adk.md",
+        "ADKAgent.from_app(",
+        (
+            "tests/integrations/test_adk_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_adk_recipe.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/adk.md",
+        "adk_example:agent  # serves",
+        ("tests/integrations/test_adk_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    # ── docs/integrations/langgraph.md ──
+    Recipe(
+        "docs/integrations/langgraph.md",
+        "ag-ui-langgraph[fastapi]==",
+        ("tests/integrations/test_langgraph_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/langgraph.md",
+        "class ScriptedChatModel(",
+        (
+            "tests/integrations/test_langgraph_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_langgraph_recipe.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/langgraph.md",
+        "agui serve langgraph_agent:agent  #",
+        ("tests/integrations/test_langgraph_recipe.py::test_the_recipe_runs_as_written",),
     ),
     # ── docs/integrations/pydantic_ai.md ──
     Recipe(

@@ -1,0 +1,71 @@
+"""docs/integrations/adk.md, used as written, in a fresh virtualenv.
+
+The page's install line is run as written in a virtualenv made in a temporary folder, with the
+wheel of this checkout offered by `--find-links` (tests/integrations/recipe.py); the page's
+module is written to the file it names (adk_example.py) in a fresh folder and served by the
+page's command, `agui serve adk_example:agent`, from that virtualenv on 127.0.0.1 and a free
+port; one run of a Conversation through HttpAgent completes with the tool's answer and the state
+update, and GET /agent/capabilities answers what the agent declares. The page's module is
+examples/adk_example.py byte for byte (the matrix serves that file).
+
+The recipe installs ADK from the index, so it runs only under `nox -s integrations`
+(AGUI_REQUIRE_INTEGRATIONS=1); elsewhere it is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+
+import agui
+from tests.integrations import REQUIRED
+from tests.integrations.recipe import install
+from tests.test_docs import block_containing
+from tests.usage import support
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+PAGE = ROOT / "docs" / "integrations" / "adk.md"
+EXAMPLE = ROOT / "examples" / "adk_example.py"
+
+
+def module_block() -> str:
+    return block_containing(PAGE, "ADKAgent.from_app(")
+
+
+def test_the_page_holds_the_example() -> None:
+    assert module_block() == EXAMPLE.read_text("utf-8")
+
+
+@pytest.mark.skipif(
+    not REQUIRED, reason="installs Google ADK in a fresh virtualenv: `nox -s integrations` runs it"
+)
+def test_the_recipe_runs_as_written(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (line,) = [
+        c for c, _ in support.shell_lines(support.docs_text("integrations/adk.md", "pip install"))
+    ]
+    bin = install(line, tmp_path_factory)
+    project = tmp_path_factory.mktemp("project")
+    (project / "adk_example.py").write_text(module_block())
+    block = support.docs_text("integrations/adk.md", "agui serve adk_example:agent  #")
+    ((serve, comment),) = support.shell_lines(block)
+    assert comment == "serves http://127.0.0.1:8000/agent", comment
+    monkeypatch.setitem(support.COMMANDS, "agui", bin / "agui")
+    words = [*serve.split(), "--port", "{port}"]
+    ready = ["serving ", "at http://127.0.0.1:{port}/agent"]
+    with support.servers(project, {"agui": (words, ready)}) as running:
+        conversation = agui.Conversation()
+        url = f"{running['agui'].base}/agent"
+        result = asyncio.run(conversation.run(agui.HttpAgent(url), "What is the weather in Paris?"))
+        assert result is not None and result.outcome == "success", conversation.failures
+        assert conversation.messages[-1].role == "assistant"
+        assert conversation.messages[-1].content == "It is sunny in Paris."
+        assert conversation.state["last_city"] == "Paris", conversation.state
+        assert conversation.warnings == []
+        capabilities = httpx.get(url + "/capabilities", timeout=support.TIMEOUT).json()
+        assert capabilities["identity"] == {"name": "weather", "type": "google-adk"}
+        assert capabilities["humanInTheLoop"] == {"supported": True, "approvals": True}
