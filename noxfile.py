@@ -86,6 +86,9 @@ def tests(session: nox.Session) -> None:
             "nox -s integrations) are not run"
         )
     session.install("-e", ".[dev]")
+    if shutil.which("node"):  # tests/test_crosscheck.py's zod peer (a skip without it, or a
+        # failure under AGUI_REQUIRE_INTEROP=1)
+        _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
     session.run("python", "-m", "codegen", "--check")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
@@ -172,13 +175,30 @@ FRAMEWORKS: dict[str, tuple[str, ...]] = {
         "langchain-core==1.8.3",
         "langchain==1.5.2",
     ),
+    "agno": ("ag-ui-protocol==1.0.0", "agno[agui,os]==3.1.10"),
+    "crewai": ("ag-ui-crewai==1.0.0", "crewai==1.15.30", "litellm==1.110.2"),
+    "llama_index": (
+        "llama-index-protocols-ag-ui==0.6.0",
+        "llama-index-core==0.14.25",
+        "llama-index-workflows==2.26.1",
+    ),
     "microsoft_agent_framework": ("agent-framework-ag-ui==1.7.0", "agent-framework-core==1.23.0"),
     "pydantic_ai": ("ag-ui-protocol==1.0.0", "pydantic-ai-slim[ag-ui]==2.68.0"),
+    "strands": ("ag-ui-protocol==1.0.0", "ag-ui-strands==1.0.2", "strands-agents==1.62.0"),
 }
 """The frameworks of the integration matrix (tests/integrations/test_KEY*.py, examples/KEY.py),
 each with the releases its `integrations` session installs, pinned (their own dependencies
 float), in a virtualenv of its own: frameworks whose pins conflict (Microsoft Agent Framework's
 on ag-ui-protocol) never meet. docs/dependencies.md says why each is there."""
+
+AGUI_FOR_INTEGRATIONS: dict[str, tuple[str, ...]] = {
+    # crewai requires pydantic<2.13 and agui's dev extra pydantic>=2.14 (its pydantic binding's
+    # tests), so no environment holds both: this session installs agui with the server extra
+    # and what the integration tests themselves import (pytest; pyyaml, for tests/test_docs.py).
+    "crewai": (".[server]", "pytest", "pyyaml"),
+}
+"""What each framework's `integrations` session installs of agui (editable, the first) and
+for its tests, when not `.[dev,server]`."""
 
 CORE_INTEGRATION_TESTS = ("tests/integrations/test_ag_ui_protocol.py",)
 """Tests of agui.adapters itself against ag-ui-protocol, run in the langgraph session (its
@@ -197,7 +217,8 @@ def integrations(session: nox.Session, framework: str) -> None:
     AGUI_REQUIRE_INTEGRATIONS=1: a missing package or node fails the session instead of
     skipping its tests."""
     # build: the recipe tests build the wheel their fresh virtualenvs install from.
-    session.install("-e", ".[dev,server]", *FRAMEWORKS[framework], "build")
+    agui, *for_tests = AGUI_FOR_INTEGRATIONS.get(framework, (".[dev,server]",))
+    session.install("-e", agui, *for_tests, *FRAMEWORKS[framework], "build")
     _npm_ci(session, Path("tests/interop"), Path(".interop"))
     tests = sorted(str(p) for p in Path("tests/integrations").glob(f"test_{framework}*.py"))
     if framework == "langgraph":
@@ -215,14 +236,16 @@ def integrations(session: nox.Session, framework: str) -> None:
 
 @nox.session(python=PYTHON)
 def crosscheck(session: nox.Session) -> None:
-    """Re-serialise every valid fixture with @ag-ui/core 1.0.0 and ag-ui-protocol 1.0.0; list
-    differences. Validate every fixture against the generated JSON Schema and list, per
-    definition, the documents either peer accepts that the schema rejects or the other way round.
+    """Every fixture, valid and invalid, through agui and each peer (@ag-ui/core 1.0.0 under node,
+    ag-ui-protocol 1.0.0, and any `-- --peer NAME=COMMAND`), against the committed baseline of
+    known divergences (tests/crosscheck/baseline.json): fails on a new divergence and, with
+    `--strict` as here, on a stale entry; the fixtures against the generated JSON Schema too.
+    Posargs go to tests/crosscheck/run.py (`-v`, `--peer`, `--update-baseline`, `--against`).
     Then protobuf parity with @ag-ui/proto 1.0.0: every valid event fixture must encode to the
     same bytes and decode back (tests/crosscheck/proto_parity.py; fails on a mismatch)."""
     session.install("-e", ".[codegen]", "ag-ui-protocol==1.0.0", "jsonschema>=4.23")
     _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
-    session.run("python", "tests/crosscheck/run.py")
+    session.run("python", "tests/crosscheck/run.py", "--strict", *session.posargs)
     session.run("python", "tests/crosscheck/proto_parity.py")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from codegen.load import NAMING, SpecError, yaml_path
-from codegen.regex import python_regex
+from codegen.regex import compile_error, search
 
 SCALARS = {"str": "str", "int": "int", "number": "int | float", "bool": "bool"}
 JSON_KINDS = {"str": "a string", "int": "an integer", "number": "a number", "bool": "a boolean"}
@@ -590,10 +590,13 @@ class _Builder:
                 )
                 ok = False
             else:
-                try:
-                    re.compile(python_regex(own.pattern))
-                except re.error as exc:
-                    self.fail(where, f"pattern does not compile: {exc}")
+                error = compile_error(own.pattern)
+                if error is not None:
+                    self.fail(
+                        where,
+                        f"pattern {own.pattern!r} is not an ECMA-262 regular expression "
+                        f"(with the u flag, as JSON Schema reads it): {error}",
+                    )
                     ok = False
         if own.min_items is not None:
             if t.kind != "list":
@@ -1068,7 +1071,7 @@ def _default_problem(value: Any, t: TypeRef) -> str | None:
     if t.kind == "str":
         if not isinstance(value, str):
             return f"the default {shown} is not a string, and the member is a str{yaml_bool}"
-        if c.pattern is not None and re.search(python_regex(c.pattern), value) is None:
+        if c.pattern is not None and not search(c.pattern, value):
             return f"the default {shown} does not match the pattern {c.pattern}"
         return None
     if t.kind == "enum":

@@ -14,9 +14,11 @@ by editing its output:
   default in the source, for type checkers; `_base.WireModel` keeps the member required when
   validating and fills it in when constructing.
 
-Two readings of the schema are adjusted before dmcg sees it: `without_defaults` (a default is what a
-reader assumes, not a value to write back) and `unions_as_one_of` (the published schema checks a
-union by `if`/`then` on the tag, for validators' sake; dmcg builds a tagged union from a `oneOf`).
+Three readings of the schema are adjusted before dmcg sees it: `without_defaults` (a default is what a
+reader assumes, not a value to write back), `unions_as_one_of` (the published schema checks a
+union by `if`/`then` on the tag, for validators' sake; dmcg builds a tagged union from a `oneOf`)
+and `ecma_patterns` (a `pattern` is ECMA-262, which neither of pydantic's regex engines is: each
+becomes `x-python-type: _base.Pattern{n}`, a string checked by `_base.EcmaPattern`).
 
 Everything else comes from the schema: `unevaluatedProperties: false` -> `extra="forbid"`,
 `additionalProperties: true` (JSON Patch operations) -> `extra="allow"`, the `discriminator`
@@ -105,6 +107,42 @@ def aliases(spec: Spec) -> dict[str, str]:
     }
 
 
+def patterns(spec: Spec) -> dict[str, int]:
+    """Every pattern of the spec (of its aliases, then of its members), numbered: `_base.Pattern{n}`
+    is a string matching pattern n in ECMA-262's sense (`_base.EcmaPattern`)."""
+    ids: dict[str, int] = {}
+    for alias in spec.aliases:
+        if alias.constraints.pattern is not None:
+            ids.setdefault(alias.constraints.pattern, len(ids))
+    for pattern in spec.pattern_ids:
+        ids.setdefault(pattern, len(ids))
+    return ids
+
+
+def ecma_patterns(schema: dict[str, Any], ids: dict[str, int]) -> dict[str, Any]:
+    """The schema with each `pattern` replaced by `x-python-type: _base.Pattern{n}` (dmcg's own
+    keyword for a member's Python type). dmcg would write `Field(pattern=...)`, which pydantic runs
+    with the Rust `regex` crate or Python's `re`, neither of them ECMA-262, the dialect of the
+    schema's patterns (codegen/regex.py); `_base.EcmaPattern` runs them with an ECMA-262 engine and
+    puts the pattern back into `model_json_schema()`."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: walk(value) for key, value in node.items()}
+        pattern = out.get("pattern")
+        if isinstance(pattern, str) and out.get("type") == "string":
+            del out["pattern"]
+            out["x-python-type"] = f"{BASE}.Pattern{ids[pattern]}"
+        return out
+
+    result = walk(schema)
+    assert isinstance(result, dict)
+    return result
+
+
 def without_defaults(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema as dmcg reads it: without the `default` annotations of members. In this contract a
     default is what a reader assumes for an absent member; dmcg would make it the attribute's value,
@@ -188,6 +226,7 @@ def generate_models(schema_text: str, spec: Spec, header: str) -> str:
     from datamodel_code_generator import generate
 
     schema = unions_as_one_of(without_defaults(json.loads(schema_text)))
+    schema = ecma_patterns(schema, patterns(spec))
     text = generate(json.dumps(schema, ensure_ascii=False), **options(spec, header))
     if not isinstance(text, str):
         raise RuntimeError("datamodel-code-generator produced several modules; expected one")

@@ -22,8 +22,7 @@ from codegen.proto import (
     file_descriptors,
     ledger_name,
 )
-from codegen.pydantic_binding import DMCG_VERSION, generate_models, json_composites
-from codegen.regex import python_regex
+from codegen.pydantic_binding import DMCG_VERSION, generate_models, json_composites, patterns
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PACKAGE = "agui_generated"
@@ -147,7 +146,6 @@ def environment() -> jinja2.Environment:
     )
     env.filters["docstring"] = docstring
     env.filters["pyrepr"] = pyrepr
-    env.filters["pyregex"] = python_regex
     env.filters["comment"] = comment
     env.filters["bytes_chunks"] = bytes_chunks
     env.globals["max_json_depth"] = MAX_JSON_DEPTH
@@ -237,8 +235,11 @@ def render(spec: Spec, ledger: str | None = None) -> dict[str, str]:
     generated/ for spec/). `ledger` is the number ledger's text (default: spec/proto-ledger.txt)."""
     env = environment()
     composites = json_composites(spec)
+    ids = patterns(spec)
     raw = {
-        out: env.get_template(t).render(spec=spec, header=header(spec), composites=composites)
+        out: env.get_template(t).render(
+            spec=spec, header=header(spec), composites=composites, patterns=ids
+        )
         for t, out in OUTPUTS.items()
     }
     schema = build_proto(spec, load_ledger() if ledger is None else ledger)

@@ -269,7 +269,16 @@ REFUSALS = [
         field("Slug", '  pattern: "^a"\n'),
         f"{F}: Slug already has a pattern; a second one cannot be added here",
     ),
-    (field("str", '  pattern: "("\n'), f"{F}: pattern does not compile"),
+    (
+        field("str", '  pattern: "("\n'),
+        f"{F}: pattern '(' is not an ECMA-262 regular expression (with the u flag, as JSON "
+        "Schema reads it): Unbalanced parenthesis",
+    ),
+    # Python's dialect, which ECMA-262 (with the u flag) refuses: the generator never guesses
+    (field("str", "  pattern: '^(?P<x>a)$'\n"), f"{F}: pattern '^(?P<x>a)$' is not an ECMA-262"),
+    (field("str", "  pattern: '^a\\Z'\n"), f"{F}: pattern '^a\\\\Z' is not an ECMA-262"),
+    (field("str", "  pattern: '(?i)^a$'\n"), f"{F}: pattern '(?i)^a$' is not an ECMA-262"),
+    (field("str", "  pattern: '^a{$'\n"), f"{F}: pattern '^a{{$' is not an ECMA-262"),
     (
         'Bad:\n  kind: alias\n  type: bool\n  max: 1\n  doc: "case b"\n',
         "definitions.Bad: min/max apply to int and number values, not to the alias Bad, which is a "

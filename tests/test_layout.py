@@ -36,7 +36,7 @@ PACKAGE = ROOT / "agui"
 
 # ── the rules ───────────────────────────────────────────────────────────────────────────────────
 
-HEAVY = ("httpx", "uvicorn", "jsonpatch", "google.protobuf", "pydantic")
+HEAVY = ("httpx", "uvicorn", "jsonpatch", "regress", "google.protobuf", "pydantic")
 """Third-party packages `import agui` must not load."""
 
 LAYERS: dict[str, frozenset[str]] = {

@@ -19,6 +19,7 @@ import agui
 from agui.wire.codec import TAGS
 from codegen.load import load_spec
 from codegen.model import Constraints, Object, TypeRef, build
+from codegen.regex import python_regex, search
 
 SPEC = build(load_spec())
 OBJECTS: dict[str, Object] = {o.name: o for o in SPEC.objects}
@@ -58,7 +59,13 @@ JSON_OBJECT = st.dictionaries(_keys, JSON, max_size=3)
 def for_type(t: TypeRef, c: Constraints = NO_CONSTRAINTS, nullable: bool = False) -> Any:
     """A strategy for valid values of one field type."""
     if t.kind == "str":
-        return st.from_regex(c.pattern, fullmatch=True) if c.pattern else st.text(max_size=12)
+        if c.pattern is None:
+            return st.text(max_size=12)
+        # drawn with Python's re (hypothesis needs it), kept where ECMA-262 agrees
+        pattern = c.pattern
+        return st.from_regex(python_regex(pattern), fullmatch=True).filter(
+            lambda s: search(pattern, s)
+        )
     if t.kind == "int":
         lo = -SAFE if c.min is None else c.min
         hi = SAFE if c.max is None else c.max

@@ -105,9 +105,28 @@ _TEXT_ROLES = frozenset({"developer", "system", "assistant", "user"})
 _MEDIA = tuple(
     tag for tag, model in TAGS["ContentPart"].items() if "source" in attrs.fields_dict(model)
 )
-"""The 1.0 media content parts (those with a source: image, audio, video, document)."""
+"""The content parts with a source: the 1.0 media parts (image, audio, video, document), and an
+extension's part that has one (read from the generated codec, so a fork's are here too)."""
 
 Parts = Literal["none", "binary", "typed"]
+
+_PART_TYPES: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "binary": frozenset({"text", "binary"}),
+    "typed": frozenset({"text", "binary", "image", "audio", "video", "document"}),
+}
+"""The content part types each `Era.parts` takes, as its zod union lists them (a closed union:
+one part of another type fails the whole run with `invalid_union_discriminator`)."""
+_STATUSES = frozenset({"resolved", "cancelled"})
+"""The resume statuses of RUN_STARTED.input the eras that validate it take (a closed enum)."""
+_ENCRYPTED_SUBTYPES = frozenset({"tool-call", "message"})
+"""The REASONING_ENCRYPTED_VALUE subtypes every era with that event takes (a closed union)."""
+_SUBAGENT_OUTCOMES: dict[str, frozenset[str]] = {
+    "success": frozenset({"type"}),
+    "suspended": frozenset({"type", "interruptIds"}),
+}
+"""The SUBAGENT_FINISHED outcomes 0.0.59 takes, each with its members: closed objects (zod
+`.strict()`), so a member it does not know fails the run, as does another type."""
 
 
 @attrs.frozen
@@ -378,26 +397,33 @@ def _messages_for(era: Era, messages: list[Any], notes: _Notes) -> list[Any]:
 
 
 def _parts_for(era: Era, parts: list[Any], notes: _Notes) -> list[Any]:
+    """A user message's content parts as `era` takes them (an era with parts). A part of a type
+    the era does not know (an extension's, such as a fork's location part) would fail the whole
+    run: one with a source becomes a legacy binary part, as a 1.0 media part does for an era
+    before them; any other is removed and counted, since nothing says what its text would be."""
+    known = _PART_TYPES[era.parts]
     out = []
     for part in parts:
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind in _MEDIA and isinstance(part, dict):
+        if isinstance(part, dict) and (kind in _MEDIA or isinstance(part.get("source"), dict)):
             source = part.get("source")
             source_kind = source.get("type") if isinstance(source, dict) else None
-            if era.parts == "typed" and source_kind in ("data", "url"):
+            if kind in known and source_kind in ("data", "url"):
                 out.append(part)
                 continue
             binary = _to_binary(part)
             if binary is None:
                 notes.drop(
                     f"{kind} content parts",
-                    NEWEST.parts == "typed" and source_kind in ("data", "url"),
+                    kind in _PART_TYPES[NEWEST.parts] and source_kind in ("data", "url"),
                 )
                 continue
             notes.translated[f"{kind} parts to binary parts"] += 1
             out.append(binary)
-        else:
+        elif kind in known:
             out.append(part)
+        else:
+            notes.drop(f"{_part_kind(part)} content parts", kind in _PART_TYPES[NEWEST.parts])
     return out
 
 
@@ -548,6 +574,14 @@ class Downgrade:
             fixed.setdefault("context", [])
             if isinstance(fixed.get("messages"), list):
                 fixed["messages"] = _messages_for(self.era, fixed["messages"], self.notes)
+            resume = fixed.get("resume")
+            if isinstance(resume, list):  # a closed enum of statuses, where an era has resume
+                kept = [
+                    r for r in resume if not isinstance(r, dict) or r.get("status") in _STATUSES
+                ]
+                for _ in range(len(resume) - len(kept)):
+                    self.notes.drop("resume entries of an extension's status", False)
+                fixed["resume"] = kept
             event = {**event, "input": fixed}
         out.append(event)
 
@@ -563,15 +597,40 @@ class Downgrade:
                 )
             elif kind == "success" and len(outcome) > 1:
                 event = {**event, "outcome": {"type": "success"}}
-                # every era that knows outcomes takes a bare success only, NEWEST too
-                self.notes.drop("pendingToolCallIds", False)
+                # every era that knows outcomes takes a bare success only, NEWEST too (closed
+                # objects: pendingToolCallIds, or a member an extension adds)
+                for member in sorted(set(outcome) - {"type"}):
+                    self.notes.drop(member, False)
             elif kind == "interrupt" and set(outcome) - {"type", "interrupts"}:
                 event = {**event, "outcome": {k: outcome[k] for k in ("type", "interrupts")}}
+                for member in sorted(set(outcome) - {"type", "interrupts"}):
+                    self.notes.drop(f"the interrupt outcome's {member}", False)
         self._close_span(out)
         out.append(event)
 
     def _run_error(self, event: dict[str, Any], out: list[dict[str, Any]]) -> None:
         self._close_span(out)
+        out.append(event)
+
+    def _encrypted_value(self, event: dict[str, Any], out: list[dict[str, Any]]) -> None:
+        subtype = event.get("subtype")
+        if subtype not in _ENCRYPTED_SUBTYPES:  # an extension's subtype: a closed union
+            self.notes.drop(f"REASONING_ENCRYPTED_VALUE events of subtype {subtype}", False)
+            return
+        out.append(event)
+
+    def _subagent_finished(self, event: dict[str, Any], out: list[dict[str, Any]]) -> None:
+        outcome = event.get("outcome")
+        if isinstance(outcome, dict):
+            kind = outcome.get("type")
+            members = _SUBAGENT_OUTCOMES.get(kind) if isinstance(kind, str) else None
+            if members is None:  # the outcome is optional: absent reads as success
+                event = {k: v for k, v in event.items() if k != "outcome"}
+                self.notes.drop(f"the subagent {kind} outcome", False)
+            elif set(outcome) - members:
+                event = {**event, "outcome": {k: v for k, v in outcome.items() if k in members}}
+                for member in sorted(set(outcome) - members):
+                    self.notes.drop(f"the subagent outcome's {member}", False)
         out.append(event)
 
     def _reasoning_content(self, event: dict[str, Any], out: list[dict[str, Any]]) -> None:
@@ -678,6 +737,8 @@ _HANDLERS: dict[str, Callable[[Downgrade, dict[str, Any], list[dict[str, Any]]],
     "RUN_FINISHED": Downgrade._run_finished,
     "RUN_ERROR": Downgrade._run_error,
     "REASONING_MESSAGE_CONTENT": Downgrade._reasoning_content,
+    "REASONING_ENCRYPTED_VALUE": Downgrade._encrypted_value,
+    "SUBAGENT_FINISHED": Downgrade._subagent_finished,
 }
 
 

@@ -558,14 +558,24 @@ def strings(cx: Ctx, items: list[Any], at: At) -> tuple[str, ...]:
 
 def compiled(regex: str) -> Callable[[str], bool]:
     """A cached pattern test, as JSON Schema's `pattern` runs it: a search (patterns anchor
-    themselves), with `regex` already in Python's dialect (codegen.regex turns the spec's ECMA-262 `$`
-    into `\\Z`, since Python's `$` also matches before a final newline). The same few pointers
-    recur across a stream's patches, and a cache hit costs far less than running the regex again."""
-    search = re.compile(regex).search
+    themselves) with ECMA-262's semantics and the u flag, which is what the spec's patterns are
+    (JSON Schema's dialect; Python's `re` reads `\\d`, `$`, `.` and `\\p{..}` otherwise). The engine
+    is `regress`, loaded and the pattern compiled on the first test. A string with a lone
+    surrogate, which the wire cannot carry, matches nothing. The same few pointers recur across a
+    stream's patches, and a cache hit costs far less than running the regex again."""
+    find: Callable[[str], object] | None = None
 
     @functools.lru_cache(maxsize=4096)
     def matches(value: str) -> bool:
-        return search(value) is not None
+        nonlocal find
+        if find is None:
+            import regress
+
+            find = regress.Regex(regex, "u").find
+        try:
+            return find(value) is not None
+        except UnicodeEncodeError:
+            return False
 
     return matches
 

@@ -227,7 +227,7 @@ _EW_ReasoningEncryptedValueSubtype: Final[dict[str, str]] = {
     "tool-call": "tool-call",
     "message": "message",
 }
-_P0 = _rt.compiled("^(/([^/~]|~[01])*)*\\Z")
+_P0 = _rt.compiled("^(/([^/~]|~[01])*)*$")
 _PM0: Final[set[str]] = set()  # strings the encoders found to match: a set test is cheaper
 
 

@@ -18,9 +18,14 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     Strict,
     StrictInt as _PydanticStrictInt,
+    StrictStr,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
 
 _MODELS = f"{__package__}.models"
 
@@ -198,3 +203,54 @@ def _not_null(value: Any) -> Any:
 
 NonNullJson = Annotated[Any, AfterValidator(_not_null)]
 """Any JSON value except null (the spec's `json` type on a member that is not nullable)."""
+
+
+class EcmaPattern:
+    """A string member's spec pattern, run as ECMA-262 with the u flag (JSON Schema's dialect),
+    where `Field(pattern=...)` would run it with pydantic-core's Rust `regex` crate or Python's
+    `re`, neither of which is ECMA-262 (`\\d` takes "١٢", `\\p{L}` or a lookbehind is refused by
+    one or the other). The engine is `regress`, as in the attrs binding's decoders; the error is
+    pydantic's own `string_pattern_mismatch`, and `model_json_schema()` shows the pattern."""
+
+    __slots__ = ("_matches", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._matches: Any = None
+
+    def _check(self, value: str) -> str:
+        if self._matches is None:
+            import regress
+
+            find = regress.Regex(self.pattern, "u").find
+
+            def matches(text: str) -> bool:
+                try:
+                    return find(text) is not None
+                except UnicodeEncodeError:  # a lone surrogate, which the wire cannot carry
+                    return False
+
+            self._matches = matches
+        if not self._matches(value):
+            raise PydanticCustomError(
+                "string_pattern_mismatch",
+                "String should match pattern '{pattern}'",
+                {"pattern": self.pattern},
+            )
+        return value
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        out = handler(schema)
+        out["pattern"] = self.pattern
+        return out
+
+
+Pattern0 = Annotated[StrictStr, EcmaPattern("^(/([^/~]|~[01])*)*$")]
+"""A string matching "^(/([^/~]|~[01])*)*$" (ECMA-262): what codegen gives dmcg for that pattern."""

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import MISSING, ConfigDict, Field, StrictBool, StrictStr
 from typing_extensions import TypeAliasType
 
-from agui_pydantic._base import NonNullJson, StrictInt, WireModel
+from agui_pydantic._base import NonNullJson, Pattern0, StrictInt, WireModel
 
 
 class EventType(StrEnum):
@@ -103,10 +103,9 @@ Free-form information attached to an entity. Open by key: any JSON value may sit
 JsonPointer = TypeAliasType(
     "JsonPointer",
     Annotated[
-        StrictStr,
+        Pattern0,
         Field(
-            description='An RFC 6901 JSON Pointer. The empty string addresses the whole document; "~0" and "~1" escape "~" and "/" inside a segment.',
-            pattern="^(/([^/~]|~[01])*)*$",
+            description='An RFC 6901 JSON Pointer. The empty string addresses the whole document; "~0" and "~1" escape "~" and "/" inside a segment.'
         ),
     ],
 )

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -42,7 +41,7 @@ from agui.wire.proto import decode_proto_json, from_message, to_message
 from codegen.load import ledger_path, load_ledger, load_spec
 from codegen.model import Object, TypeRef, build
 from codegen.proto import build_proto
-from codegen.regex import python_regex
+from codegen.regex import jsonschema_pattern, python_regex, search
 
 HERE = Path(__file__).resolve().parent
 SPEC_FILE = Path(os.environ.get("AGUI_EVERY_FORM_SPEC", "missing/agui.yaml"))
@@ -96,7 +95,10 @@ def value(t: TypeRef, nullable: bool = False) -> Any:
     c = t.constraints
     if t.kind == "str":
         if c.pattern is not None:
-            return st.from_regex(python_regex(c.pattern), fullmatch=True)
+            pattern = c.pattern
+            return st.from_regex(python_regex(pattern), fullmatch=True).filter(
+                lambda s: search(pattern, s)
+            )
         return st.text(max_size=8)
     if t.kind == "int":
         lo = -INT64 if c.min is None else int(c.min)
@@ -175,9 +177,9 @@ def full_value(t: TypeRef) -> Any:
 @cache
 def matching(pattern: str) -> str:
     for candidate in ("a", "/a", "ABC", "", "0"):
-        if re.search(python_regex(pattern), candidate) is not None:
+        if search(pattern, candidate):
             return candidate
-    return find(st.from_regex(python_regex(pattern), fullmatch=True), lambda _: True)
+    return find(st.from_regex(python_regex(pattern), fullmatch=True), lambda s: search(pattern, s))
 
 
 def full(obj: Object) -> dict[str, Any]:
@@ -223,7 +225,7 @@ def accepted(t: TypeRef, nullable: bool = False) -> set[str]:
 
 def not_matching(pattern: str) -> str:
     for candidate in ("", "!", "A", "a", "/", "~2", "ab\n", "0"):
-        if re.search(python_regex(pattern), candidate) is None:
+        if not search(pattern, candidate):
             return candidate
     raise AssertionError(f"no candidate fails {pattern}")
 
@@ -340,13 +342,8 @@ def proto_object(obj: Object, d: dict[str, Any]) -> dict[str, Any]:
 SCHEMA = json.loads((OUT / "jsonschema" / "agui.schema.json").read_text("utf-8"))
 
 
-def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
-    if validator.is_type(instance, "string") and not re.search(python_regex(pattern), instance):
-        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
 Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator, {"pattern": _ecma_pattern}
+    jsonschema.Draft202012Validator, {"pattern": jsonschema_pattern}
 )
 REGISTRY: referencing.Registry[Any] = referencing.Registry().with_resource(
     SCHEMA["$id"], DRAFT202012.create_resource(SCHEMA)

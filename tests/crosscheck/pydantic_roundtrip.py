@@ -1,7 +1,8 @@
 """Peer for the cross-SDK check: the official Python SDK (ag-ui-protocol 1.0.0, pydantic).
 
-stdin:  JSON array of {"definition": <spec definition name>, "json": <document text>}
-stdout: JSON array, same order, of {"ok": bool, "wire": str | null, "error": str | null}
+The crosscheck's peer protocol (tests/crosscheck/peers.py, docs/cross-sdk.md):
+stdin:  JSON Lines of {"definition": <spec definition name>, "document": <JSON>, "text": <its text>}
+stdout: one line per input, in order: {"ok": true, "wire_text": <text>} or {"ok": false, "error": <text>}
 
 Each document is validated with ``TypeAdapter(<model or union>).validate_json`` (events
 through the ``Event`` union, as a consumer of a stream does) and written back the way a
@@ -47,7 +48,7 @@ def _describe(err: ValidationError) -> str:
 def roundtrip(definition: str, text: str, *, exclude_none: bool) -> dict[str, Any]:
     own = getattr(models, definition, None) or getattr(core, definition, None)
     if own is None:
-        return {"ok": False, "wire": None, "error": f"unsupported: ag_ui has no {definition}"}
+        return {"ok": False, "error": f"unsupported: ag_ui has no {definition}"}
     is_event = definition == "Event" or (
         isinstance(own, type) and issubclass(own, models.BaseEvent)
     )
@@ -55,13 +56,9 @@ def roundtrip(definition: str, text: str, *, exclude_none: bool) -> dict[str, An
     try:
         value = _adapter(target).validate_json(text)
     except ValidationError as err:
-        return {"ok": False, "wire": None, "error": _describe(err)}
+        return {"ok": False, "error": _describe(err)}
     if is_event and definition != "Event" and type(value) is not own:
-        return {
-            "ok": False,
-            "wire": None,
-            "error": f"parsed as {type(value).__name__}, not as {definition}",
-        }
+        return {"ok": False, "error": f"parsed as {type(value).__name__}, not as {definition}"}
     if exclude_none:
         wire = _adapter(target).dump_json(value, by_alias=True, exclude_none=True).decode()
     elif is_event:
@@ -69,22 +66,24 @@ def roundtrip(definition: str, text: str, *, exclude_none: bool) -> dict[str, An
         wire = frame.removeprefix(_SSE_PREFIX).removesuffix(_SSE_SUFFIX)
     else:
         wire = _adapter(target).dump_json(value, by_alias=True).decode()
-    return {"ok": True, "wire": wire, "error": None}
+    return {"ok": True, "wire_text": wire}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exclude-none", action="store_true")
     args = parser.parse_args()
-    items = json.loads(sys.stdin.buffer.read())
-    results = []
-    for item in items:
+    out = []
+    for line in sys.stdin.buffer.read().decode("utf-8", "surrogateescape").split("\n"):
+        if not line.strip():
+            continue
         try:
-            result = roundtrip(item["definition"], item["json"], exclude_none=args.exclude_none)
+            item = json.loads(line)
+            result = roundtrip(item["definition"], item["text"], exclude_none=args.exclude_none)
         except Exception as err:  # a crash is a finding about this document, not the run
-            result = {"ok": False, "wire": None, "error": f"crashed: {type(err).__name__}: {err}"}
-        results.append(result)
-    sys.stdout.write(json.dumps(results, ensure_ascii=False))
+            result = {"ok": False, "error": f"crashed: {type(err).__name__}: {err}"}
+        out.append(json.dumps(result) + "\n")
+    sys.stdout.write("".join(out))
 
 
 if __name__ == "__main__":

@@ -1,174 +1,181 @@
-"""Cross-SDK check: re-serialise every valid golden fixture with agui and with the official SDKs.
+"""Cross-SDK check: every golden fixture through agui and through each peer SDK, against a baseline.
 
-For each ``tests/fixtures/<Definition>/valid/*.json`` this computes agui's wire form
-(``agui.encode(agui.decode(raw, cls, strict=True))``) and the form the official TypeScript
-(@ag-ui/core 1.0.0) and Python (ag-ui-protocol 1.0.0) SDKs produce after parsing the same
-document, then lists every fixture where a peer's bytes differ from agui's, and a summary
-of the kinds of difference. The full result goes to ``.crosscheck/report.json``.
+For each ``tests/fixtures/<Definition>/{valid,invalid}/*.json`` this asks every peer (a command
+speaking the protocol of tests/crosscheck/peers.py: the built-in @ag-ui/core 1.0.0 under node and
+ag-ui-protocol 1.0.0, and any `--peer NAME=COMMAND`) what it makes of the document, and compares:
+a valid fixture must be accepted and written back as ``agui.encode(agui.decode(raw, strict=True))``
+writes it, byte for byte; an invalid one must be rejected. Each way a peer departs from that is a
+divergence, keyed by (peer, definition, fixture, kind). The divergences known and explained are in
+tests/crosscheck/baseline.json; one that is not is new, and fails the run.
 
-It also validates every fixture, valid and invalid, against the generated JSON Schema
-(``generated/jsonschema/agui.schema.json``, with ECMA-262 patterns) and runs the invalid ones
-through both peers too, then lists, per definition, every document a peer accepts that the
-schema rejects or the other way round, with the reason (the fixture's expected problem, or the
-peer's error).
+It also validates every fixture against the generated JSON Schema (with ECMA-262 patterns): the
+schema disagreeing with a fixture fails, as does agui rejecting one of its own valid fixtures.
 
-A fork's additions (`extension: true` in the spec: tests/crosscheck/extensions.py) are listed
-as extensions and not compared: a fixture that uses one (an extension definition, a member present,
-an enum value, or an invalid fixture whose problem is in one) is neither a difference nor a
-divergence, since the official SDKs cannot know it. The rest is compared as always.
+A fork's additions (`extension: true` in the spec: tests/crosscheck/extensions.py) cannot be known
+to the official SDKs: a fixture that uses one is not a divergence but gets a verdict per peer,
+accept (written back with the extension), strip (accepted, the extension gone) or reject.
 
-Differences are findings, not failures: the exit status is 0 once everything ran, 1 if agui
-rejects one of its own valid fixtures or the schema disagrees with a fixture, 2 if a peer could
-not run at all.
+`--against FILE.jsonl` instead reads events another SDK wrote (one event per line, the `data:` of
+its SSE frames) and checks that agui decodes each and encodes it back to the same bytes.
 
-Needs the npm packages installed under ``.crosscheck/`` first (``nox -s crosscheck`` does
-it: ``npm ci --prefix .crosscheck`` with this folder's package.json and lock).
+Exit status: 0 when nothing new was found (a stale baseline entry is a warning, a failure with
+`--strict`); 1 on a new divergence, a failure of agui or of the schema, or a difference under
+`--against`; 2 when agui or a peer could not run. The full result is written to
+``.crosscheck/report.json``. Needs the npm packages under ``.crosscheck/`` for the zod peer
+(``nox -s crosscheck`` installs them) and ag-ui-protocol for the pydantic peers.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
-import shutil
-import subprocess
 import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+import baseline as baseline_file  # noqa: E402
+from baseline import Baseline, BaselineError, Key  # noqa: E402
 from extensions import Extensions  # noqa: E402
+from peers import (  # noqa: E402
+    WORK,
+    Num,
+    Outcome,
+    PeerFailure,
+    ask,
+    default_peers,
+    load,
+    parse_peer,
+    render,
+)
 
 FIXTURES = ROOT / "tests" / "fixtures"
-WORK = ROOT / ".crosscheck"
 SCHEMA = ROOT / "generated" / "jsonschema" / "agui.schema.json"
-SHOWN = 160  # characters of a wire shown in the table; the report keeps all of it
+SHOWN = 160  # characters of a wire shown; the report keeps all of it
+
+KINDS = {
+    "null": "null on an optional member",
+    "unknown_property": "a member the definition does not have",
+    "type": "a value of another JSON type",
+    "missing": "a required member left out",
+    "range": "an integer out of bounds",
+    "pattern": "a string that does not match the pattern",
+    "enum": "a value outside the enum",
+    "const": "another value where one is fixed",
+    "unknown_tag": "an unknown discriminator value",
+    "min_items": "too few items",
+    "json": "text that is not JSON",
+}
 
 
 @dataclass
-class Fixture:
+class Document:
     definition: str
     name: str  # path relative to tests/fixtures
-    text: str  # the document as stored
-    golden: str  # its canonical encoding, without the final newline
+    text: str  # as stored
+    valid: bool
+    golden: str | None = None  # a valid one's canonical encoding, without the final newline
+    kind: str | None = None  # an invalid one's expected problem
+    pointer: str | None = None
+    extensions: list[str] = field(default_factory=list)
 
-
-@dataclass
-class Outcome:
-    ok: bool
-    wire: str | None
-    error: str | None
+    @property
+    def expected(self) -> str:
+        return f"{self.kind} at {self.pointer or '/'}"
 
 
 @dataclass
 class Difference:
-    kind: str  # what groups it in the summary; no fixture-specific values
+    kind: str  # what groups it; no fixture-specific values
     detail: str  # the concrete instance
 
 
 @dataclass
-class Row:
-    fixture: str
-    definition: str
-    agui: Outcome
-    matches_golden: bool
-    peers: dict[str, Outcome] = field(default_factory=dict)
-    differences: dict[str, list[Difference]] = field(default_factory=dict)
-    extensions: list[str] = field(default_factory=list)  # the fork's, when it uses any
-
-
-@dataclass
-class Invalid:
-    """An invalid fixture, with the problem strict agui decoding reports for it."""
-
-    definition: str
-    name: str
-    text: str
-    pointer: str
-    kind: str
-    extensions: list[str] = field(default_factory=list)
-
-
-@dataclass
 class Divergence:
-    """A document on which a peer's verdict differs from the JSON Schema's."""
-
+    peer: str
     definition: str
     fixture: str
+    kind: str
+    detail: str
+    wire: str | None = None
+    reason: str | None = None  # the baseline's, when known
+
+    @property
+    def key(self) -> Key:
+        return Key(self.peer, self.definition, self.fixture, self.kind)
+
+
+@dataclass
+class Verdict:
+    """What a peer does with a fixture that uses the fork's extensions."""
+
     peer: str
-    peer_accepts: bool  # and so the schema rejects it, or the other way round
-    why: str  # the fixture's expected problem, or the peer's error
-    wire: str | None  # what the peer made of a document it accepted
-
-
-class PeerFailure(Exception):
-    pass
+    fixture: str
+    extensions: list[str]
+    verdict: str  # accept | strip | reject
+    detail: str
 
 
 # ── collecting ────────────────────────────────────────────────────────────────
 
 
-def collect() -> list[Fixture]:
-    fixtures = []
+def collect() -> list[Document]:
+    documents = []
     for path in sorted(FIXTURES.glob("*/valid/*.json")):
         if path.name.endswith(".expect.json"):
             continue
         text = path.read_bytes().decode("utf-8")
         expect = path.with_name(path.name.removesuffix(".json") + ".expect.json")
         golden = expect.read_bytes().decode("utf-8") if expect.exists() else text
-        fixtures.append(
-            Fixture(
-                definition=path.parts[-3],
-                name=path.relative_to(FIXTURES).as_posix(),
-                text=text,
+        documents.append(
+            Document(
+                path.parts[-3],
+                path.relative_to(FIXTURES).as_posix(),
+                text,
+                True,
                 golden=golden.removesuffix("\n"),
             )
         )
-    return fixtures
-
-
-def collect_invalid() -> list[Invalid]:
-    cases = []
     for path in sorted(FIXTURES.glob("*/invalid/*.json")):
         if path.name.endswith(".expect.json"):
             continue
         expect = json.loads(
             path.with_name(path.name.removesuffix(".json") + ".expect.json").read_text("utf-8")
         )
-        cases.append(
-            Invalid(
-                definition=path.parts[-3],
-                name=path.relative_to(FIXTURES).as_posix(),
-                text=path.read_bytes().decode("utf-8", "surrogateescape"),
-                pointer=expect["pointer"],
+        documents.append(
+            Document(
+                path.parts[-3],
+                path.relative_to(FIXTURES).as_posix(),
+                path.read_bytes().decode("utf-8", "surrogateescape"),
+                False,
                 kind=expect["kind"],
+                pointer=expect["pointer"],
             )
         )
-    return cases
+    return documents
 
 
 def schema_check() -> Any:
     """`check(definition, text) -> error or None` against the generated JSON Schema, each
-    definition addressed by its $anchor. Patterns run in ECMA-262's sense (python-jsonschema
-    would use Python's `re`, whose `$` also matches before a final newline)."""
+    definition addressed by its $anchor. Patterns run in ECMA-262's sense (codegen.regex: python-jsonschema
+    would use Python's `re`, a different dialect)."""
     import jsonschema
     import referencing
     from referencing.jsonschema import DRAFT202012
 
     sys.path.insert(0, str(ROOT))
-    from codegen.regex import python_regex
+    from codegen.regex import jsonschema_pattern
 
     schema = json.loads(SCHEMA.read_text("utf-8"))
 
-    def ecma_pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Any:
-        if validator.is_type(instance, "string") and not re.search(python_regex(pattern), instance):
-            yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
-
-    cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": ecma_pattern})
+    cls = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {"pattern": jsonschema_pattern}
+    )
     registry = referencing.Registry().with_resource(
         schema["$id"], DRAFT202012.create_resource(schema)
     )
@@ -191,58 +198,15 @@ def schema_check() -> Any:
     return check
 
 
-def run_agui(fixture: Fixture) -> Outcome:
+def run_agui(definition: str, text: str) -> Outcome:
     import agui
 
     try:
-        cls = getattr(agui, fixture.definition)
-        model = agui.decode(fixture.text.encode("utf-8"), cls, strict=True)
+        cls = getattr(agui, definition)
+        model = agui.decode(text.encode("utf-8", "surrogateescape"), cls, strict=True)
         return Outcome(True, agui.encode(model).decode("utf-8"), None)
     except Exception as err:
         return Outcome(False, None, f"{type(err).__name__}: {err}")
-
-
-def run_peer(argv: list[str], fixtures: list[Fixture] | list[Invalid]) -> list[Outcome]:
-    items = [{"definition": f.definition, "json": f.text} for f in fixtures]
-    try:
-        proc = subprocess.run(
-            argv, input=json.dumps(items).encode("utf-8"), capture_output=True, check=False
-        )
-    except OSError as err:
-        raise PeerFailure(f"cannot start {argv[0]}: {err}") from err
-    if proc.returncode != 0:
-        tail = proc.stderr.decode("utf-8", "replace").strip()[-2000:]
-        raise PeerFailure(f"exited with {proc.returncode}: {tail}")
-    try:
-        results = json.loads(proc.stdout)
-    except ValueError as err:
-        raise PeerFailure(f"printed no JSON array: {err}") from err
-    if not isinstance(results, list) or len(results) != len(fixtures):
-        raise PeerFailure("answered a different number of documents than it was given")
-    return [Outcome(bool(r["ok"]), r["wire"], r["error"]) for r in results]
-
-
-def peers() -> dict[str, list[str]]:
-    node_modules = WORK / "node_modules" / "@ag-ui" / "core"
-    if not node_modules.is_dir():
-        raise PeerFailure(
-            "zod peer not installed: copy tests/crosscheck/package*.json to .crosscheck/ "
-            "and run `npm ci --prefix .crosscheck` (or `nox -s crosscheck`)"
-        )
-    # Node resolves packages from the script's own folder, so the script runs from there.
-    shutil.copy(HERE / "zod_roundtrip.mjs", WORK / "zod_roundtrip.mjs")
-    pydantic = [sys.executable, str(HERE / "pydantic_roundtrip.py")]
-    return {
-        "zod": ["node", str(WORK / "zod_roundtrip.mjs")],
-        "pydantic": pydantic,
-        "pydantic[exclude_none]": [*pydantic, "--exclude-none"],
-    }
-
-
-def load_spec_model() -> Any:
-    from extensions import load
-
-    return load()
 
 
 def parse_or_none(text: str) -> Any:
@@ -252,51 +216,7 @@ def parse_or_none(text: str) -> Any:
         return None
 
 
-def print_extensions(extensions: Any, rows: list[Row], invalid: list[Invalid]) -> None:
-    """The fixtures that use the fork's extensions, which no official SDK is asked about."""
-    if not extensions.any:
-        return
-    used = [(r.fixture, r.extensions) for r in rows if r.extensions]
-    used += [(c.name, c.extensions) for c in invalid if c.extensions]
-    print(
-        f"\n── extensions (extension: true in the spec): {len(used)} fixtures use them, "
-        "not compared with the official SDKs"
-    )
-    print(f"  declared: {', '.join(extensions.declared())}")
-    for name, names in sorted(used):
-        print(f"  {name}: {', '.join(names)}")
-
-
 # ── comparing ─────────────────────────────────────────────────────────────────
-
-
-@dataclass(frozen=True)
-class Num:
-    """A JSON number that remembers how it was written."""
-
-    text: str
-
-    @property
-    def value(self) -> Decimal:
-        return Decimal(self.text)
-
-
-def load(text: str) -> Any:
-    return json.loads(text, parse_int=Num, parse_float=Num, parse_constant=Num)
-
-
-def render(value: Any) -> str:
-    """Compact JSON again, with numbers exactly as they were written."""
-    if isinstance(value, Num):
-        return value.text
-    if isinstance(value, dict):
-        inner = ",".join(
-            f"{json.dumps(k, ensure_ascii=False)}:{render(v)}" for k, v in value.items()
-        )
-        return "{" + inner + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(render(v) for v in value) + "]"
-    return json.dumps(value, ensure_ascii=False)
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -363,318 +283,451 @@ def compare(ours: Any, theirs: Any, path: str, out: list[Difference]) -> None:
         out.append(Difference(kind, f"{where(path)}: {short(ours)} → {short(theirs)}"))
 
 
-def differences(definition: str, ours: str, theirs: Outcome) -> list[Difference]:
-    if not theirs.ok or theirs.wire is None:
-        error = theirs.error or "no output"
-        if error.startswith("unsupported"):
-            return [Difference(f"has no schema for {definition}", error)]
-        # Indices vary between fixtures; the reason does not.
-        reason = re.sub(r"\.\d+(?=[.:])", ".*", error.split("; ")[0])
-        return [Difference(f"rejects {definition}: {reason[:120]}", error)]
-    if theirs.wire == ours:
+def wire_differences(ours: str, theirs: str) -> list[Difference]:
+    """How the text `theirs` departs from `ours`, once per kind."""
+    if theirs == ours:
         return []
     found: list[Difference] = []
-    compare(load(ours), load(theirs.wire), "", found)
+    try:
+        compare(load(ours), load(theirs), "", found)
+    except ValueError as err:
+        return [Difference("writes text that is not JSON", f"{err}: {theirs[:80]!r}")]
     if not found:
         at = next(
-            (i for i, (a, b) in enumerate(zip(ours, theirs.wire, strict=False)) if a != b),
-            min(len(ours), len(theirs.wire)),
+            (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
+            min(len(ours), len(theirs)),
         )
-        snippet = (
-            f"…{ours[max(0, at - 10) : at + 20]!r} vs …{theirs.wire[max(0, at - 10) : at + 20]!r}"
-        )
+        snippet = f"…{ours[max(0, at - 10) : at + 20]!r} vs …{theirs[max(0, at - 10) : at + 20]!r}"
         found.append(Difference("same JSON value, different text (escaping/spacing)", snippet))
-    return found
-
-
-# ── acceptance: the peers against the schema ──────────────────────────────────
-
-
-def divergences(
-    definition: str,
-    fixture: str,
-    schema_error: str | None,
-    peers: dict[str, Outcome],
-    expected: str | None,
-) -> list[Divergence]:
-    """Where a peer's verdict differs from the schema's. `expected` is the problem an invalid
-    fixture is about ("null at /name"); None for a valid fixture."""
-    found = []
-    for peer, outcome in peers.items():
-        if outcome.error is not None and outcome.error.startswith("unsupported"):
-            continue  # the peer has no schema for this definition; listed elsewhere
-        if outcome.ok == (schema_error is None):
-            continue
-        if outcome.ok:
-            why = expected or f"the schema says {schema_error}"
-        else:
-            why = outcome.error or "rejected"
-        found.append(Divergence(definition, fixture, peer, outcome.ok, why, outcome.wire))
-    return found
-
-
-def print_divergences(found: list[Divergence]) -> None:
-    print("\n── acceptance: documents a peer judges differently from the JSON Schema")
-    if not found:
-        print("  none")
-    for definition in sorted({d.definition for d in found}):
-        print(f"\n  {definition}")
-        for d in (d for d in found if d.definition == definition):
-            verdict = "accepts" if d.peer_accepts else "rejects"
-            print(f"    {d.peer:<9} {verdict} {d.fixture}: {clip(d.why)}")
-            if d.peer_accepts and d.wire is not None:
-                print(f"    {'':<9}   → {clip(d.wire)}")
-
-
-KINDS = {
-    "null": "null on an optional member",
-    "unknown_property": "a member the definition does not have",
-    "type": "a value of another JSON type",
-    "missing": "a required member left out",
-    "range": "an integer out of bounds",
-    "pattern": "a string that does not match the pattern",
-    "enum": "a value outside the enum",
-    "const": "another value where one is fixed",
-    "unknown_tag": "an unknown discriminator value",
-    "min_items": "too few items",
-    "json": "text that is not JSON",
-}
-
-
-def summarise_divergences(found: list[Divergence]) -> list[dict[str, Any]]:
-    """Per peer and reason (the expected problem's kind, or the peer's error in general terms)."""
-    groups: dict[tuple[str, str], list[Divergence]] = {}
+    unique: dict[str, Difference] = {}
     for d in found:
-        if d.peer_accepts:
-            kind = d.why.split(" at ")[0]
-            reason = f"accepts what the schema rejects: {kind} ({KINDS.get(kind, kind)})"
-        else:
-            reason = (
-                "rejects what the schema accepts: "
-                + re.sub(r"\.\d+(?=[.:])", ".*", d.why.split("; ")[0])[:100]
+        unique.setdefault(d.kind, d)
+    return list(unique.values())
+
+
+def general(error: str) -> str:
+    """A peer's error in terms that do not vary between fixtures (indices out)."""
+    return re.sub(r"\.\d+(?=[.:])", ".*", error.split("; ")[0])[:120]
+
+
+def judge(peer: str, doc: Document, agui_wire: str | None, outcome: Outcome) -> list[Divergence]:
+    """The divergences of a peer on a document the official protocol has."""
+
+    def one(kind: str, detail: str, wire: str | None = None) -> Divergence:
+        return Divergence(peer, doc.definition, doc.name, kind, detail, wire)
+
+    if outcome.unsupported:
+        return [one(f"has no schema for {doc.definition}", outcome.error or "")]
+    if doc.valid:
+        if not outcome.ok:
+            error = outcome.error or "rejected"
+            return [one(f"rejects a valid document: {general(error)}", error)]
+        if agui_wire is None or outcome.wire is None:
+            return []  # agui's own failure, reported as such
+        return [
+            one(d.kind, d.detail, outcome.wire) for d in wire_differences(agui_wire, outcome.wire)
+        ]
+    if outcome.ok:
+        kind = doc.kind or "?"
+        return [
+            one(
+                f"accepts an invalid document: {kind} ({KINDS.get(kind, kind)})",
+                doc.expected,
+                outcome.wire,
             )
-        groups.setdefault((d.peer, reason), []).append(d)
-    return [
-        {
-            "peer": peer,
-            "reason": reason,
-            "fixtures": len(items),
-            "definitions": sorted({d.definition for d in items}),
-            "examples": [d.fixture for d in items[:3]],
-        }
-        for (peer, reason), items in sorted(
-            groups.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0][1])
+        ]
+    return []
+
+
+def asked_as(doc: Document, extensions: Extensions) -> str:
+    """The definition a peer is asked for: a fork's new event as `Event`, which is how a stream's
+    reader meets it (the official SDKs have no schema of its own for it), else its own."""
+    if doc.definition in extensions.unions or doc.definition not in extensions.objects:
+        return doc.definition
+    event = extensions.unions.get("Event")
+    members = {member for _, member in event.tags} if event else set()
+    official = doc.definition in members and not extensions.objects[doc.definition].extension
+    return doc.definition if official or doc.definition not in members else "Event"
+
+
+def verdict(
+    peer: str, doc: Document, outcome: Outcome, extensions: Extensions, agui_wire: str | None
+) -> Verdict:
+    """accept / strip / reject, for a document that uses an extension."""
+    if not outcome.ok:
+        why = "has no schema" if outcome.unsupported else "rejects"
+        return Verdict(
+            peer, doc.name, doc.extensions, "reject", f"{why}: {clip(outcome.error, 120)}"
         )
-    ]
+    kept = extensions.touched(doc.definition, parse_or_none(outcome.wire or ""))
+    used = extensions.touched(doc.definition, parse_or_none(doc.text))
+    lost = [name for name in used if name not in kept]
+    if lost:
+        return Verdict(peer, doc.name, doc.extensions, "strip", f"drops {', '.join(lost)}")
+    same = agui_wire is not None and outcome.wire == agui_wire
+    note = "written back as agui writes it" if same else f"writes {clip(outcome.wire, 120)}"
+    if not doc.valid:
+        note = f"an invalid document ({doc.expected}); {note}"
+    return Verdict(peer, doc.name, doc.extensions, "accept", note)
+
+
+# ── --against: another SDK's events through agui ──────────────────────────────
+
+
+def against(path: Path, definition: str, verbose: bool) -> int:
+    """Each line of `path` one document (an event, by default) as another SDK wrote it: agui must
+    decode it and write the same bytes back."""
+    try:
+        lines = path.read_bytes().decode("utf-8", "surrogateescape").splitlines()
+    except OSError as err:
+        print(f"crosscheck: cannot read {path}: {err}", file=sys.stderr)
+        return 2
+    rejected: list[tuple[int, str]] = []
+    differing: list[tuple[int, list[Difference], str]] = []
+    total = 0
+    for number, line in enumerate(lines, 1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        total += 1
+        outcome = run_agui(definition, line)
+        if not outcome.ok or outcome.wire is None:
+            rejected.append((number, outcome.error or "rejected"))
+            continue
+        found = wire_differences(line, outcome.wire)
+        if found:
+            differing.append((number, found, outcome.wire))
+    same = total - len(rejected) - len(differing)
+    print(
+        f"crosscheck --against {path}: {total} documents ({definition}): {same} identical, "
+        f"{len(differing)} written back differently, {len(rejected)} rejected by agui"
+    )
+    shown = 0
+    for number, error in rejected:
+        if verbose or shown < 20:
+            print(f"  line {number}: agui rejects it: {clip(error)}")
+        shown += 1
+    for number, found, wire in differing:
+        if verbose or shown < 20:
+            print(f"  line {number}: agui writes {clip(wire)}")
+            for d in found:
+                print(f"      · agui {d.kind}: {clip(d.detail)}")
+        shown += 1
+    if shown > 20 and not verbose:
+        print(f"  … {shown - 20} more (-v lists them all)")
+    return 1 if rejected or differing else 0
 
 
 # ── reporting ─────────────────────────────────────────────────────────────────
 
 
-def clip(text: str | None) -> str:
+def clip(text: str | None, limit: int = SHOWN) -> str:
     if text is None:
         return "-"
-    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def print_table(rows: list[Row]) -> None:
-    for row in rows:
-        if row.extensions or not any(row.differences.values()):
-            continue
-        print(f"\n== {row.fixture}")
-        print(f"   {'agui':<24} {clip(row.agui.wire)}")
-        for name, outcome in row.peers.items():
-            found = row.differences[name]
-            if not found:
-                print(f"   {name:<24} (same bytes)")
-                continue
-            if not outcome.ok:
-                print(f"   {name:<24} ERROR {clip(outcome.error)}")
-                continue
-            print(f"   {name:<24} {clip(outcome.wire)}")
-            for diff in found:
-                print(f"   {'':<24}   · {diff.kind}: {clip(diff.detail)}")
+def print_divergence(d: Divergence, indent: str = "    ") -> None:
+    print(f"{indent}{d.fixture}")
+    print(f"{indent}  {clip(d.detail)}")
+    if d.wire is not None and d.kind.startswith("accepts"):
+        print(f"{indent}  → {clip(d.wire)}")
 
 
-def summarise(rows: list[Row]) -> list[dict[str, Any]]:
-    counts: Counter[tuple[str, str]] = Counter()
-    examples: dict[tuple[str, str], tuple[str, str]] = {}
-    for row in rows:
-        for peer, found in row.differences.items():
-            for kind in dict.fromkeys(d.kind for d in found):  # once per fixture
-                counts[peer, kind] += 1
-                detail = next(d.detail for d in found if d.kind == kind)
-                examples.setdefault((peer, kind), (row.fixture, detail))
-    return [
-        {
-            "peer": peer,
-            "kind": kind,
-            "fixtures": n,
-            "example": examples[peer, kind][0],
-            "detail": examples[peer, kind][1],
-        }
-        for (peer, kind), n in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))
-    ]
-
-
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        epilog="The peer protocol and the baseline: docs/cross-sdk.md.",
+    )
+    parser.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="another peer: a command speaking the protocol of tests/crosscheck/peers.py",
+    )
+    parser.add_argument(
+        "--peers",
+        metavar="NAMES",
+        help="run only these peers (comma-separated; default: the built-in ones and --peer's)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=baseline_file.PATH,
+        help="the known divergences (default: tests/crosscheck/baseline.json)",
+    )
+    parser.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="rewrite the baseline with this run's divergences (keeping their reasons)",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="a stale baseline entry fails the run too"
+    )
+    parser.add_argument(
+        "-v", "--details", action="store_true", help="list every divergence and verdict"
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=WORK / "report.json",
+        help="where the full result goes (default: .crosscheck/report.json)",
+    )
+    parser.add_argument(
+        "--definitions",
+        metavar="NAMES",
+        help="only the fixtures of these definitions (comma-separated): a quicker look",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="FILE.jsonl",
+        help="check another SDK's captured documents (one per line) against agui instead",
+    )
+    parser.add_argument(
+        "--definition",
+        default="Event",
+        help="what each line of --against is (default: Event, so one event per line)",
+    )
+    args = parser.parse_args(argv)
     sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-    WORK.mkdir(exist_ok=True)
-    fixtures = collect()
-    print(f"crosscheck: {len(fixtures)} valid fixtures under {FIXTURES.relative_to(ROOT)}")
+
     try:
         import agui  # noqa: F401
     except Exception as err:
         print(f"crosscheck: cannot import agui: {err}", file=sys.stderr)
         return 2
+    if args.against is not None:
+        return against(args.against, args.definition, args.details)
 
-    rows = [
-        Row(f.name, f.definition, outcome, outcome.wire == f.golden)
-        for f in fixtures
-        for outcome in [run_agui(f)]
-    ]
     try:
+        added = [parse_peer(option) for option in args.peer]
+    except ValueError as err:
+        parser.error(str(err))
+    peers = [*default_peers(), *added]
+    names = [p.name for p in peers]
+    if len(set(names)) != len(names):
+        parser.error(f"two peers have the same name: {names}")
+    if args.peers:
+        wanted = [n.strip() for n in args.peers.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in names]
+        if unknown:
+            parser.error(f"--peers: no peer {unknown}; the peers are {', '.join(names)}")
+        peers = [p for p in peers if p.name in wanted]
+
+    known: Baseline | None = None
+    try:
+        known = baseline_file.read(args.baseline)
+    except BaselineError as err:
+        if not args.update_baseline:
+            print(f"crosscheck: {err}", file=sys.stderr)
+            return 2
+
+    WORK.mkdir(exist_ok=True)
+    documents = collect()
+    if args.definitions:
+        only = {n.strip() for n in args.definitions.split(",") if n.strip()}
+        absent = only - {d.definition for d in documents}
+        if absent:
+            parser.error(f"--definitions: no fixtures for {sorted(absent)}")
+        documents = [d for d in documents if d.definition in only]
+    valid = [d for d in documents if d.valid]
+    try:
+        from extensions import load as load_spec_model
+
         extensions = Extensions(load_spec_model())
     except Exception as err:
         print(f"crosscheck: cannot read the spec's extensions: {err}", file=sys.stderr)
         return 2
-    for f, row in zip(fixtures, rows, strict=True):
-        row.extensions = extensions.touched(f.definition, parse_or_none(f.text))
-    failures: dict[str, str] = {}
-    try:
-        commands = peers()
-    except PeerFailure as err:
-        print(f"crosscheck: {err}", file=sys.stderr)
-        return 2
-    for name, argv in commands.items():
-        try:
-            outcomes = run_peer(argv, fixtures) if fixtures else []
-        except PeerFailure as err:
-            failures[name] = str(err)
-            continue
-        for row, outcome in zip(rows, outcomes, strict=True):
-            row.peers[name] = outcome
-            if row.agui.wire is not None and not row.extensions:
-                row.differences[name] = differences(row.definition, row.agui.wire, outcome)
+    for doc in documents:
+        doc.extensions = extensions.touched(doc.definition, parse_or_none(doc.text), doc.pointer)
 
-    print_table(rows)
-
-    # the JSON Schema on every fixture, and the peers on the invalid ones
+    # agui and the JSON Schema, on the fixtures
+    ours = {d.name: run_agui(d.definition, d.text) for d in valid}
     try:
         check = schema_check()
     except Exception as err:
         print(f"crosscheck: cannot load the JSON Schema: {err}", file=sys.stderr)
         return 2
-    invalid = collect_invalid()
-    for case in invalid:
-        case.extensions = extensions.touched(
-            case.definition, parse_or_none(case.text), case.pointer
-        )
-    schema_valid = {f.name: check(f.definition, f.text) for f in fixtures}
-    schema_invalid = {c.name: check(c.definition, c.text) for c in invalid}
-    invalid_peers: dict[str, list[Outcome]] = {}
-    for name in ("zod", "pydantic"):
-        try:
-            invalid_peers[name] = run_peer(commands[name], invalid) if invalid else []
-        except PeerFailure as err:
-            failures[f"{name} (invalid fixtures)"] = str(err)
+    failures: list[str] = []
+    notes: list[str] = []
+    for doc in documents:
+        error = check(doc.definition, doc.text)
+        if doc.valid and error is not None:
+            failures.append(f"the JSON Schema rejects the valid fixture {doc.name}: {error}")
+        if not doc.valid and error is None:
+            failures.append(f"the JSON Schema accepts the invalid fixture {doc.name}")
+    for doc in valid:
+        outcome = ours[doc.name]
+        if not outcome.ok:
+            failures.append(f"agui rejects its own valid fixture {doc.name}: {outcome.error}")
+        elif outcome.wire != doc.golden:
+            notes.append(f"agui's output differs from the golden encoding: {doc.name}")
+
+    # the peers
     found: list[Divergence] = []
-    for row in rows:
-        if row.extensions:
-            continue  # the fork's own: the peers cannot know it
-        peers_of_row = {k: v for k, v in row.peers.items() if k in ("zod", "pydantic")}
-        found += divergences(
-            row.definition, row.fixture, schema_valid[row.fixture], peers_of_row, None
-        )
-    for index, case in enumerate(invalid):
-        if case.extensions:
+    verdicts: list[Verdict] = []
+    agreed: Counter[str] = Counter()
+    asked: Counter[str] = Counter()
+    broken: dict[str, str] = {}
+    for peer in peers:
+        subject = valid if peer.valid_only else documents
+        try:
+            if peer.prepare is not None:
+                peer.prepare()
+            outcomes = ask(peer, [(asked_as(d, extensions), d.text) for d in subject])
+        except PeerFailure as err:
+            broken[peer.name] = str(err)
             continue
-        outcomes = {name: results[index] for name, results in invalid_peers.items()}
-        expected = f"{case.kind} at {case.pointer or '/'}"
-        found += divergences(
-            case.definition, case.name, schema_invalid[case.name], outcomes, expected
+        for doc, outcome in zip(subject, outcomes, strict=True):
+            wire = ours[doc.name].wire if doc.valid else None
+            if doc.extensions:
+                verdicts.append(verdict(peer.name, doc, outcome, extensions, wire))
+                continue
+            asked[peer.name] += 1
+            mine = judge(peer.name, doc, wire, outcome)
+            found += mine
+            if not mine:
+                agreed[peer.name] += 1
+
+    ran = {p.name for p in peers if p.name not in broken}
+    collected = {d.definition for d in documents}
+    if args.update_baseline:
+        # a definition the peer lacks: one entry for all its documents
+        keys = [
+            Key(d.peer, d.definition, "*", d.kind) if d.kind.startswith("has no schema") else d.key
+            for d in found
+        ]
+        count = baseline_file.write(
+            args.baseline,
+            dict.fromkeys(keys),
+            known,
+            lambda k: k.peer in ran and k.definition in collected,
         )
-    print_divergences(found)
-    accepted_by_schema = [c.name for c in invalid if schema_invalid[c.name] is None]
-    rejected_by_schema = [f"{k}: {v}" for k, v in schema_valid.items() if v is not None]
-    no_schema = sorted(
-        {
-            f"{peer} has no schema for {row.definition}"
-            for row in rows
-            for peer, outcome in row.peers.items()
-            if not row.extensions
-            and outcome.error is not None
-            and outcome.error.startswith("unsupported")
-        }
+        print(f"crosscheck: wrote {count} divergences to {args.baseline}")
+        known = baseline_file.read(args.baseline)
+    assert known is not None
+
+    new = []
+    for d in found:
+        d.reason = known.reason_of(d.key)
+        if d.reason is None:
+            new.append(d)
+    seen = {d.key for d in found}
+    stale = sorted(
+        (
+            k
+            for k in known.entries
+            if k.peer in ran and k.definition in collected and not any(k.matches(s) for s in seen)
+        ),
+        key=lambda k: (k.peer, k.fixture, k.kind),
     )
 
-    summary = summarise(rows)
-    rejected = [r for r in rows if not r.agui.ok]
-    off_golden = [r for r in rows if r.agui.ok and not r.matches_golden]
-
-    print("\n── summary: fixtures per kind of difference (peer vs agui)")
-    for entry in summary:
-        print(f"  {entry['fixtures']:>4}  {entry['peer']:<24} {entry['kind']}")
-        print(f"        {'':<24} e.g. {entry['example']}: {clip(entry['detail'])}")
-    if not summary:
-        print("  none")
-    print("\n── summary: documents a peer judges differently from the JSON Schema")
-    divergence_summary = summarise_divergences(found)
-    for entry in divergence_summary:
-        definitions = entry["definitions"]
-        shown = ", ".join(definitions[:4]) + (", …" if len(definitions) > 4 else "")
-        print(f"  {entry['fixtures']:>4}  {entry['peer']:<9} {entry['reason']}")
-        print(f"        {'':<9} {len(definitions)} definitions: {shown}")
-    if not divergence_summary:
-        print("  none")
-    for note in no_schema:
-        print(f"  NOTE {note}")
+    # the summary first
     print(
-        f"\n  JSON Schema: {len(fixtures) - len(rejected_by_schema)}/{len(fixtures)} valid fixtures "
-        f"accepted, {len(invalid) - len(accepted_by_schema)}/{len(invalid)} invalid ones rejected"
+        f"crosscheck: {len(valid)} valid and {len(documents) - len(valid)} invalid fixtures "
+        f"under {FIXTURES.relative_to(ROOT)}; baseline {args.baseline.name} "
+        f"({len(known.entries)} known divergences)"
     )
-    for entry in rejected_by_schema:
-        print(f"  FAIL the JSON Schema rejects the valid fixture {entry}")
-    for name in accepted_by_schema:
-        print(f"  FAIL the JSON Schema accepts the invalid fixture {name}")
-    print_extensions(extensions, rows, invalid)
-    compared = [r for r in rows if not r.extensions]
-    same = sum(1 for r in compared if r.peers and not any(r.differences.values()))
-    print(f"\n  {same}/{len(compared)} fixtures byte-identical across every peer")
-    for row in off_golden:
-        print(f"  NOTE agui output differs from the golden encoding: {row.fixture}")
-    for row in rejected:
-        print(f"  FAIL agui rejects its own valid fixture {row.fixture}: {row.agui.error}")
-    for name, why in failures.items():
+    print(f"\n  {'peer':<24} {'documents':>9} {'agreed':>7} {'known':>6} {'new':>5} {'stale':>6}")
+    for peer in peers:
+        if peer.name in broken:
+            print(f"  {peer.name:<24} did not run: {clip(broken[peer.name], 100)}")
+            continue
+        known_n = sum(1 for d in found if d.peer == peer.name and d.reason is not None)
+        new_n = sum(1 for d in new if d.peer == peer.name)
+        stale_n = sum(1 for k in stale if k.peer == peer.name)
+        print(
+            f"  {peer.name:<24} {asked[peer.name]:>9} {agreed[peer.name]:>7} {known_n:>6} "
+            f"{new_n:>5} {stale_n:>6}"
+        )
+    print(
+        "  (divergences: known are in the baseline; new fail the run; stale entries no longer occur)"
+    )
+
+    # known, by reason
+    by_reason: dict[tuple[str, str], list[Divergence]] = {}
+    for d in found:
+        if d.reason is not None:
+            by_reason.setdefault((d.peer, d.reason), []).append(d)
+    if by_reason:
+        print("\n── known divergences, by reason (-v lists each)")
+        for (peer_name, reason), items in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+            print(f"  {len(items):>4}  {peer_name:<24} {reason}: {clip(known.text(reason), 110)}")
+            if args.details:
+                for d in items:
+                    print(f"          {d.fixture}: {d.kind}")
+
+    if verdicts:
+        print(
+            "\n── extensions (extension: true in the spec): what each peer does with the "
+            f"{len({v.fixture for v in verdicts})} fixtures that use them (reported, never a failure)"
+        )
+        print(f"  declared: {', '.join(extensions.declared())}")
+        tally: dict[str, Counter[str]] = {}
+        for v in verdicts:
+            tally.setdefault(v.peer, Counter())[v.verdict] += 1
+        for peer_name, counts in tally.items():
+            shown = ", ".join(f"{counts[k]} {k}" for k in ("accept", "strip", "reject"))
+            print(f"  {peer_name:<24} {shown}")
+        if args.details:
+            for v in verdicts:
+                print(f"    {v.peer:<24} {v.verdict:<6} {v.fixture} ({', '.join(v.extensions)})")
+                print(f"    {'':<24}        {clip(v.detail)}")
+        else:
+            print("  (-v: the verdict of each peer on each fixture)")
+
+    if new:
+        print(f"\n── NEW divergences ({len(new)}): not in {args.baseline.name}, by kind")
+        groups: dict[tuple[str, str], list[Divergence]] = {}
+        for d in new:
+            groups.setdefault((d.peer, d.kind), []).append(d)
+        for (peer_name, kind), items in groups.items():
+            print(f"  {len(items):>4}  {peer_name}: {kind}")
+            for d in items if args.details else items[:3]:
+                print_divergence(d, "          ")
+            if len(items) > 3 and not args.details:
+                print(f"          … {len(items) - 3} more (-v lists them all)")
+        print(
+            "  Fix them, or, when expected, add them to the baseline with a reason "
+            "(--update-baseline, then edit the reason)."
+        )
+    if stale:
+        label = "FAIL (--strict)" if args.strict else "warning"
+        print(f"\n── stale baseline entries ({len(stale)}, {label}): they no longer occur")
+        for key in stale:
+            print(f"    {key.peer}  {key.fixture}: {key.kind}")
+        print("  Remove them with --update-baseline.")
+    for note in notes:
+        print(f"  NOTE {note}")
+    for failure in failures:
+        print(f"  FAIL {failure}")
+    for name, why in broken.items():
         print(f"  FAIL peer {name} did not run: {why}", file=sys.stderr)
 
     report = {
-        "fixtures": [asdict(r) for r in rows],
-        "summary": summary,
-        "peer_failures": failures,
-        "agui_rejects": [r.fixture for r in rejected],
-        "agui_off_golden": [r.fixture for r in off_golden],
-        "schema": {
-            "valid_rejected": rejected_by_schema,
-            "invalid_accepted": accepted_by_schema,
-        },
-        "acceptance": [asdict(d) for d in found],
+        "peers": {p.name: p.argv for p in peers},
+        "peer_failures": broken,
+        "failures": failures,
+        "notes": notes,
+        "agreed": dict(agreed),
+        "divergences": [asdict(d) for d in found],
+        "new": [asdict(d) for d in new],
+        "stale": [asdict(k) for k in stale],
         "extensions": {
             "declared": extensions.declared(),
-            "fixtures": {
-                item.name if isinstance(item, Invalid) else item.fixture: item.extensions
-                for item in [*rows, *invalid]
-                if item.extensions
-            },
+            "verdicts": [asdict(v) for v in verdicts],
         },
-        "acceptance_summary": divergence_summary,
     }
-    out = WORK / "report.json"
+    out = args.report
     out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"\n  report: {out.relative_to(ROOT)}")
-    if failures:
+    print(f"\n  report: {out}")
+    if broken:
         return 2
-    return 1 if rejected or rejected_by_schema or accepted_by_schema else 0
+    if failures or new or (stale and args.strict):
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 // Peer for the cross-SDK check: the official TypeScript SDK (@ag-ui/core 1.0.0, zod).
 //
-// stdin:  JSON array of {"definition": <spec definition name>, "json": <document text>}
-// stdout: JSON array, same order, of {"ok": bool, "wire": string|null, "error": string|null}
+// The crosscheck's peer protocol (tests/crosscheck/peers.py, docs/cross-sdk.md):
+// stdin:  JSON Lines of {"definition": <spec definition name>, "document": <JSON>, "text": <its text>}
+// stdout: one line per input, in order: {"ok": true, "wire_text": <text>} or {"ok": false, "error": <text>}
 //
 // Each document is parsed the way a TypeScript consumer parses it (JSON.parse, then the
 // exported zod schema) and written back the way a TypeScript producer writes it: events
@@ -27,21 +28,21 @@ function roundtrip(definition, text) {
   const isEvent = definition === "Event" || eventMembers.has(own);
   const schema = isEvent ? schemas.EventSchemas : own;
   if (schema === undefined) {
-    return { ok: false, wire: null, error: `unsupported: @ag-ui/core exports no ${definition}Schema` };
+    return { ok: false, error: `unsupported: @ag-ui/core exports no ${definition}Schema` };
   }
   let doc;
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    return { ok: false, wire: null, error: `JSON.parse: ${err.message}` };
+    return { ok: false, error: `JSON.parse: ${err.message}` };
   }
   const result = schema.safeParse(doc);
   if (!result.success) {
-    return { ok: false, wire: null, error: describe(result.error.issues) };
+    return { ok: false, error: describe(result.error.issues) };
   }
   const value = result.data;
   if (isEvent && definition !== "Event" && !own.safeParse(value).success) {
-    return { ok: false, wire: null, error: `parsed as ${value.type}, not as ${definition}` };
+    return { ok: false, error: `parsed as ${value.type}, not as ${definition}` };
   }
   let wire;
   if (isEvent) {
@@ -52,17 +53,18 @@ function roundtrip(definition, text) {
   } else {
     wire = JSON.stringify(value);
   }
-  return { ok: true, wire, error: null };
+  return { ok: true, wire_text: wire };
 }
 
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
-const items = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-const results = items.map(({ definition, json }) => {
+const lines = Buffer.concat(chunks).toString("utf8").split("\n").filter((l) => l.trim());
+const out = lines.map((line) => {
   try {
-    return roundtrip(definition, json);
+    const { definition, text } = JSON.parse(line);
+    return JSON.stringify(roundtrip(definition, text));
   } catch (err) {
-    return { ok: false, wire: null, error: `crashed: ${err?.stack ?? err}` };
+    return JSON.stringify({ ok: false, error: `crashed: ${err?.stack ?? err}` });
   }
 });
-process.stdout.write(JSON.stringify(results));
+process.stdout.write(out.map((l) => l + "\n").join(""));

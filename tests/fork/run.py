@@ -16,8 +16,10 @@ tests/fork/fixtures/ into its tests/fixtures/, then, in the copy, with nothing e
 2. mypy (strict, as configured in pyproject.toml) on agui/, codegen/ and the fork's generated code;
 3. pytest, the whole suite but EXCLUDED below (each with its reason);
 4. tests/crosscheck/run.py and tests/crosscheck/proto_parity.py, which must report the fork's
-   additions as extensions (not compared, not failures) and compare the rest as for the
-   repository (their npm packages are the repository's .crosscheck/, installed by the session).
+   additions as extensions (a verdict per peer, accept / strip / reject, never a failure) and
+   compare the rest as for the repository, against its baseline (tests/crosscheck/baseline.json;
+   without --strict, so that a stale entry warns); their npm packages are the repository's
+   .crosscheck/, installed by the session.
 
 It stops at the first step that fails and exits 1, keeping the copy to look at. `--keep` leaves the copy in
 place (its path is printed); `--only STEP[,STEP]` runs some steps (order, generate, mypy,

@@ -16,11 +16,15 @@ import pytest
 
 OUT = os.environ.get("AGUI_MATRIX_OUT")
 _outcomes: dict[str, str] = {}
+_native: dict[str, str] = {}
 _frameworks: list[Any] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "matrix(check): a column of the integration matrix")
+    config.addinivalue_line(
+        "markers", "native(check): a column of the matrix's table of the native endpoints"
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -39,6 +43,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    native = item.get_closest_marker("native")
+    if native is not None and (report.when == "call" or report.failed):
+        check = str(native.args[0])
+        framework = getattr(getattr(item, "cls", None), "framework", None)
+        known = framework is not None and check in framework.native_fails
+        seen = (
+            "failed"
+            if report.failed
+            else "skipped"
+            if report.skipped
+            else "fails"
+            if known
+            else "passed"
+        )
+        if _native.get(check) != "failed":
+            _native[check] = seen
     mark = item.get_closest_marker("matrix")
     if mark is None or (report.when != "call" and not (report.failed or report.skipped)):
         return report
@@ -63,6 +83,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if OUT is None or not _frameworks:
         return
     (framework,) = _frameworks  # one framework per session: each has its own virtualenv
-    record = {"name": framework.name, "versions": framework.versions(), "checks": _outcomes}
+    record = {
+        "name": framework.name,
+        "versions": framework.versions(),
+        "checks": _outcomes,
+        "native": _native,
+    }
     Path(OUT).parent.mkdir(parents=True, exist_ok=True)
     Path(OUT).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")

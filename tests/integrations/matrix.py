@@ -123,6 +123,10 @@ class Framework:
     """The framework logs a failing tool's exception with its traceback itself (on the server's
     stderr, the operator's view): such tracebacks are allowed, only those, each ending in the
     failing tool's `secret`."""
+    native_fails: dict[str, str] = attrs.field(factory=dict)
+    """NATIVE_CHECKS the framework's own endpoint fails, each with a part of what is seen when
+    it does (the check asserts the failure and that text: a native endpoint that starts to pass
+    fails the run until it is removed from here)."""
     known_failures: dict[str, str] = attrs.field(factory=dict)
     """Shared checks (names of CHECKS) the framework does not pass, each with the reason (a
     strict xfail: a check that starts to pass fails the run until it is removed from here)."""
@@ -480,13 +484,13 @@ class MatrixChecks:
         """A tool that raises with a secret in its message. A framework that fails the run: the
         client's RUN_ERROR has agui's generic message, and the secret is in the server's log
         (the operator needs it). One that hands the error to the model: the run finishes. In
-        neither does a RUN_ERROR carry the secret."""
+        neither does any event carry the secret (a tool's result neither)."""
         fw = self.framework
         url = shared.base + "/agent"
         events = events_of(url, run_body("thread-fail", "run-fail", fw.failing_question))
         errors = [e for e in events if e["type"] == "RUN_ERROR"]
-        for error in errors:
-            assert fw.secret not in json.dumps(error), error
+        leaked = [e for e in events if fw.secret in json.dumps(e)]
+        assert leaked == [], leaked  # nowhere: not in RUN_ERROR, nor in a tool's result
         if fw.tool_errors == "raise":
             assert [e["type"] for e in events][-1] == "RUN_ERROR", events[-1]
             assert errors[-1]["message"] == AGENT_FAILED, errors[-1]
@@ -498,41 +502,149 @@ class MatrixChecks:
             assert errors == [] and events[-1]["type"] == "RUN_FINISHED", events[-1]
 
 
+# ── the framework's own endpoint ─────────────────────────────────────────────────────────────
+
+NATIVE_CHECKS = (
+    "TS client 1.0.0",
+    "TS client 0.0.59",
+    "resume after a cut",
+    "tool exception withheld",
+)
+"""The columns of the second table: the same clients against the framework's own endpoint."""
+
+
+def _native_client(release: str) -> Any:
+    def check(fw: Framework, url: str) -> tuple[bool, str]:
+        report = ts_run(release, url, fw.question, f"thread-native-ts-{release}")
+        messages = report.get("messages") or []
+        calls = [c["function"]["name"] for m in messages for c in m.get("toolCalls") or []]
+        answered = any(fw.answer in text for text in texts(messages, "assistant"))
+        ok = report["ok"] is True and not report["warnings"] and fw.tool in calls and answered
+        return ok, json.dumps({k: report.get(k) for k in ("ok", "error", "warnings")})
+
+    return check
+
+
+def _native_resume(fw: Framework, url: str) -> tuple[bool, str]:
+    body = run_body("thread-native-cut", "run-native-cut", fw.question)
+    cursor = None
+    with (
+        httpx.Client(timeout=TIMEOUT) as client,
+        client.stream(
+            "POST", url, json=body, headers={"accept": "text/event-stream", "agui-resume": "1"}
+        ) as response,
+    ):
+        for count, (frame_id, _) in enumerate(sse_events(response.iter_lines()), 1):
+            cursor = frame_id
+            if count == 3:
+                break
+    if cursor is None:
+        return False, "no frame ids (SSE `id:`) to resume from"
+    again = httpx.get(
+        f"{url}/runs/run-native-cut/events",
+        headers={"accept": "text/event-stream", "last-event-id": cursor},
+        timeout=TIMEOUT,
+    )
+    return again.status_code == 200, f"GET {{path}}/runs/{{runId}}/events: {again.status_code}"
+
+
+def _native_tool_exception(fw: Framework, url: str) -> tuple[bool, str]:
+    body = run_body("thread-native-fail", "run-native-fail", fw.failing_question)
+    with httpx.Client(timeout=TIMEOUT) as client:
+        response = client.post(url, json=body, headers={"accept": "text/event-stream"})
+    errors = [
+        json.dumps(event)
+        for _, event in sse_events(iter(response.text.splitlines()))
+        if event.get("type") == "RUN_ERROR"
+    ]
+    leaked = [error for error in errors if fw.secret in error]
+    return not leaked and fw.secret not in response.text, "; ".join(leaked) or response.text[-300:]
+
+
+NATIVE = {
+    "TS client 1.0.0": _native_client("1.0.0"),
+    "TS client 0.0.59": _native_client("0.0.59"),
+    "resume after a cut": _native_resume,
+    "tool exception withheld": _native_tool_exception,
+}
+
+
+class NativeChecks:
+    """The clients of MatrixChecks against the framework's own AG-UI endpoint, for the matrix's
+    second table (what agui adds): a framework module that has one defines a `native_url`
+    fixture (the endpoint served as the framework documents it, on a free loopback port) and
+    adds this class to its test class. What the endpoint fails is declared in
+    `Framework.native_fails` and asserted, so the table shows what was seen."""
+
+    framework: ClassVar[Framework]
+
+    @pytest.mark.parametrize(
+        "check", [pytest.param(check, marks=pytest.mark.native(check)) for check in NATIVE_CHECKS]
+    )
+    def test_the_native_endpoint(self, check: str, native_url: str) -> None:
+        fw = self.framework
+        ok, seen = NATIVE[check](fw, native_url)
+        known = fw.native_fails.get(check)
+        if known is None:
+            assert ok, seen
+        else:
+            assert not ok, f"the native endpoint passes {check!r} now: drop it from native_fails"
+            assert known in seen, seen
+
+
 # ── the table in the docs ─────────────────────────────────────────────────────────────────────
 
 BEGIN = "<!-- matrix: begin (python -m tests.integrations.matrix writes this table) -->"
 END = "<!-- matrix: end -->"
+NATIVE_BEGIN = "<!-- native: begin (python -m tests.integrations.matrix writes this table) -->"
+NATIVE_END = "<!-- native: end -->"
 MARKS = {"passed": "✅", "failed": "❌", "xfailed": "⚠️", "skipped": "⏭", None: "n/a"}
 """⚠️: a known failure, its reason on the framework's page (`Framework.known_failures`)."""
 
 
-def table(results: list[dict[str, Any]]) -> str:
-    """The markdown table of the recorded results, a row per framework."""
-    head = ["Framework", "Versions", *CHECKS]
+NATIVE_MARKS = {"passed": "✅", "fails": "❌", "failed": "❗", "skipped": "⏭", None: "n/a"}
+"""❌: the native endpoint fails the check (verified; `Framework.native_fails`); ❗: the check
+itself failed in the last run."""
+
+
+def table(results: list[dict[str, Any]], native: bool = False) -> str:
+    """The markdown table of the recorded results, a row per framework: through agui, or
+    (`native`) through the framework's own endpoint."""
+    checks, marks, key = (
+        (NATIVE_CHECKS, NATIVE_MARKS, "native") if native else (CHECKS, MARKS, "checks")
+    )
+    head = ["Framework", "Versions", *checks]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for result in sorted(results, key=lambda r: r["name"].lower()):
         versions = ", ".join(f"{k} {v}" for k, v in result["versions"].items())
-        cells = [MARKS[result["checks"].get(check)] for check in CHECKS]
+        cells = [marks[result.get(key, {}).get(check)] for check in checks]
         rows.append("| " + " | ".join([result["name"], versions, *cells]) + " |")
     return "\n".join(rows)
 
 
-def write_docs() -> str:
-    """docs/integrations.md with its table's rows remade from every .integrations/*.json (the
-    frameworks with no such file keep their row): the table."""
-    results = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))]
-    text = DOCS.read_text()
-    before, rest = text.split(BEGIN, 1)
-    current, after = rest.split(END, 1)
-    fresh = {r["name"] for r in results}
-    made = table(results).splitlines()
+def _rewrite(text: str, begin: str, end: str, made: list[str], fresh: set[str]) -> str:
+    before, rest = text.split(begin, 1)
+    current, after = rest.split(end, 1)
     kept = [
         line for line in current.strip().splitlines()[2:] if line.split("|")[1].strip() not in fresh
     ]
     rows = sorted(made[2:] + kept, key=lambda line: line.split("|")[1].strip().lower())
-    new = "\n".join(made[:2] + rows)
-    DOCS.write_text(f"{before}{BEGIN}\n{new}\n{END}{after}")
-    return new
+    return f"{before}{begin}\n" + "\n".join(made[:2] + rows) + f"\n{end}{after}"
+
+
+def write_docs() -> str:
+    """docs/integrations.md with its tables' rows remade from every .integrations/*.json (the
+    frameworks with no such file keep their rows): the tables."""
+    results = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))]
+    fresh = {r["name"] for r in results}
+    text = DOCS.read_text()
+    text = _rewrite(text, BEGIN, END, table(results).splitlines(), fresh)
+    text = _rewrite(text, NATIVE_BEGIN, NATIVE_END, table(results, True).splitlines(), fresh)
+    DOCS.write_text(text)
+    return (
+        text.split(BEGIN, 1)[1].split(END, 1)[0]
+        + text.split(NATIVE_BEGIN, 1)[1].split(NATIVE_END, 1)[0]
+    )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -48,6 +49,7 @@ from tests.integrations.matrix import (  # noqa: E402
     TIMEOUT,
     Framework,
     MatrixChecks,
+    NativeChecks,
     events_of,
     normalized,
     run_body,
@@ -80,6 +82,10 @@ FRAMEWORK = Framework(
     # ag-ui-adk's background execution), each a chain ending in the tool's exception.
     tool_tracebacks=True,
     capabilities=CAPABILITIES,
+    native_fails={
+        "resume after a cut": "no frame ids",
+        "tool exception withheld": "password=hunter2-db-password",
+    },
 )
 
 
@@ -106,8 +112,17 @@ def tool_results(conversation: agui.Conversation) -> list[str]:
     return texts(conversation.messages_json(), "tool")
 
 
-class TestADK(MatrixChecks):
+class TestADK(MatrixChecks, NativeChecks):
     framework = FRAMEWORK
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def native_url(cls) -> Iterator[str]:
+        """The example's ADKAgent served as ag-ui-adk serves it: its FastAPI endpoint."""
+        app = FastAPI()
+        add_adk_fastapi_endpoint(app, example().agent.agent, path="/agent")
+        with live_server(app) as base:
+            yield base + "/agent"
 
     @pytest.mark.matrix("approval")
     def test_an_approval_round_trip(self, shared: Server) -> None:

@@ -20,10 +20,8 @@ from pathlib import Path
 import pytest
 
 import agui
-from tests.integrations import REQUIRED
-from tests.integrations.recipe import install
+from tests.integrations import REQUIRED, recipe
 from tests.test_docs import block_containing
-from tests.usage import support
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PAGE = ROOT / "docs" / "integrations" / "langgraph.md"
@@ -49,23 +47,9 @@ def test_the_page_holds_the_example() -> None:
 def test_the_recipe_runs_as_written(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (line,) = [
-        c
-        for c, _ in support.shell_lines(
-            support.docs_text("integrations/langgraph.md", "pip install")
-        )
-    ]
-    bin = install(line, tmp_path_factory)
-    project = tmp_path_factory.mktemp("project")
-    (project / "langgraph_agent.py").write_text(module_block())
-    block = support.docs_text("integrations/langgraph.md", "agui serve langgraph_agent:agent  #")
-    ((serve, comment),) = support.shell_lines(block)
-    assert comment == "serves http://127.0.0.1:8000/agent", comment
-    monkeypatch.setitem(support.COMMANDS, "agui", bin / "agui")
-    words = [*serve.split(), "--port", "{port}"]
-    ready = ["serving ", "at http://127.0.0.1:{port}/agent"]
-    with support.servers(project, {"agui": (words, ready)}) as running:
-        url = f"{running['agui'].base}/agent"
+    with recipe.served(
+        "integrations/langgraph.md", "class ScriptedChatModel(", tmp_path_factory, monkeypatch
+    ) as url:
 
         async def go() -> agui.Conversation:
             conversation = agui.Conversation()

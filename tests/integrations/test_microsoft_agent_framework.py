@@ -50,6 +50,7 @@ from tests.integrations.matrix import (  # noqa: E402
     TIMEOUT,
     Framework,
     MatrixChecks,
+    NativeChecks,
     events_of,
     normalized,
     run_body,
@@ -73,6 +74,7 @@ FRAMEWORK = Framework(
     # the exception's type only; the run goes on.
     tool_errors="model",
     capabilities={"identity": {"name": "weather", "type": "agent-framework"}},
+    native_fails={"resume after a cut": "no frame ids"},
 )
 
 
@@ -87,8 +89,20 @@ def example() -> ModuleType:
     return module
 
 
-class TestMicrosoftAgentFramework(MatrixChecks):
+class TestMicrosoftAgentFramework(MatrixChecks, NativeChecks):
     framework = FRAMEWORK
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def native_url(cls) -> Iterator[str]:
+        """The example's wrapper served as agent-framework-ag-ui serves it: its FastAPI
+        endpoint (single_user: it requires one authorization mode to be named)."""
+        app = FastAPI()
+        agent_framework_ag_ui.add_agent_framework_fastapi_endpoint(
+            app, example().agent.runner, "/agent", single_user=True
+        )
+        with live_server(app) as base:
+            yield base + "/agent"
 
     @pytest.mark.matrix("approval")
     def test_an_approval_round_trip(self) -> None:

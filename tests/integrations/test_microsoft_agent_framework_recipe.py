@@ -14,14 +14,11 @@ It installs Agent Framework from the index, so it runs only under `nox -s integr
 from __future__ import annotations
 
 import asyncio
-import shlex
 
 import pytest
 
 import agui
 from tests.integrations import REQUIRED, recipe
-from tests.test_docs import block_containing
-from tests.usage import support
 
 PAGE = "integrations/microsoft_agent_framework.md"
 
@@ -31,28 +28,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def line_of(needle: str) -> str:
-    """The one command of the page's ```sh block containing `needle`."""
-    (line,) = [c for c, _ in support.shell_lines(support.docs_text(PAGE, needle))]
-    return line
-
-
 def test_the_recipe_runs_as_written(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    commands = recipe.install(line_of("pip install"), tmp_path_factory)
-    project = tmp_path_factory.mktemp("project")
-    (project / "examples").mkdir()
-    module = block_containing(support.DOCS / PAGE, "class ScriptedChatClient(")
-    (project / "examples" / "microsoft_agent_framework.py").write_text(module)
-    serve = line_of("agui serve")
-    assert serve == "agui serve microsoft_agent_framework:agent --app-dir examples", serve
-    monkeypatch.setitem(support.COMMANDS, "agui", commands / "agui")
-    words = [*shlex.split(serve), "--port", "{port}"]
-    ready = ["serving ", "at http://127.0.0.1:{port}/agent"]
-    with support.servers(project, {"agui": (words, ready)}) as running:
+    with recipe.served(
+        "integrations/microsoft_agent_framework.md",
+        "class ScriptedChatClient(",
+        tmp_path_factory,
+        monkeypatch,
+    ) as url:
         conversation = agui.Conversation()
-        url = f"{running['agui'].base}/agent"
         question = "What is the weather in Paris?"
         result = asyncio.run(conversation.run(agui.HttpAgent(url), question))
         assert result is not None and result.outcome == "success", conversation.failures

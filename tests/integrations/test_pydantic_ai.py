@@ -48,6 +48,7 @@ from tests.integrations.matrix import (  # noqa: E402
     TIMEOUT,
     Framework,
     MatrixChecks,
+    NativeChecks,
     events_of,
     normalized,
     run_body,
@@ -66,10 +67,14 @@ FRAMEWORK = Framework(
     follow_up_answer="You asked about Paris.",
     failing_question="What is the weather in Atlantis?",
     module="pydantic_ai_example",
+    native_fails={
+        "resume after a cut": "no frame ids",
+        "tool exception withheld": "password=hunter2-db-password",
+    },
 )
 
 
-class TestPydanticAI(MatrixChecks):
+class TestPydanticAI(MatrixChecks, NativeChecks):
     framework = FRAMEWORK
 
 

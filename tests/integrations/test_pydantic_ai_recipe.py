@@ -20,10 +20,8 @@ from pathlib import Path
 import pytest
 
 import agui
-from tests.integrations import REQUIRED
-from tests.integrations.recipe import install
+from tests.integrations import REQUIRED, recipe
 from tests.test_docs import block_containing
-from tests.usage import support
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PAGE = ROOT / "docs" / "integrations" / "pydantic_ai.md"
@@ -44,24 +42,13 @@ def test_the_page_holds_the_example() -> None:
 def test_the_recipe_runs_as_written(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (line,) = [
-        c
-        for c, _ in support.shell_lines(
-            support.docs_text("integrations/pydantic_ai.md", "pip install")
-        )
-    ]
-    bin = install(line, tmp_path_factory)
-    project = tmp_path_factory.mktemp("project")
-    (project / "pydantic_ai_example.py").write_text(module_block())
-    block = support.docs_text("integrations/pydantic_ai.md", "agui serve")
-    ((serve, comment),) = support.shell_lines(block)
-    assert comment == "serves http://127.0.0.1:8000/agent", comment
-    monkeypatch.setitem(support.COMMANDS, "agui", bin / "agui")
-    words = [*serve.split(), "--port", "{port}"]
-    ready = ["serving ", "at http://127.0.0.1:{port}/agent"]
-    with support.servers(project, {"agui": (words, ready)}) as running:
+    with recipe.served(
+        "integrations/pydantic_ai.md",
+        "PydanticAIAgent(pydantic_agent",
+        tmp_path_factory,
+        monkeypatch,
+    ) as url:
         conversation = agui.Conversation()
-        url = f"{running['agui'].base}/agent"
         result = asyncio.run(conversation.run(agui.HttpAgent(url), "What is the weather in Paris?"))
         assert result is not None and result.outcome == "success", conversation.failures
         assert conversation.messages[-1].role == "assistant"

@@ -239,6 +239,44 @@ RECIPES: tuple[Recipe, ...] = (
         "agui serve --cors-origin",
         ("tests/usage/test_serving_usage.py::test_the_cors_line_allows_the_origin",),
     ),
+    # ── docs/integrations/crewai.md ──
+    Recipe(
+        "docs/integrations/crewai.md",
+        "ag-ui-crewai==",
+        ("tests/integrations/test_crewai_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/crewai.md",
+        "class WeatherFlow(",
+        (
+            "tests/integrations/test_crewai_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_crewai.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/crewai.md",
+        "crewai_example:agent --app-dir examples  # on",
+        ("tests/integrations/test_crewai_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    # ── docs/integrations/llama_index.md ──
+    Recipe(
+        "docs/integrations/llama_index.md",
+        "llama-index-protocols-ag-ui==",
+        ("tests/integrations/test_llama_index_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/llama_index.md",
+        "def reply(",
+        (
+            "tests/integrations/test_llama_index_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_llama_index.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/llama_index.md",
+        "llama_index_example:agent --app-dir examples  # on",
+        ("tests/integrations/test_llama_index_recipe.py::test_the_recipe_runs_as_written",),
+    ),
     # ── docs/integrations/adk.md ──
     Recipe(
         "docs/integrations/adk.md",
@@ -295,6 +333,44 @@ RECIPES: tuple[Recipe, ...] = (
         "docs/integrations/pydantic_ai.md",
         "pydantic_ai_example:agent  # serves",
         ("tests/integrations/test_pydantic_ai_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    # ── docs/integrations/agno.md ──
+    Recipe(
+        "docs/integrations/agno.md",
+        "agno[agui,os]==",
+        ("tests/integrations/test_agno_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/agno.md",
+        "agent = AgnoAgent(agno_agent)",
+        (
+            "tests/integrations/test_agno_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_agno_recipe.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/agno.md",
+        "agno_example:agent  # serves",
+        ("tests/integrations/test_agno_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    # ── docs/integrations/strands.md ──
+    Recipe(
+        "docs/integrations/strands.md",
+        "ag-ui-strands==",
+        ("tests/integrations/test_strands_recipe.py::test_the_recipe_runs_as_written",),
+    ),
+    Recipe(
+        "docs/integrations/strands.md",
+        "strands_agui = StrandsAgent(",
+        (
+            "tests/integrations/test_strands_recipe.py::test_the_recipe_runs_as_written",
+            "tests/integrations/test_strands_recipe.py::test_the_page_holds_the_example",
+        ),
+    ),
+    Recipe(
+        "docs/integrations/strands.md",
+        "strands_example:agent  # serves",
+        ("tests/integrations/test_strands_recipe.py::test_the_recipe_runs_as_written",),
     ),
     # ── docs/agents.md ──
     Recipe(
