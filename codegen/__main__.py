@@ -10,7 +10,9 @@ generated/. A DIR other than generated/ must be empty, absent, or hold a tree th
 writing removes every file of it no template produces.
 
 Writing prints what changed in the ledger, one line per slot (added, reserved, released, moved,
-retyped, revived, reused, shipped), and says when a change breaks the wire for deployed peers. A
+retyped, revived, reused, shipped), and says when a change breaks the wire for deployed peers; a
+shipped slot the spec gives another type stops generation and --check alike (exit 2), naming the
+slot and both types, and nothing is written. A
 slot added since the last release is marked (unshipped): `--release-unshipped` gives all such
 numbers back before generating (the fields still in the spec are numbered afresh), `--ship` marks
 every slot shipped, so that its number is permanent (see docs/binary-transport.md).
@@ -26,7 +28,7 @@ from codegen import ledger
 from codegen.load import ROOT, SPEC_PATH, SpecError, display, ledger_path, load_ledger, load_spec
 from codegen.model import build
 from codegen.proto import FILES as PROTO_FILES, PACKAGE as PROTO_PACKAGE
-from codegen.render import HEADER, LEDGER, PACKAGE, render
+from codegen.render import GENERATED_BY, LEDGER, PACKAGE, render
 
 GENERATED = ROOT / "generated"
 MARKER = f"{PACKAGE}/__init__.py"
@@ -104,7 +106,7 @@ def foreign(out: Path) -> bool:
     if out.resolve() == GENERATED.resolve() or not out.exists() or not any(out.iterdir()):
         return False
     marker = out / MARKER
-    return not (marker.is_file() and marker.read_text("utf-8").startswith(HEADER))
+    return not (marker.is_file() and marker.read_text("utf-8").startswith(GENERATED_BY))
 
 
 def main(argv: list[str] | None = None) -> int:

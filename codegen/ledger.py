@@ -1,8 +1,14 @@
 """The protobuf number ledger (spec/proto-ledger.txt): its lines, and what a generation changed.
 
 One line per slot (a field, a oneof arm or an enum value) the binary transport has ever had:
-`Message.field = N`, `Enum.VALUE = N`, `Event.event.<arm> = N`, nested messages dotted
-(`ToolCall.Function.name = 1`). A line ending in ` (unshipped)` is a slot added since the last
+`Message.field = N TYPE`, `Enum.VALUE = N`, `Event.event.<arm> = N TYPE`, nested messages dotted
+(`ToolCall.Function.name = 1 string`). TYPE is the slot's type as the .proto file declares it,
+`repeated` kept and `optional` dropped (it changes nothing on the wire): `double`,
+`repeated string`, `google.protobuf.Value`, a message or enum name (`ToolCall.Function`,
+`EventType`); an enum value has none. A line without a TYPE (a ledger older than the types) takes
+the type the spec gives it at the next generation. A shipped slot's type is permanent too:
+generation fails when the spec retypes one (`retypes`), and an unshipped slot follows the
+spec. A line ending in ` (unshipped)` is a slot added since the last
 release: `python -m codegen --release-unshipped` may take its number back (a field renamed or
 dropped before anyone deployed it), `python -m codegen --ship` marks every slot shipped. A slot
 without the mark is permanent: its number stays taken even after its field leaves the spec (it is
@@ -31,23 +37,35 @@ RESERVED_RANGE = range(19000, 20000)
 
 HEADER = (
     "# The protobuf number ledger of the AG-UI binary transport (package ag_ui), kept by\n"
-    "# `python -m codegen`: every field, oneof arm and enum value ever shipped, with its number.\n"
-    "# A slot keeps its number forever; a new one takes the next free number of its message or\n"
-    "# enum and is marked (unshipped) until `python -m codegen --ship`; a slot whose field left\n"
-    "# the spec stays here and is `reserved` in the .proto files. Only an (unshipped) slot can be\n"
-    "# given back, with `python -m codegen --release-unshipped`; do not delete lines by hand.\n"
-    "# Seeded from @ag-ui/proto 1.0.0, so the unmarked numbers are the official ones.\n"
+    "# `python -m codegen`: every field, oneof arm and enum value ever shipped, with its number\n"
+    "# and, for a field or arm, its type as the .proto file declares it (`Message.field = N TYPE`).\n"
+    "# A slot keeps its number and its type forever (generation fails when the spec retypes a\n"
+    "# shipped slot); a new one takes the next free number of its message or enum (an extension\n"
+    "# in an official message or enum: from the spec's extensionNumbers) and is marked\n"
+    "# (unshipped) until `python -m codegen --ship`; a slot whose field left the spec stays here\n"
+    "# and is `reserved` in the .proto files. Only an (unshipped) slot can be given back, with\n"
+    "# `python -m codegen --release-unshipped`; do not delete lines by hand.\n"
+    "# Seeded from @ag-ui/proto 1.0.0, so the official slots have its numbers.\n"
 )
-_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(-?[0-9]+)(\s+\(unshipped\))?$")
+_LINE = re.compile(
+    r"^([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(-?[0-9]+)"
+    r"(?:\s+((?:repeated\s+)?[A-Za-z_][A-Za-z0-9_.]*))?(\s+\(unshipped\))?$"
+)
 _ENUM_VALUE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
 @attrs.frozen
 class Entry:
-    """One slot of the ledger: its number, and whether it was added since the last release."""
+    """One slot of the ledger: its number, whether it was added since the last release, and its
+    wire type as the .proto file declares it ("" for an enum value, or a line without one)."""
 
     number: int
     unshipped: bool = False
+    type: str = ""
+
+    def line(self, slot: str) -> str:
+        typed = f" {self.type}" if self.type else ""
+        return f"{slot} = {self.number}{typed}{' ' + UNSHIPPED if self.unshipped else ''}\n"
 
 
 def parse(text: str, name: str = "spec/proto-ledger.txt") -> dict[str, Entry]:
@@ -62,15 +80,21 @@ def parse(text: str, name: str = "spec/proto-ledger.txt") -> dict[str, Entry]:
         match = _LINE.match(line)
         if match is None:
             problems.append(
-                f"{name}: line {lineno}: not 'Message.field = N' (optionally followed by "
-                f"{UNSHIPPED}): {raw!r}"
+                f"{name}: line {lineno}: not 'Message.field = N TYPE' (TYPE as the .proto file "
+                f"declares it, none for an enum value; optionally followed by {UNSHIPPED}): "
+                f"{raw!r}"
             )
             continue
-        slot, number = match.group(1), int(match.group(2))
+        slot, number, type_ = match.group(1), int(match.group(2)), match.group(3) or ""
         if slot in slots:
             problems.append(f"{name}: line {lineno}: {slot} is listed twice")
             continue
-        slots[slot] = Entry(number, bool(match.group(3)))
+        if type_ and is_enum_slot(slot):
+            problems.append(
+                f"{name}: line {lineno}: {slot} is an enum value, which has no type: {raw!r}"
+            )
+            continue
+        slots[slot] = Entry(number, bool(match.group(4)), " ".join(type_.split()))
     problems += conflicts(slots, name)
     if problems:
         raise SpecError(problems)
@@ -139,9 +163,7 @@ def render(slots: dict[str, Entry], spaces: list[str], before: Iterable[str] = (
         order.append(space)
     rank = {s: i for i, s in enumerate(order)}
     lines = sorted(slots.items(), key=lambda kv: (rank[space_of(kv[0])], kv[1].number, kv[0]))
-    return HEADER + "".join(
-        f"{slot} = {e.number}{' ' + UNSHIPPED if e.unshipped else ''}\n" for slot, e in lines
-    )
+    return HEADER + "".join(e.line(slot) for slot, e in lines)
 
 
 def release_unshipped(text: str, name: str = "spec/proto-ledger.txt") -> str:
@@ -155,7 +177,7 @@ def release_unshipped(text: str, name: str = "spec/proto-ledger.txt") -> str:
 def ship(text: str, name: str = "spec/proto-ledger.txt") -> str:
     """The ledger with every slot marked shipped: from now on their numbers are permanent."""
     slots = parse(text, name)
-    return render({s: Entry(e.number) for s, e in slots.items()}, [], slots)
+    return render({s: attrs.evolve(e, unshipped=False) for s, e in slots.items()}, [], slots)
 
 
 # ── what a generation changed ───────────────────────────────────────────────────────────────────

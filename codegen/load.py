@@ -77,7 +77,7 @@ def read_spec(text: str, name: str = "spec/agui.yaml") -> dict[str, Any]:
     try:
         raw = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
-        raise SpecError([f"{name}: not valid YAML: {exc}"]) from None
+        raise SpecError([f"{name}: {_yaml_problem(exc, name)}"]) from None
     except _KeyError as exc:
         raise SpecError([f"{name}: {exc}"]) from None
     meta = json.loads(FORMAT_PATH.read_text(encoding="utf-8"))
@@ -94,6 +94,18 @@ def read_spec(text: str, name: str = "spec/agui.yaml") -> dict[str, Any]:
         raise SpecError(sorted(set(problems)))
     assert isinstance(raw, dict)
     return raw
+
+
+def _yaml_problem(exc: yaml.YAMLError, name: str) -> str:
+    """A YAML syntax error as the spec's author should read it: the line and column first, the
+    marks naming the spec's file (PyYAML reads a string, which it calls "<unicode string>")."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return f"not valid YAML: {exc}"
+    for mark in (exc.context_mark, exc.problem_mark):
+        if mark is not None:
+            mark.name = name
+    where = exc.problem_mark
+    return f"line {where.line + 1}, column {where.column + 1}: not valid YAML: {exc}"
 
 
 NAMING = {

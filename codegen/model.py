@@ -46,6 +46,11 @@ PLURAL = {
     "object": "objects",
 }
 DEFAULT_KINDS = ("str", "int", "number", "bool", "enum")
+EXTENSION_NUMBERS = 1000
+"""The default of the spec's `extensionNumbers`: an extension's first protobuf number in an
+official message or enum. Far above the official numbers (EventType has 31 values, no message
+has 20 fields), below 2048, so that its field keys still take two bytes, and clear of protobuf's
+own 19000-19999."""
 """The kinds of value a `default:` may be given for."""
 
 
@@ -268,6 +273,23 @@ class Alias:
     constraints: Constraints
     extension: bool = False
 
+    @property
+    def early(self) -> bool:
+        """Declared before the classes, and named in the annotations of the fields written as it
+        (`path: JsonPointer`): its type names no object or union. An alias that does
+        (`JsonPatch`, a list of patch operations) is declared after them, and its fields are
+        annotated with what it stands for."""
+        return not names_definition(self.type)
+
+
+def names_definition(t: TypeRef) -> bool:
+    """Whether a type names an object or a union (at any depth)."""
+    if t.kind in ("ref", "union"):
+        return True
+    if t.item is not None and names_definition(t.item):
+        return True
+    return any(names_definition(o) for o in t.options)
+
 
 @attrs.frozen
 class Spec:
@@ -279,6 +301,30 @@ class Spec:
     definitions: tuple[Object | Union, ...]
     source: str = "spec/agui.yaml"
     """The spec's file as messages name it (a fork's own path under `--spec`)."""
+    extension_numbers: int = EXTENSION_NUMBERS
+    """The first protobuf number an extension takes in an official message or enum (the spec's
+    `extensionNumbers`): the official numbers below it stay free for upstream."""
+
+    @property
+    def early_aliases(self) -> tuple[Alias, ...]:
+        """The aliases declared before the classes (Alias.early), each after those it names."""
+        pending = [a for a in self.aliases if a.early]
+        out: list[Alias] = []
+        while pending:
+            ready = next(
+                a
+                for a in pending
+                if not any(
+                    re.search(rf"\b{re.escape(b.name)}\b", a.type.py) for b in pending if b is not a
+                )
+            )
+            out.append(ready)
+            pending.remove(ready)
+        return tuple(out)
+
+    @property
+    def late_aliases(self) -> tuple[Alias, ...]:
+        return tuple(a for a in self.aliases if not a.early)
 
     @property
     def objects(self) -> tuple[Object, ...]:
@@ -452,7 +498,9 @@ class _Builder:
                 return _ANY
             inner = self.parse_type(target["type"], [text, "type"], (*resolving, text))
             narrowed = self.constrain(inner, _constraints(target), [text], f"the alias {text}")
-            return attrs.evolve(narrowed, alias=text)
+            # an alias of scalars is declared before the classes, so annotations can name it
+            py = narrowed.py if names_definition(narrowed) else text
+            return attrs.evolve(narrowed, alias=text, py=py)
         if kind == "object":
             return TypeRef("ref", name=text, py=text, expected="an object")
         if kind == "union":
@@ -475,7 +523,7 @@ class _Builder:
             if option.kind == "either":
                 self.fail(
                     where,
-                    f"'{text}': the alternative {named} is itself 'A | B' ({option.py}); list "
+                    f"'{text}': the alternative {named} is itself 'A | B' ({' | '.join(o.py for o in option.options)}); list "
                     "all the alternatives in one 'A | B | ...'",
                 )
                 return _ANY
@@ -568,10 +616,19 @@ class _Builder:
 
     def _misplaced(self, t: TypeRef, rule: str, where: list[str | int], what: str) -> bool:
         inner = t.item if t.kind == "list" else None
-        if inner is not None and rule.split()[0] != "minItems":
+        key = rule.split()[0]
+        applies = {"min/max": ("int", "number"), "pattern": ("str",)}.get(key, ())
+        if inner is not None and key != "minItems" and inner.kind in applies:
             hint = (
                 f"; to constrain the items of {t.spelled}, declare an alias with the constraint "
                 "and use list[Alias]"
+            )
+            if key == "min/max":
+                hint += "; for the least length of the list, write minItems"
+        elif inner is not None and key == "min/max":
+            hint = (
+                "; for the least length of the list, write minItems (the grammar has no "
+                "maximum length)"
             )
         elif t.kind == "either":
             hint = "; to constrain one alternative, declare an alias for it"
@@ -599,10 +656,21 @@ class _Builder:
                 continue
             out.extend(self._fields(mixin, target["fields"], tag, union_enum, name))
         out.extend(self._fields(name, spec.get("fields", {}), tag, union_enum, name))
-        for attr in ("wire", "py"):
-            names = [getattr(f, attr) for f in out]
-            for dup in sorted({n for n in names if names.count(n) > 1}):
-                self.fail([name, "fields"], f"two fields are named '{dup}'")
+        wires = [f.wire for f in out]
+        for dup in sorted({n for n in wires if wires.count(n) > 1}):
+            self.fail([name, "fields"], f"two fields are named '{dup}'")
+        # the same Python name from different wire names (a wire duplicate is reported above)
+        by_py: dict[str, list[str]] = {}
+        for f in out:
+            by_py.setdefault(f.py, []).append(f.wire)
+        for py, owners in sorted(by_py.items()):
+            distinct = list(dict.fromkeys(owners))
+            if len(distinct) > 1:
+                self.fail(
+                    [name, "fields"],
+                    f"two fields have the Python name '{py}' ({' and '.join(map(repr, distinct))});"
+                    " give one a `py:` name",
+                )
         return out
 
     def _fields(
@@ -806,12 +874,29 @@ class _Builder:
                 items[name] = self.union(name, spec)
         order = self.order(items)
         enums = self.extension_tags(enums, items)
+        start = self.extension_numbers()
         if self.problems:
             # an alias's problem is found again wherever the alias is used: report it once
             raise SpecError(list(dict.fromkeys(self.problems)))
         return Spec(
-            self.raw["version"], self.raw["doc"], tuple(enums), tuple(aliases), order, self.source
+            self.raw["version"],
+            self.raw["doc"],
+            tuple(enums),
+            tuple(aliases),
+            order,
+            self.source,
+            start,
         )
+
+    def extension_numbers(self) -> int:
+        start = self.raw.get("extensionNumbers", EXTENSION_NUMBERS)
+        assert isinstance(start, int)
+        if 19000 <= start <= 19999:
+            self.problems.append(
+                f"{self.source}: extensionNumbers: {start} is in 19000-19999, the field numbers "
+                "protobuf keeps for itself; start the extension numbers below or above them"
+            )
+        return int(start)
 
     def extension_tags(self, enums: list[Enum], items: dict[str, Object | Union]) -> list[Enum]:
         """The enums with the tag of every extension object marked as an extension value too

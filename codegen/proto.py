@@ -2,10 +2,14 @@
 
 `build_proto(spec, ledger_text)` lays the definitions reachable from the `Event` union out as
 messages of package `ag_ui` and gives every field, oneof arm and enum value its number from
-spec/proto-ledger.txt. The ledger is append-only: a slot keeps the number it was first shipped
-with, a new slot takes the next number free in its message (or enum), and a slot whose field has
-left the spec becomes `reserved`. The ledger is written back with the new slots, so it is both an
-input and an output of generation. Numbers that collide make generation fail.
+spec/proto-ledger.txt. The ledger is append-only: a slot keeps the number and the type it was
+first shipped with (the spec retyping a shipped slot makes generation fail; an unshipped slot's
+type follows the spec), a new slot takes the next number free in its message (or enum), and a slot
+whose field has left the spec becomes `reserved`. An extension (`extension: true`) in an official
+message or enum takes its number from the spec's `extensionNumbers` up (1000 by default), official
+slots the next one below it, so a fork never takes the numbers upstream gives next. The ledger is
+written back with the new slots, so it is both an input and an output of generation. Numbers that
+collide make generation fail.
 
 What the spec cannot say about the protobuf form is decided by the options below. They are the
 choices of the official binding (@ag-ui/proto 1.0.0), which this one must equal byte for byte:
@@ -120,6 +124,13 @@ class ProtoField:
     required: bool = False  # the JSON member is required
     empty: str = ""  # Python literal put back on decode when the field is absent ("" = none)
     doc: str = ""
+    extension: bool = False  # a fork's own slot (`extension: true` on its member or object)
+
+    @property
+    def ledger_type(self) -> str:
+        """The slot's type as the ledger records it: as the .proto file declares it, `repeated`
+        kept and `optional` dropped (it changes nothing on the wire)."""
+        return f"repeated {self.type}" if self.label == "repeated" else self.type
 
     @property
     def packed(self) -> bool:
@@ -277,6 +288,8 @@ class _Draft:
     slots: list[ProtoField] = attrs.Factory(list)
     is_enum: bool = False
     enum_values: list[tuple[str, str, str]] = attrs.Factory(list)  # (NAME, wire, doc)
+    extension_values: frozenset[str] = frozenset()  # the wire values that are extensions
+    extension: bool = False  # the message or enum itself is an extension (numbered from 1)
     shape: str = "object"
     source: str = ""
     oneof: str = ""
@@ -415,76 +428,83 @@ class _Builder:
     def slots_of(self, owner: str, fields: Iterable[Field], *, skip_tag: bool) -> list[ProtoField]:
         out: list[ProtoField] = []
         for f in fields:
-            name = _snake(f.wire)
-            if f.tag is not None or f.const is not None:
-                if f.tag is not None and skip_tag:
-                    continue
-                label = "" if f.required else "optional"
-                out.append(
-                    ProtoField(
-                        name,
-                        0,
-                        "string",
-                        "string",
-                        label,
-                        "key",
-                        f.wire,
-                        required=f.required,
-                        empty='""' if f.required else "",
-                        doc=f.doc,
-                    )
+            first = len(out)
+            self._slots_of_one(owner, f, out, skip_tag=skip_tag)
+            out[first:] = [
+                attrs.evolve(slot, extension=f.extension or slot.extension) for slot in out[first:]
+            ]
+        return out
+
+    def _slots_of_one(self, owner: str, f: Field, out: list[ProtoField], *, skip_tag: bool) -> None:
+        name = _snake(f.wire)
+        if f.tag is not None or f.const is not None:
+            if f.tag is not None and skip_tag:
+                return
+            label = "" if f.required else "optional"
+            out.append(
+                ProtoField(
+                    name,
+                    0,
+                    "string",
+                    "string",
+                    label,
+                    "key",
+                    f.wire,
+                    required=f.required,
+                    empty='""' if f.required else "",
+                    doc=f.doc,
                 )
-                continue
-            assert f.type is not None
-            t = f.type
-            if t.kind == "union" and t.name in FLATTENED_UNIONS:
-                out.extend(self.flattened(owner, f, t.name))
-                continue
-            if t.kind == "either":
-                out.extend(self.either(owner, f, t))
-                continue
-            if t.kind == "list":
-                assert t.item is not None
-                kind, ptype, ref = self.field_type(owner, f, t.item)
-                out.append(
-                    ProtoField(
-                        name,
-                        0,
-                        kind,
-                        ptype,
-                        "repeated",
-                        "key",
-                        f.wire,
-                        ref=ref,
-                        required=f.required,
-                        empty="[]" if f.required else "",
-                        doc=f.doc,
-                    )
-                )
-                continue
-            kind, ptype, ref = self.field_type(owner, f, t)
-            scalar = kind in _SCALARS
-            plain = f.required and kind == "string"
-            label = "" if plain or not scalar else "optional"
-            empty = ""
-            if f.required:
-                empty = {"string": '""', "struct": "{}"}.get(kind, "None" if f.nullable else "")
+            )
+            return
+        assert f.type is not None
+        t = f.type
+        if t.kind == "union" and t.name in FLATTENED_UNIONS:
+            out.extend(self.flattened(owner, f, t.name))
+            return
+        if t.kind == "either":
+            out.extend(self.either(owner, f, t))
+            return
+        if t.kind == "list":
+            assert t.item is not None
+            kind, ptype, ref = self.field_type(owner, f, t.item)
             out.append(
                 ProtoField(
                     name,
                     0,
                     kind,
                     ptype,
-                    label,
+                    "repeated",
                     "key",
                     f.wire,
                     ref=ref,
                     required=f.required,
-                    empty=empty,
+                    empty="[]" if f.required else "",
                     doc=f.doc,
                 )
             )
-        return out
+            return
+        kind, ptype, ref = self.field_type(owner, f, t)
+        scalar = kind in _SCALARS
+        plain = f.required and kind == "string"
+        label = "" if plain or not scalar else "optional"
+        empty = ""
+        if f.required:
+            empty = {"string": '""', "struct": "{}"}.get(kind, "None" if f.nullable else "")
+        out.append(
+            ProtoField(
+                name,
+                0,
+                kind,
+                ptype,
+                label,
+                "key",
+                f.wire,
+                ref=ref,
+                required=f.required,
+                empty=empty,
+                doc=f.doc,
+            )
+        )
 
     def either(self, owner: str, f: Field, t: TypeRef) -> list[ProtoField]:
         """A member of type `A | B`: one field per JSON kind, at most one of them set. The string
@@ -614,7 +634,9 @@ class _Builder:
 
     # ── messages ──
     def object_message(self, obj: Object, name: str) -> None:
-        draft = self.add(_Draft(name, obj.doc, self.file_of(name), source=obj.name))
+        draft = self.add(
+            _Draft(name, obj.doc, self.file_of(name), source=obj.name, extension=obj.extension)
+        )
         fields = list(obj.fields)
         if ENVELOPE in obj.unions:
             common = self.base_wires()
@@ -704,7 +726,19 @@ class _Builder:
             "Every event type, numbered.",
             "events",
             [(t, t, self._doc_of_enum_value("EventType", t)) for t, _ in event_union.tags],
+            self.extension_tags(event_union),
         )
+
+    def extension_tags(self, union: Union) -> frozenset[str]:
+        """The tags of a union's extension members: extension values of its tag enum."""
+        marked = {
+            v.value
+            for e in self.spec.enums
+            if e.name == union.tags_enum
+            for v in e.values
+            if v.extension
+        }
+        return frozenset(t for t, m in union.tags if self.defs[m].extension or t in marked)
 
     def _doc_of_enum_value(self, enum: str, value: str) -> str:
         for e in self.spec.enums:
@@ -714,8 +748,15 @@ class _Builder:
                         return v.doc
         return ""
 
-    def enum(self, name: str, doc: str, file: str, values: list[tuple[str, str, str]]) -> None:
-        draft = self.add(_Draft(name, doc, file, is_enum=True))
+    def enum(
+        self,
+        name: str,
+        doc: str,
+        file: str,
+        values: list[tuple[str, str, str]],
+        extensions: frozenset[str] = frozenset(),
+    ) -> None:
+        draft = self.add(_Draft(name, doc, file, is_enum=True, extension_values=extensions))
         draft.enum_values = [(_member(wire), wire, d) for _, wire, d in values]
 
     def oneof_message(self, union: Union) -> None:
@@ -729,6 +770,7 @@ class _Builder:
                 source=union.name,
                 oneof=oneof,
                 discriminator=union.discriminator,
+                extension=union.extension,
             )
         )
         for tag, member in union.tags:
@@ -746,6 +788,7 @@ class _Builder:
                     tag=tag,
                     ref=ref,
                     doc=obj.doc,
+                    extension=obj.extension,
                 )
             )
 
@@ -768,7 +811,16 @@ class _Builder:
             obj = self.defs[member]
             draft.slots.append(
                 ProtoField(
-                    tag.lower(), 0, "message", member, "", "arm", tag=tag, ref=member, doc=obj.doc
+                    tag.lower(),
+                    0,
+                    "message",
+                    member,
+                    "",
+                    "arm",
+                    tag=tag,
+                    ref=member,
+                    doc=obj.doc,
+                    extension=obj.extension,
                 )
             )
 
@@ -782,6 +834,7 @@ class _Builder:
                 shape="merged",
                 source=union.name,
                 discriminator=union.discriminator,
+                extension=union.extension,
             )
         )
         members = [self.defs[m] for m in union.members]
@@ -839,6 +892,7 @@ class _Builder:
                         f"The {wire} of {name}.",
                         self.file_of(enum),
                         [(t, t, "") for t, _ in union.tags],
+                        self.extension_tags(union),
                     )
                 else:
                     draft.slots.append(
@@ -867,6 +921,7 @@ class _Builder:
                         required=everywhere,
                         empty=slot.empty if everywhere else "",
                         doc=_merged_doc(wire, uses),
+                        extension=all(f.extension for _, f in uses.values()),
                     )
                 )
                 continue
@@ -938,7 +993,9 @@ class _Builder:
     # ── numbering ──
     def number(self) -> tuple[list[ProtoMessage], list[ProtoEnum], dict[str, Entry]]:
         """Every slot's number from the ledger; a slot the ledger lacks takes the next number
-        free in its message or enum and is marked unshipped."""
+        free in its message or enum (an extension in an official message or enum: the next one
+        from the spec's extensionNumbers up, an official slot the next one below them) and is
+        marked unshipped. A shipped slot keeps its type: the spec retyping one is a problem."""
         ledger = dict(self.ledger)
         messages: list[ProtoMessage] = []
         enums: list[ProtoEnum] = []
@@ -952,8 +1009,10 @@ class _Builder:
                     slot = f"{name}.{member}"
                     live.add(slot)
                     if slot not in ledger:
-                        ledger[slot] = Entry(max(taken, default=-1) + 1, unshipped=True)
-                        taken.add(ledger[slot].number)
+                        extension = wire in draft.extension_values and not draft.extension
+                        number = self.next_number(name, slot, taken, extension, first=0)
+                        ledger[slot] = Entry(number, unshipped=True)
+                        taken.add(number)
                     numbered.append((member, ledger[slot].number, wire))
                 gone = sorted(
                     (e.number, s)
@@ -984,12 +1043,16 @@ class _Builder:
             for s in draft.slots:
                 slot = draft.slot_key(s)
                 live.add(slot)
-                if slot not in ledger:
-                    number = max(taken, default=0) + 1
-                    while number in RESERVED_RANGE:
-                        number += 1
-                    ledger[slot] = Entry(number, unshipped=True)
+                entry = ledger.get(slot)
+                if entry is None:
+                    extension = s.extension and not draft.extension
+                    number = self.next_number(name, slot, taken, extension, first=1)
+                    ledger[slot] = Entry(number, unshipped=True, type=s.ledger_type)
                     taken.add(number)
+                elif entry.type != s.ledger_type:
+                    if entry.type and not entry.unshipped:
+                        self.problems.append(self.retyped(draft, s, slot, entry))
+                    ledger[slot] = attrs.evolve(entry, type=s.ledger_type)
                 fields.append(attrs.evolve(s, number=ledger[slot].number))
             gone = sorted(
                 (e.number, s) for s, e in ledger.items() if space_of(s) == name and s not in live
@@ -1013,6 +1076,42 @@ class _Builder:
             )
         self.problems += conflicts(ledger, ledger_name(self.spec))
         return messages, enums, ledger
+
+    def next_number(
+        self, space: str, slot: str, taken: set[int], extension: bool, first: int
+    ) -> int:
+        """The number a new slot takes in its message or enum: an extension of an official one
+        the next free from the spec's extensionNumbers up; any other the next free below them
+        (`first`: 1 for a field, 0 for an enum value), skipping protobuf's 19000-19999."""
+        start = self.spec.extension_numbers
+        if extension:
+            number = max((n for n in taken if n >= start), default=start - 1) + 1
+        else:
+            number = max((n for n in taken if n < start), default=first - 1) + 1
+        while number in RESERVED_RANGE or number in taken:
+            number += 1
+        if not extension and number >= start:
+            self.problems.append(
+                f"{ledger_name(self.spec)}: {slot}: {space} has no official number left below "
+                f"the extension numbers ({start}, extensionNumbers in {self.spec.source}); raise "
+                "extensionNumbers"
+            )
+        return number
+
+    def retyped(self, draft: _Draft, s: ProtoField, slot: str, entry: Entry) -> str:
+        """The problem of a shipped slot the spec retypes, naming the slot, both types and the
+        member of the spec that changed."""
+        if s.wire and draft.shape in ("object", "base"):
+            where = f"definitions.{draft.source}.fields.{s.wire}"
+        else:
+            where = f"definitions.{draft.source}"
+        return (
+            f"{ledger_name(self.spec)}: {slot} = {entry.number}: shipped as {entry.type}, but "
+            f"{self.spec.source}: {where} now makes it {s.ledger_type}: deployed peers would "
+            f"misread field {entry.number} (a shipped slot keeps its type). Give the member a "
+            "new name instead (a new number; the old one stays reserved); to break the wire "
+            f"on purpose, write '{s.ledger_type}' in the ledger's line of {slot} by hand"
+        )
 
     def restores(self, draft: _Draft) -> tuple[str, str] | None:
         """(discriminator, tag) of a tagged object's message that something refers to directly

@@ -235,6 +235,24 @@ def test_unknown_as_definition_exits_2(name: str) -> None:
     assert run.code == 2
     assert run.stdout == b""
     assert b"unknown definition" in run.stderr and name.encode() in run.stderr
+    assert b"; the definitions are: " in run.stderr and b"StepStartedEvent" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "nearest"),
+    [
+        ("stepstartedevent", "StepStartedEvent"),
+        ("StepStarted", "StepStartedEvent"),
+        ("ToolCal", "ToolCall"),
+        ("UserMesage", "UserMessage"),
+    ],
+)
+def test_an_unknown_definition_names_the_nearest_ones(name: str, nearest: str) -> None:
+    run = validate("--as", name, stdin=b'{"type":"STEP_STARTED","stepName":"s"}\n')
+    assert run.code == 2
+    message = run.stderr.decode()
+    assert f"unknown definition {name!r} (did you mean " in message
+    assert nearest in message.split("(did you mean ", 1)[1].split("?)")[0]
 
 
 def test_missing_file_is_an_error_result(tmp_path: Path) -> None:

@@ -131,19 +131,22 @@ def test_the_ledger_numbers_what_the_fork_added(fork: Path) -> None:
     def after(space: str) -> int:
         return max((n for s, n in before.items() if space_of(s) == space), default=0) + 1
 
-    assert {
-        f"EventType.EVERY_SCALAR = {after('EventType')} (unshipped)",
-        f"TextMessageStartEvent.language = {after('TextMessageStartEvent')} (unshipped)",
-        # a new member of an existing oneof union
-        f"InputContent.part.location = {after('InputContent')} (unshipped)",
-        "Attachment.attachment.location = 1 (unshipped)",  # a new union: a oneof of its own
-        "StringList.value = 1 (unshipped)",  # list[list[str]]: a wrapper message per item
-        "StringOrInt64.value = 1 (unshipped)",
-        "StringOrInt64.value_number = 2 (unshipped)",
-        # A | B: the string form under the member's name
-        "EveryEitherEvent.str_or_int = 2 (unshipped)",
-        "EveryEitherEvent.str_or_int_number = 3 (unshipped)",
-    } <= added
+    assert (
+        {
+            f"EventType.EVERY_SCALAR = {after('EventType')} (unshipped)",
+            f"TextMessageStartEvent.language = {after('TextMessageStartEvent')} string (unshipped)",
+            # a new member of an existing oneof union
+            f"InputContent.part.location = {after('InputContent')} LocationPart (unshipped)",
+            "Attachment.attachment.location = 1 LocationPart (unshipped)",  # a new union: a oneof of its own
+            "StringList.value = 1 repeated string (unshipped)",  # list[list[str]]: a wrapper message per item
+            "StringOrInt64.value = 1 string (unshipped)",
+            "StringOrInt64.value_number = 2 int64 (unshipped)",
+            # A | B: the string form under the member's name
+            "EveryEitherEvent.str_or_int = 2 string (unshipped)",
+            "EveryEitherEvent.str_or_int_number = 3 int64 (unshipped)",
+        }
+        <= added
+    )
     assert not any(line.startswith(("Message.", "ToolCall.")) for line in added)
     proto = (fork / "generated" / "proto" / "ag_ui" / "events.proto").read_text("utf-8")
     assert "  repeated double numbers = 4;" in proto

@@ -228,7 +228,23 @@ REFUSALS = [
     (
         field("list[int]", "  max: 5\n"),
         f"{F}: min/max apply to int and number values, not to a list[int]; to constrain the "
-        "items of list[int], declare an alias with the constraint and use list[Alias]",
+        "items of list[int], declare an alias with the constraint and use list[Alias]; for the "
+        "least length of the list, write minItems",
+    ),
+    (  # a list of objects: its length is what min could mean
+        field("list[Point]", "  min: 1\n"),
+        f"{F}: min/max apply to int and number values, not to a list[Point]; for the least "
+        "length of the list, write minItems (the grammar has no maximum length)",
+    ),
+    (
+        field("list[str]", "  max: 3\n"),
+        f"{F}: min/max apply to int and number values, not to a list[str]; for the least "
+        "length of the list, write minItems (the grammar has no maximum length)",
+    ),
+    (
+        field("list[str]", '  pattern: "^a"\n'),
+        f"{F}: pattern applies to str values, not to a list[str]; to constrain the items of "
+        "list[str], declare an alias with the constraint and use list[Alias]",
     ),
     (
         field("str | int", "  min: 0\n"),

@@ -97,7 +97,9 @@ def test_a_forks_messages_name_its_own_spec_and_ledger(
     spec.write_text(SPEC_TEXT, "utf-8")
     assert main(["--spec", str(spec), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"{spec.parent / 'proto-ledger.txt'}: line 1: not 'Message.field = N'")
+    assert err.startswith(
+        f"{spec.parent / 'proto-ledger.txt'}: line 1: not 'Message.field = N TYPE'"
+    )
     assert "spec/" not in err.replace(str(spec.parent), "")
     spec.write_text(SPEC_TEXT + "spec: again\n", "utf-8")
     assert main(["--spec", str(spec), "--out", str(tmp_path / "out")]) == 2

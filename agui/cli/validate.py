@@ -19,6 +19,7 @@ from 1).
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -239,10 +240,23 @@ def _validate(doc: bytes | Problem, cls: Any, strict: bool) -> dict[str, Any]:
     }
 
 
+def unknown_definition(name: str) -> str:
+    """What `--as NAME` says when NAME is no definition: the nearest names (a case slip, a typo,
+    a missing `Event` suffix), then every valid one."""
+    names = sorted(DEFINITIONS)
+    folded = {n.lower(): n for n in names}
+    near = [folded[name.lower()]] if name.lower() in folded else []
+    near += [n for n in names if n.lower() in (f"{name}event".lower(), f"{name}message".lower())]
+    near += difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    near = list(dict.fromkeys(near))
+    hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+    return f"unknown definition {name!r}{hint}; the definitions are: {', '.join(names)}"
+
+
 def validate(args: argparse.Namespace) -> int:
     cls = DEFINITIONS.get(args.definition)
     if cls is None:
-        print(f"agui validate: unknown definition {args.definition!r}", file=sys.stderr)
+        print(f"agui validate: {unknown_definition(args.definition)}", file=sys.stderr)
         return 2
     failed = False
     out = sys.stdout.buffer

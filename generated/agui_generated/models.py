@@ -20,6 +20,19 @@ JsonValue: TypeAlias = Any
 JsonObject: TypeAlias = dict[str, Any]
 """A JSON object whose members are not described by the spec (open by meaning)."""
 
+Metadata: TypeAlias = JsonObject
+"""
+Free-form information attached to an entity. Open by key: any JSON value may sit under a key,
+null included, and such a null is data that must survive. The object itself may be absent but is
+never null. The key "ag-ui" is reserved for the protocol by convention.
+"""
+
+JsonPointer: TypeAlias = str
+"""
+An RFC 6901 JSON Pointer. The empty string addresses the whole document; "~0" and "~1" escape
+"~" and "/" inside a segment.
+"""
+
 
 _TextMessageRole_BY_WIRE: dict[str, TextMessageRole] = {
     member.value: member for member in TextMessageRole
@@ -266,7 +279,7 @@ class ToolCall:
     encrypted_value: str | None = attrs.field(default=None, metadata={"wire": "encryptedValue"})
     """An opaque provider artefact tied to this call, returned on a later turn unread."""
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information about this call, kept per call because one message can hold several."""
 
 
@@ -294,7 +307,7 @@ class DeveloperMessage:
     later turn without reading it.
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Free-form extra data about this message."""
 
     content: str = attrs.field(metadata={"wire": "content"})
@@ -325,7 +338,7 @@ class SystemMessage:
     later turn without reading it.
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Free-form extra data about this message."""
 
     content: str = attrs.field(metadata={"wire": "content"})
@@ -356,7 +369,7 @@ class AssistantMessage:
     later turn without reading it.
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Free-form extra data about this message."""
 
     content: str | None = attrs.field(default=None, metadata={"wire": "content"})
@@ -392,7 +405,7 @@ class UserMessage:
     later turn without reading it.
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Free-form extra data about this message."""
 
     content: str | tuple[ContentPart, ...] = attrs.field(metadata={"wire": "content"})
@@ -426,7 +439,7 @@ class ToolMessage:
     encrypted_value: str | None = attrs.field(default=None, metadata={"wire": "encryptedValue"})
     """An opaque provider artefact tied to this message, returned on a later turn unread."""
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Free-form extra data about this message."""
 
 
@@ -452,7 +465,7 @@ class ActivityMessage:
     content: JsonObject = attrs.field(metadata={"wire": "content"})
     """The activity's data, an object whose keys the producer defines."""
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Free-form extra data about this message."""
 
 
@@ -477,7 +490,7 @@ class ReasoningMessage:
     The provider's opaque reasoning artefact for this message, returned on a later turn unread.
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Free-form extra data about this message."""
 
 
@@ -500,7 +513,7 @@ class AddOperation:
     op: ClassVar[Literal["add"]] = "add"
     """Always "add"."""
 
-    path: str = attrs.field(metadata={"wire": "path"})
+    path: JsonPointer = attrs.field(metadata={"wire": "path"})
     """Where the value goes."""
 
     value: JsonValue = attrs.field(metadata={"wire": "value"})
@@ -521,7 +534,7 @@ class RemoveOperation:
     op: ClassVar[Literal["remove"]] = "remove"
     """Always "remove"."""
 
-    path: str = attrs.field(metadata={"wire": "path"})
+    path: JsonPointer = attrs.field(metadata={"wire": "path"})
     """The location to delete."""
 
     extra: JsonObject | None = attrs.field(default=None, metadata={"wire": None})
@@ -536,7 +549,7 @@ class ReplaceOperation:
     op: ClassVar[Literal["replace"]] = "replace"
     """Always "replace"."""
 
-    path: str = attrs.field(metadata={"wire": "path"})
+    path: JsonPointer = attrs.field(metadata={"wire": "path"})
     """The location whose value changes."""
 
     value: JsonValue = attrs.field(metadata={"wire": "value"})
@@ -557,10 +570,10 @@ class MoveOperation:
     op: ClassVar[Literal["move"]] = "move"
     """Always "move"."""
 
-    from_: str = attrs.field(metadata={"wire": "from"})
+    from_: JsonPointer = attrs.field(metadata={"wire": "from"})
     """The location the value leaves."""
 
-    path: str = attrs.field(metadata={"wire": "path"})
+    path: JsonPointer = attrs.field(metadata={"wire": "path"})
     """The location the value arrives at."""
 
     extra: JsonObject | None = attrs.field(default=None, metadata={"wire": None})
@@ -575,10 +588,10 @@ class CopyOperation:
     op: ClassVar[Literal["copy"]] = "copy"
     """Always "copy"."""
 
-    from_: str = attrs.field(metadata={"wire": "from"})
+    from_: JsonPointer = attrs.field(metadata={"wire": "from"})
     """The location to copy from."""
 
-    path: str = attrs.field(metadata={"wire": "path"})
+    path: JsonPointer = attrs.field(metadata={"wire": "path"})
     """The location the copy goes to."""
 
     extra: JsonObject | None = attrs.field(default=None, metadata={"wire": None})
@@ -595,7 +608,7 @@ class TestOperation:
     op: ClassVar[Literal["test"]] = "test"
     """Always "test"."""
 
-    path: str = attrs.field(metadata={"wire": "path"})
+    path: JsonPointer = attrs.field(metadata={"wire": "path"})
     """The location to check."""
 
     value: JsonValue = attrs.field(metadata={"wire": "value"})
@@ -633,7 +646,7 @@ class Tool:
     as an empty schema: the tool takes no declared arguments.
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """
     Extra information about the tool, for example hints a consumer uses to render or route it.
     """
@@ -668,7 +681,7 @@ class ResumeEntry:
     payload: JsonValue | None = attrs.field(default=None, metadata={"wire": "payload"})
     """The answer itself, which the agent acts on; any JSON except null."""
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """
     Information about the response rather than the answer, such as a signature or a routing key.
     """
@@ -757,7 +770,7 @@ class Interrupt:
     string is accepted because producers already write it differently.
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Free-form extra data about this interrupt."""
 
 
@@ -913,7 +926,7 @@ class TextMessageStartEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -923,7 +936,9 @@ class TextMessageStartEvent:
     """The message this stream builds."""
 
     role: TextMessageRole | None = attrs.field(
-        default=None, converter=_to_text_message_role_or_none, metadata={"wire": "role"}
+        default=None,
+        converter=_to_text_message_role_or_none,
+        metadata={"wire": "role", "default": "assistant"},
     )
     """Who is speaking; absent means assistant."""
 
@@ -949,7 +964,7 @@ class TextMessageContentEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -983,7 +998,7 @@ class TextMessageEndEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1015,7 +1030,7 @@ class TextMessageChunkEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1057,7 +1072,7 @@ class ToolCallStartEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1091,7 +1106,7 @@ class ToolCallArgsEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1125,7 +1140,7 @@ class ToolCallEndEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1156,7 +1171,7 @@ class ToolCallChunkEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1196,7 +1211,7 @@ class ToolCallResultEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1238,7 +1253,7 @@ class StateSnapshotEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1266,7 +1281,7 @@ class StateDeltaEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1300,7 +1315,7 @@ class MessagesSnapshotEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     messages: tuple[Message, ...] = attrs.field(metadata={"wire": "messages"})
@@ -1325,7 +1340,7 @@ class ActivitySnapshotEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1340,7 +1355,7 @@ class ActivitySnapshotEvent:
     content: JsonObject = attrs.field(metadata={"wire": "content"})
     """The activity's data, an object whose keys the producer defines."""
 
-    replace: bool | None = attrs.field(default=None, metadata={"wire": "replace"})
+    replace: bool | None = attrs.field(default=None, metadata={"wire": "replace", "default": True})
     """
     Whether this content overwrites what the message already holds. Absent means true; only an
     explicit false asks the consumer to keep the existing content.
@@ -1365,7 +1380,7 @@ class ActivityDeltaEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1402,7 +1417,7 @@ class RawEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1433,7 +1448,7 @@ class CustomEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1464,7 +1479,7 @@ class RunStartedEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     thread_id: str = attrs.field(metadata={"wire": "threadId"})
@@ -1509,7 +1524,7 @@ class RunFinishedEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     thread_id: str = attrs.field(metadata={"wire": "threadId"})
@@ -1552,7 +1567,7 @@ class RunErrorEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     message: str = attrs.field(metadata={"wire": "message"})
@@ -1583,7 +1598,7 @@ class StepStartedEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1611,7 +1626,7 @@ class StepFinishedEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1639,7 +1654,7 @@ class ReasoningStartEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1667,7 +1682,7 @@ class ReasoningMessageStartEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1700,7 +1715,7 @@ class ReasoningMessageContentEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1731,7 +1746,7 @@ class ReasoningMessageEndEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1761,7 +1776,7 @@ class ReasoningMessageChunkEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1792,7 +1807,7 @@ class ReasoningEndEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1825,7 +1840,7 @@ class ReasoningEncryptedValueEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str | None = attrs.field(default=None, metadata={"wire": "subagentRunId"})
@@ -1867,7 +1882,7 @@ class SubagentStartedEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str = attrs.field(metadata={"wire": "subagentRunId"})
@@ -1916,7 +1931,7 @@ class SubagentFinishedEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str = attrs.field(metadata={"wire": "subagentRunId"})
@@ -1952,7 +1967,7 @@ class SubagentErrorEvent:
     The provider-native event this one was translated from, kept verbatim (any JSON but null).
     """
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Extra information attached to this event."""
 
     subagent_run_id: str = attrs.field(metadata={"wire": "subagentRunId"})
@@ -2036,7 +2051,7 @@ class IdentityCapabilities:
     documentation_url: str | None = attrs.field(default=None, metadata={"wire": "documentationUrl"})
     """Where the agent's documentation or home page is."""
 
-    metadata: JsonObject | None = attrs.field(default=None, metadata={"wire": "metadata"})
+    metadata: Metadata | None = attrs.field(default=None, metadata={"wire": "metadata"})
     """Identity details specific to an integration."""
 
 
@@ -2311,21 +2326,6 @@ class AgentCapabilities:
     """
     Capabilities particular to an integration, under keys it chooses; any JSON value per key.
     """
-
-
-Metadata: TypeAlias = JsonObject
-"""
-Free-form information attached to an entity. Open by key: any JSON value may sit under a key,
-null included, and such a null is data that must survive. The object itself may be absent but is
-never null. The key "ag-ui" is reserved for the protocol by convention.
-"""
-
-
-JsonPointer: TypeAlias = str
-"""
-An RFC 6901 JSON Pointer. The empty string addresses the whole document; "~0" and "~1" escape
-"~" and "/" inside a segment.
-"""
 
 
 JsonPatch: TypeAlias = tuple[JsonPatchOperation, ...]

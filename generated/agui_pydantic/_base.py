@@ -95,6 +95,27 @@ _CONSTANTS: dict[str, tuple[tuple[str, str, str], ...]] = {
 """Each model of `models` that pins members -> (attribute, wire name, value) of each: its
 discriminator, a required constant (`ToolCall.type`)."""
 
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "TextMessageStartEvent": {
+        "role": "assistant",
+    },
+    "ActivitySnapshotEvent": {
+        "replace": True,
+    },
+}
+"""Each model of `models` with members that have a `default` in the spec -> {wire name: default}.
+A default is what a reader assumes when the member is absent: it is never filled in (an absent
+member stays MISSING, and is not written), but `model_json_schema()` shows it, as the published
+JSON Schema does."""
+
+
+def _schema_defaults(schema: dict[str, Any], cls: type) -> None:
+    """pydantic's JSON Schema of a model with the spec's defaults as `default` annotations."""
+    properties = schema.get("properties", {})
+    for wire, value in _DEFAULTS.get(cls.__name__, {}).items():
+        if wire in properties:
+            properties[wire].setdefault("default", value)
+
 
 class WireModel(BaseModel):
     """The base of every model of the binding: wire (camelCase) names on output by default, and
@@ -111,7 +132,10 @@ class WireModel(BaseModel):
     snake_case keys, which are not part of the contract."""
 
     model_config = ConfigDict(
-        serialize_by_alias=True, validate_by_alias=True, validate_by_name=True
+        serialize_by_alias=True,
+        validate_by_alias=True,
+        validate_by_name=True,
+        json_schema_extra=_schema_defaults,
     )
 
     __wire_constants__: ClassVar[tuple[tuple[str, str, str], ...]] = ()

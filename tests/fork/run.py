@@ -9,7 +9,10 @@ tests/fork/fixtures/ into its tests/fixtures/, then, in the copy, with nothing e
 0. `order`: first, in a copy of its own without the fixtures, the order docs/extending.md walks
    in (generate, then write fixtures): after `python -m codegen` the fixture tests must fail as
    tests, naming the folder of each new definition, never as a collection error;
-1. `python -m codegen` (it prints what the ledger gained), then `python -m codegen --check`;
+1. `python -m codegen` (it prints what the ledger gained), then `python -m codegen --check`, then
+   the extension numbers: every slot the fork added to an official message or enum (one the
+   repository's ledger has) must be numbered from the spec's extensionNumbers up (the overlay
+   marks all it adds `extension: true`), so upstream's next numbers stay free;
 2. mypy (strict, as configured in pyproject.toml) on agui/, codegen/ and the fork's generated code;
 3. pytest, the whole suite but EXCLUDED below (each with its reason);
 4. tests/crosscheck/run.py and tests/crosscheck/proto_parity.py, which must report the fork's
@@ -209,6 +212,27 @@ def check_order(python: str) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def check_extension_numbers(base: Path) -> None:
+    """The fork's additions to official messages and enums are in the extension range."""
+    sys.path.insert(0, str(ROOT))
+    from codegen.ledger import parse, space_of
+    from codegen.model import EXTENSION_NUMBERS
+
+    spec = yaml.safe_load((base / "spec" / "agui.yaml").read_text("utf-8"))
+    start = int(spec.get("extensionNumbers", EXTENSION_NUMBERS))
+    official = parse((ROOT / "spec" / "proto-ledger.txt").read_text("utf-8"))
+    fork = parse((base / "spec" / "proto-ledger.txt").read_text("utf-8"))
+    spaces = {space_of(slot) for slot in official}
+    added = {s: e.number for s, e in fork.items() if s not in official and space_of(s) in spaces}
+    shown = ", ".join(f"{s} = {n}" for s, n in added.items())
+    print(f"fork: generate: extension numbers (from {start}) in official messages: {shown}")
+    below = [s for s, n in added.items() if n < start]
+    if not added or below:
+        raise StepFailed(
+            f"fork: generate: extension slots numbered below {start}: {below or 'none added'}"
+        )
+
+
 def _env(base: Path) -> dict[str, str]:
     return {
         **os.environ,
@@ -249,6 +273,7 @@ def main() -> int:
         if "generate" in steps:
             run("generate", [python, "-m", "codegen"], base)
             run("generate", [python, "-m", "codegen", "--check"], base)
+            check_extension_numbers(base)
         if "mypy" in steps:
             run("mypy", [python, "-m", "mypy", "--cache-dir", str(base / ".mypy_cache")], base)
         if "pytest" in steps:
