@@ -71,6 +71,7 @@ from agui_generated import (
     UnknownEvent,
 )
 
+from agui.adapters.imports import framework_module
 from agui.errors import AguiError, SSEError
 from agui.stream.lifecycle import AGENT_FAILED, INVALID_EVENT, run_error
 from agui.wire.codec import decode, decode_json, to_json
@@ -241,14 +242,8 @@ def _withheld(event: RunErrorEvent, run_id: str) -> RunErrorEvent:
 
 def _official_input_type() -> Any:
     """ag_ui.core.RunAgentInput, imported now (ModuleNotFoundError saying how to install it)."""
-    try:
-        core = importlib.import_module("ag_ui.core")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("ag_ui", "ag_ui.core"):
-            raise
-        raise ModuleNotFoundError(
-            f"AgUiProtocolAgent needs the official SDK, ag-ui-protocol: {_INSTALL}", name=exc.name
-        ) from None
+    needs = f"AgUiProtocolAgent needs the official SDK, ag-ui-protocol: {_INSTALL}"
+    core = framework_module("ag_ui.core", needs)
     _check_sdk_release()
     return core.RunAgentInput
 

@@ -34,7 +34,6 @@ refuses; this adapter needs nothing of ag-ui-protocol itself.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -48,6 +47,7 @@ from agui_generated import (
 )
 
 from agui.adapters.ag_ui_protocol import _read_events
+from agui.adapters.imports import framework_module
 from agui.wire.codec import to_json
 
 __all__ = ["AgentFrameworkAgent"]
@@ -129,11 +129,4 @@ class AgentFrameworkAgent:
 
 def _import(name: str) -> Any:
     """A module of Agent Framework, imported now (ModuleNotFoundError saying how to install it)."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.split(".")[0] != name:
-            raise
-        raise ModuleNotFoundError(
-            f"AgentFrameworkAgent needs agent-framework-ag-ui: {_INSTALL}", name=exc.name
-        ) from None
+    return framework_module(name, f"AgentFrameworkAgent needs agent-framework-ag-ui: {_INSTALL}")

@@ -31,7 +31,6 @@ AG-UI and AgentOS extras (the interface's module imports FastAPI), `pip install 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -39,6 +38,7 @@ from typing import Any
 from agui_generated import Event, RunAgentInput, UnknownEvent
 
 from agui.adapters.ag_ui_protocol import AgUiProtocolAgent
+from agui.adapters.imports import framework_module
 
 __all__ = ["AgnoAgent"]
 
@@ -89,15 +89,5 @@ class AgnoAgent:
 def _run_entity() -> Any:
     """agno.os.interfaces.agui.router.run_entity, imported now (ModuleNotFoundError saying how
     to install it)."""
-    try:
-        module = importlib.import_module("agno.os.interfaces.agui.router")
-    except ImportError as exc:
-        # The interface raises ImportError (from the ModuleNotFoundError) without ag-ui-protocol.
-        cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
-        name = getattr(cause, "name", None)
-        if name not in _MISSING:
-            raise
-        raise ModuleNotFoundError(
-            f"AgnoAgent needs agno with its AG-UI and AgentOS extras: {_INSTALL}", name=name
-        ) from None
-    return module.run_entity
+    needs = f"AgnoAgent needs agno with its AG-UI and AgentOS extras: {_INSTALL}"
+    return framework_module("agno.os.interfaces.agui.router", needs, _MISSING).run_entity

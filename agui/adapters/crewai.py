@@ -29,7 +29,6 @@ never when this module is: `pip install ag-ui-crewai`.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -43,6 +42,7 @@ from agui_generated import (
 )
 
 from agui.adapters.ag_ui_protocol import AgUiProtocolAgent
+from agui.adapters.imports import framework_module
 
 __all__ = ["CrewAIFlowAgent"]
 
@@ -119,11 +119,4 @@ class CrewAIFlowAgent:
 def _import(name: str) -> Any:
     """A module ag-ui-crewai's endpoint needs, imported now (ModuleNotFoundError saying how to
     install it)."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not name.startswith(exc.name):
-            raise
-        raise ModuleNotFoundError(
-            f"CrewAIFlowAgent needs ag-ui-crewai: {_INSTALL}", name=exc.name
-        ) from None
+    return framework_module(name, f"CrewAIFlowAgent needs ag-ui-crewai: {_INSTALL}")

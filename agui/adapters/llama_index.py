@@ -50,6 +50,7 @@ from agui_generated import (
 )
 
 from agui.adapters.ag_ui_protocol import AgUiProtocolAgent
+from agui.adapters.imports import framework_module
 
 __all__ = ["LlamaIndexAgent"]
 
@@ -158,11 +159,5 @@ def _protocol_version() -> str:
 def _import_events() -> Any:
     """llama_index.protocols.ag_ui.events, imported now (ModuleNotFoundError saying how to
     install it)."""
-    try:
-        return importlib.import_module(_EVENTS)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not _EVENTS.startswith(exc.name):
-            raise
-        raise ModuleNotFoundError(
-            f"LlamaIndexAgent needs llama-index-protocols-ag-ui: {_INSTALL}", name=exc.name
-        ) from None
+    needs = f"LlamaIndexAgent needs llama-index-protocols-ag-ui: {_INSTALL}"
+    return framework_module(_EVENTS, needs)

@@ -30,7 +30,6 @@ it with its AG-UI extra, `pip install 'pydantic-ai-slim[ag-ui]'`.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any
@@ -38,6 +37,7 @@ from typing import Any
 from agui_generated import Event, RunAgentInput, UnknownEvent
 
 from agui.adapters.ag_ui_protocol import AgUiProtocolAgent
+from agui.adapters.imports import framework_module
 
 __all__ = ["PydanticAIAgent"]
 
@@ -114,15 +114,5 @@ class _Run:
 def _adapter_type() -> Any:
     """pydantic_ai.ui.ag_ui.AGUIAdapter, imported now (ModuleNotFoundError saying how to install
     it)."""
-    try:
-        module = importlib.import_module("pydantic_ai.ui.ag_ui")
-    except ImportError as exc:
-        # pydantic-ai raises ImportError (from the ModuleNotFoundError) without ag-ui-protocol.
-        cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
-        name = getattr(cause, "name", None)
-        if name not in _MISSING:
-            raise
-        raise ModuleNotFoundError(
-            f"PydanticAIAgent needs pydantic-ai with its AG-UI extra: {_INSTALL}", name=name
-        ) from None
-    return module.AGUIAdapter
+    needs = f"PydanticAIAgent needs pydantic-ai with its AG-UI extra: {_INSTALL}"
+    return framework_module("pydantic_ai.ui.ag_ui", needs, _MISSING).AGUIAdapter

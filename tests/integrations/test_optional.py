@@ -11,6 +11,8 @@ import textwrap
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
@@ -95,3 +97,36 @@ def test_ag_ui_protocol_is_an_extra_never_a_dependency() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert not [d for d in project["dependencies"] if d.startswith("ag-ui")]
     assert project["optional-dependencies"]["ag-ui-protocol"] == ["ag-ui-protocol>=1.0"]
+
+
+def test_a_framework_module_that_is_missing_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """agui.adapters.imports.framework_module, on packages made here: the module, a package of
+    it or a listed dependency missing gives the install hint; any other import error stays."""
+    from agui.adapters.imports import framework_module
+
+    (tmp_path / "fw_present").mkdir()
+    (tmp_path / "fw_present" / "__init__.py").write_text("")
+    (tmp_path / "fw_present" / "needs_dep.py").write_text("import fw_dependency_absent\n")
+    (tmp_path / "fw_present" / "broken.py").write_text("import fw_unrelated_absent\n")
+    (tmp_path / "fw_present" / "wraps.py").write_text(
+        "try:\n    import fw_extra_absent\nexcept ImportError as e:\n"
+        "    raise ImportError('install the extra') from e\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    needs = "X needs fw: pip install fw"
+    assert framework_module("fw_present", needs).__name__ == "fw_present"
+    for name, missing in [
+        ("fw_absent.core", ()),
+        ("fw_present.absent", ()),
+        ("fw_present.needs_dep", ("fw_dependency_absent",)),
+        ("fw_present.wraps", ("fw_extra_absent",)),
+    ]:
+        with pytest.raises(ModuleNotFoundError) as caught:
+            framework_module(name, needs, missing)
+        assert str(caught.value) == needs, name
+    with pytest.raises(ModuleNotFoundError, match="fw_unrelated_absent"):
+        framework_module("fw_present.broken", needs)
+    with pytest.raises(ImportError, match="install the extra"):
+        framework_module("fw_present.wraps", needs)
