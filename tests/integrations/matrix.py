@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
@@ -42,6 +43,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -133,6 +135,19 @@ class Framework:
 
     def versions(self) -> dict[str, str]:
         return {name: importlib.metadata.version(name) for name in self.packages}
+
+
+def load_example(framework: Framework) -> ModuleType:
+    """examples/MODULE.py imported afresh (a new module object each call: an example's agent may
+    keep sessions or approvals in memory), registered in sys.modules under its name, since some
+    frameworks read a tool's string annotations in its module's namespace."""
+    name = framework.module or framework.key
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 # ── serving the example ────────────────────────────────────────────────────────────────────────

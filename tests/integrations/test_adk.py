@@ -24,7 +24,6 @@ unless AGUI_REQUIRE_INTEGRATIONS=1.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from collections.abc import Iterator
 from types import ModuleType
@@ -45,12 +44,12 @@ from agui.adapters import AgUiProtocolAgent  # noqa: E402
 from agui.stream.lifecycle import AGENT_FAILED  # noqa: E402
 from tests.conftest import live_server  # noqa: E402
 from tests.integrations.matrix import (  # noqa: E402
-    EXAMPLES,
     TIMEOUT,
     Framework,
     MatrixChecks,
     NativeChecks,
     events_of,
+    load_example,
     normalized,
     run_body,
     texts,
@@ -95,11 +94,7 @@ PENDING = '{"error": "This tool call requires confirmation, please approve or re
 
 def example() -> ModuleType:
     """examples/adk_example.py, imported afresh (its ADKAgent keeps sessions in memory)."""
-    spec = importlib.util.spec_from_file_location("adk_example", EXAMPLES / "adk_example.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(FRAMEWORK)
 
 
 def run(agent: agui.HttpAgent, conversation: agui.Conversation, message: str | None) -> Any:

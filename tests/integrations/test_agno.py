@@ -24,7 +24,6 @@ AGUI_REQUIRE_INTEGRATIONS=1.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import subprocess
 import sys
@@ -43,12 +42,12 @@ from agui.adapters import AgnoAgent  # noqa: E402
 from agui.stream.lifecycle import AGENT_FAILED  # noqa: E402
 from tests.conftest import ROOT, live_server  # noqa: E402
 from tests.integrations.matrix import (  # noqa: E402
-    EXAMPLES,
     TIMEOUT,
     Framework,
     MatrixChecks,
     NativeChecks,
     events_of,
+    load_example,
     normalized,
     run_body,
     serving,
@@ -94,12 +93,7 @@ def example() -> ModuleType:
     """examples/agno_example.py, imported afresh (its agent keeps sessions in an InMemoryDb),
     and in sys.modules: Agno reads a tool's annotations (strings, `from __future__ import
     annotations`) in its module's namespace."""
-    spec = importlib.util.spec_from_file_location("agno_example", EXAMPLES / "agno_example.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["agno_example"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_example(FRAMEWORK)
 
 
 @pytest.fixture(scope="module")

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import importlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -63,6 +62,7 @@ from tests.integrations.matrix import (  # noqa: E402
     MatrixChecks,
     NativeChecks,
     events_of,
+    load_example,
     normalized,
     run_body,
     served,
@@ -101,13 +101,9 @@ class TestCrewAI(MatrixChecks, NativeChecks):
 
 
 @pytest.fixture(scope="module")
-def example() -> Any:
+def example() -> ModuleType:
     """examples/crewai_example.py, imported here (for its flow)."""
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        return importlib.import_module("crewai_example")
-    finally:
-        sys.path.remove(str(EXAMPLES))
+    return load_example(FRAMEWORK)
 
 
 @pytest.fixture(scope="module")

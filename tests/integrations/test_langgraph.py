@@ -30,10 +30,9 @@ skipped without them, unless AGUI_REQUIRE_INTEGRATIONS=1.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
-import sys
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -49,12 +48,12 @@ import agui  # noqa: E402
 from agui.stream.lifecycle import AGENT_FAILED  # noqa: E402
 from tests.conftest import live_server  # noqa: E402
 from tests.integrations.matrix import (  # noqa: E402
-    EXAMPLES,
     TIMEOUT,
     Framework,
     MatrixChecks,
     NativeChecks,
     events_of,
+    load_example,
     normalized,
     run_body,
     serving,
@@ -101,13 +100,9 @@ class TestLangGraph(MatrixChecks, NativeChecks):
 
 
 @pytest.fixture(scope="module")
-def example() -> Any:
+def example() -> ModuleType:
     """examples/langgraph_agent.py, imported here (for its graph and LangGraphAgent)."""
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        return importlib.import_module("langgraph_agent")
-    finally:
-        sys.path.remove(str(EXAMPLES))
+    return load_example(FRAMEWORK)
 
 
 @pytest.fixture(scope="module")

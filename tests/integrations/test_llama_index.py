@@ -20,10 +20,9 @@ releases); skipped without them, unless AGUI_REQUIRE_INTEGRATIONS=1.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
-import sys
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -49,6 +48,7 @@ from tests.integrations.matrix import (  # noqa: E402
     MatrixChecks,
     NativeChecks,
     events_of,
+    load_example,
     normalized,
     run_body,
     served,
@@ -92,13 +92,9 @@ class TestLlamaIndex(MatrixChecks, NativeChecks):
 
 
 @pytest.fixture(scope="module")
-def example() -> Any:
+def example() -> ModuleType:
     """examples/llama_index_example.py, imported here (for its workflow factory)."""
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        return importlib.import_module("llama_index_example")
-    finally:
-        sys.path.remove(str(EXAMPLES))
+    return load_example(FRAMEWORK)
 
 
 @pytest.fixture(scope="module")

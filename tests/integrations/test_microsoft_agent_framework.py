@@ -52,6 +52,7 @@ from tests.integrations.matrix import (  # noqa: E402
     MatrixChecks,
     NativeChecks,
     events_of,
+    load_example,
     normalized,
     run_body,
     served,
@@ -80,13 +81,7 @@ FRAMEWORK = Framework(
 
 def example() -> ModuleType:
     """examples/microsoft_agent_framework.py, imported afresh (its wrapper holds approval state)."""
-    spec = importlib.util.spec_from_file_location(
-        "microsoft_agent_framework", EXAMPLES / "microsoft_agent_framework.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(FRAMEWORK)
 
 
 class TestMicrosoftAgentFramework(MatrixChecks, NativeChecks):

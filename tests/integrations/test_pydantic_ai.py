@@ -21,10 +21,10 @@ skipped without them, unless AGUI_REQUIRE_INTEGRATIONS=1.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -43,13 +43,13 @@ from agui.adapters import PydanticAIAgent  # noqa: E402
 from agui.stream.lifecycle import AGENT_FAILED  # noqa: E402
 from tests.conftest import live_server  # noqa: E402
 from tests.integrations.matrix import (  # noqa: E402
-    EXAMPLES,
     ROOT,
     TIMEOUT,
     Framework,
     MatrixChecks,
     NativeChecks,
     events_of,
+    load_example,
     normalized,
     run_body,
     served,
@@ -79,13 +79,9 @@ class TestPydanticAI(MatrixChecks, NativeChecks):
 
 
 @pytest.fixture(scope="module")
-def example() -> Any:
+def example() -> ModuleType:
     """examples/pydantic_ai_example.py, imported here (for its PydanticAI agent)."""
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        return importlib.import_module("pydantic_ai_example")
-    finally:
-        sys.path.remove(str(EXAMPLES))
+    return load_example(FRAMEWORK)
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,6 @@ AGUI_REQUIRE_INTEGRATIONS=1.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from collections.abc import Iterator
 from types import ModuleType
@@ -40,12 +39,12 @@ require("strands", "ag_ui_strands", "ag_ui")
 import agui  # noqa: E402
 from tests.conftest import live_server  # noqa: E402
 from tests.integrations.matrix import (  # noqa: E402
-    EXAMPLES,
     TIMEOUT,
     Framework,
     MatrixChecks,
     NativeChecks,
     events_of,
+    load_example,
     normalized,
     run_body,
     serving,
@@ -88,13 +87,7 @@ class TestStrands(MatrixChecks, NativeChecks):
 def example() -> ModuleType:
     """examples/strands_example.py, imported afresh (its StrandsAgent caches a Strands agent per
     thread, an approval's checkpoint included)."""
-    spec = importlib.util.spec_from_file_location(
-        "strands_example", EXAMPLES / "strands_example.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(FRAMEWORK)
 
 
 @pytest.fixture(scope="module")
