@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -222,6 +223,16 @@ class Server:
             if "in use" not in text or attempt == attempts - 1:
                 raise AssertionError(f"`{shlex.join(self.words)}` did not start:\n{text}")
             self._launch()
+
+    def logged(self, text: str, within: float = STARTUP) -> bool:
+        """Whether `text` reaches stderr within `within` seconds (a hang bound): the server writes
+        its log line after the response's last byte, and the reader thread copies it later."""
+        deadline = time.monotonic() + within
+        while text not in "".join(self.stderr):
+            if time.monotonic() > deadline or not self.reader.is_alive():
+                return text in "".join(self.stderr)
+            time.sleep(0.05)
+        return True
 
     def interrupt(self) -> None:
         """Ctrl-C, once (a second one would tell the server to hurry), as a user stops it: SIGINT
