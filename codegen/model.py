@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from codegen.formats import FORMATS, conforms
 from codegen.load import NAMING, SpecError, yaml_path
 from codegen.regex import compile_error, search
 
@@ -56,14 +57,15 @@ own 19000-19999."""
 
 @attrs.frozen
 class Constraints:
-    """What a value must satisfy beyond its type: bounds of an int or number, the pattern of a
-    string, the least length of a list. On a TypeRef they are the effective ones: an alias's own,
-    narrowed by the field that uses it."""
+    """What a value must satisfy beyond its type: bounds of an int or number, the pattern and the
+    format of a string, the least length of a list. On a TypeRef they are the effective ones: an
+    alias's own, narrowed by the field that uses it."""
 
     min: int | float | None = None
     max: int | float | None = None
     pattern: str | None = None
     min_items: int | None = None
+    format: str | None = None  # a key of codegen.formats.FORMATS
 
     @property
     def any(self) -> bool:
@@ -149,6 +151,9 @@ class Field:
     const: str | None = None
     nullable: bool = False
     default: str | bool | int | float | None = None
+    deprecated: str | None = None
+    """Set for a deprecated member: the sentence its DeprecationWarning and its documentation give
+    (the spec's `deprecated:` text, or a plain one for `deprecated: true`)."""
     extension: bool = False
     """Not in the official protocol: a fork's own member (`extension: true` on it, or on the
     object or mixin it comes from). Cross-SDK checks report it instead of comparing it."""
@@ -394,6 +399,28 @@ class Spec:
         return ids
 
     @functools.cached_property
+    def formats(self) -> tuple[str, ...]:
+        """The formats the members use (directly, in list items or alternatives), sorted: the
+        codec builds one cached test of each (`_F_<name>`)."""
+        return tuple(
+            sorted(
+                {
+                    t.constraints.format
+                    for o in self.objects
+                    for f in o.fields
+                    for t in (f.type.walk if f.type else ())
+                    if t.constraints.format is not None
+                }
+            )
+        )
+
+    @property
+    def deprecated(self) -> dict[str, tuple[Field, ...]]:
+        """Each object with deprecated members -> those members."""
+        out = {o.name: tuple(f for f in o.fields if f.deprecated) for o in self.objects}
+        return {name: fields for name, fields in out.items() if fields}
+
+    @functools.cached_property
     def value_types(self) -> dict[TypeRef, int]:
         """The types the codec checks with a function of their own (`_dv_N`, `_ev_N`), numbered in
         order of first use: list items and alternatives its inline paths do not cover."""
@@ -598,6 +625,16 @@ class _Builder:
                         f"(with the u flag, as JSON Schema reads it): {error}",
                     )
                     ok = False
+        if own.format is not None:
+            if t.kind != "str":
+                ok = self._misplaced(t, "format applies to str", where, what)
+            elif before.format is not None:
+                self.fail(
+                    where,
+                    f"{t.alias} already has the format {before.format}; a second one cannot be "
+                    "added here",
+                )
+                ok = False
         if own.min_items is not None:
             if t.kind != "list":
                 ok = self._misplaced(t, "minItems applies to list", where, what)
@@ -611,13 +648,16 @@ class _Builder:
             max=_tighter(own.max, before.max, min),
             pattern=own.pattern if own.pattern is not None else before.pattern,
             min_items=_tighter(own.min_items, before.min_items, max),
+            format=own.format if own.format is not None else before.format,
         )
         return attrs.evolve(t, constraints=merged)
 
     def _misplaced(self, t: TypeRef, rule: str, where: list[str | int], what: str) -> bool:
         inner = t.item if t.kind == "list" else None
         key = rule.split()[0]
-        applies = {"min/max": ("int", "number"), "pattern": ("str",)}.get(key, ())
+        applies = {"min/max": ("int", "number"), "pattern": ("str",), "format": ("str",)}.get(
+            key, ()
+        )
         if inner is not None and key != "minItems" and inner.kind in applies:
             hint = (
                 f"; to constrain the items of {t.spelled}, declare an alias with the constraint "
@@ -695,7 +735,16 @@ class _Builder:
             if fs.get("tag") or "const" in fs:
                 fixed = [
                     k
-                    for k in ("default", "nullable", "min", "max", "pattern", "minItems")
+                    for k in (
+                        "default",
+                        "nullable",
+                        "min",
+                        "max",
+                        "pattern",
+                        "format",
+                        "minItems",
+                        "deprecated",
+                    )
                     if k in fs
                 ]
                 if fixed:
@@ -758,16 +807,31 @@ class _Builder:
                 )
             if "default" in fs:
                 self.check_default(fs["default"], ftype, required, [*where, "default"])
+            deprecated = fs.get("deprecated")
+            if deprecated is not None and required:
+                self.fail(
+                    [*where, "deprecated"],
+                    "a required member cannot be deprecated: every document must still carry it; "
+                    "make it optional (name?) first",
+                )
+            doc = fs["doc"]
+            if deprecated is True:
+                deprecated = f"{user}.{py} is deprecated"
+                doc = f"{doc} Deprecated."
+            elif deprecated is not None:
+                doc = f"{doc} Deprecated: {deprecated}"
+                deprecated = f"{user}.{py} is deprecated: {deprecated}"
             if not re.fullmatch(r"[a-z][A-Za-z0-9]*", wire):
                 self.fail(where, f"{wire!r} is not a valid name: {NAMING['fields']}")
             yield Field(
                 wire,
                 py,
-                fs["doc"],
+                doc,
                 required,
                 ftype,
                 nullable=nullable,
                 default=fs.get("default"),
+                deprecated=deprecated,
                 extension=extension,
             )
 
@@ -1056,7 +1120,13 @@ def _tighter(own: Any, inherited: Any, pick: Any) -> Any:
 
 
 def _constraints(spec: dict[str, Any]) -> Constraints:
-    return Constraints(spec.get("min"), spec.get("max"), spec.get("pattern"), spec.get("minItems"))
+    return Constraints(
+        spec.get("min"),
+        spec.get("max"),
+        spec.get("pattern"),
+        spec.get("minItems"),
+        spec.get("format"),
+    )
 
 
 def _default_problem(value: Any, t: TypeRef) -> str | None:
@@ -1073,6 +1143,8 @@ def _default_problem(value: Any, t: TypeRef) -> str | None:
             return f"the default {shown} is not a string, and the member is a str{yaml_bool}"
         if c.pattern is not None and not search(c.pattern, value):
             return f"the default {shown} does not match the pattern {c.pattern}"
+        if c.format is not None and not conforms(c.format, value):
+            return f"the default {shown} is not {FORMATS[c.format]} (format {c.format})"
         return None
     if t.kind == "enum":
         if not isinstance(value, str):

@@ -125,6 +125,7 @@ class ProtoField:
     empty: str = ""  # Python literal put back on decode when the field is absent ("" = none)
     doc: str = ""
     extension: bool = False  # a fork's own slot (`extension: true` on its member or object)
+    deprecated: bool = False  # written `[deprecated = true]` (a deprecated member's slots)
 
     @property
     def ledger_type(self) -> str:
@@ -431,7 +432,12 @@ class _Builder:
             first = len(out)
             self._slots_of_one(owner, f, out, skip_tag=skip_tag)
             out[first:] = [
-                attrs.evolve(slot, extension=f.extension or slot.extension) for slot in out[first:]
+                attrs.evolve(
+                    slot,
+                    extension=f.extension or slot.extension,
+                    deprecated=bool(f.deprecated) or slot.deprecated,
+                )
+                for slot in out[first:]
             ]
         return out
 
@@ -1250,6 +1256,8 @@ def file_descriptors(schema: ProtoSchema) -> list[tuple[str, bytes]]:
                 field.type_name = "." + (
                     f.type if f.kind in ("value", "struct") else f"{PACKAGE}.{f.ref}"
                 )
+            if f.deprecated:
+                field.options.deprecated = True
             if m.oneof:
                 field.oneof_index = 0
             elif f.label == "optional":

@@ -119,12 +119,34 @@ def patterns(spec: Spec) -> dict[str, int]:
     return ids
 
 
+def formats(spec: Spec) -> dict[str, tuple[str | None, str]]:
+    """Each `_base` type of a string with a format -> (its pattern or None, the format), for every
+    such string of the spec: `Format{Name}` (`FormatDateTime`), or `Pattern{n}Format{Name}` when
+    it has a pattern too. `_base.SpecFormat` checks the format."""
+    ids = patterns(spec)
+    out: dict[str, tuple[str | None, str]] = {}
+    types = [a.type for a in spec.aliases]
+    types += [t for o in spec.objects for f in o.fields for t in (f.type.walk if f.type else ())]
+    for t in types:
+        c = t.constraints
+        if c.format is not None:
+            out[format_type(c.pattern, c.format, ids)] = (c.pattern, c.format)
+    return dict(sorted(out.items()))
+
+
+def format_type(pattern: str | None, fmt: str, ids: dict[str, int]) -> str:
+    name = "Format" + "".join(word.capitalize() for word in fmt.split("-"))
+    return name if pattern is None else f"Pattern{ids[pattern]}{name}"
+
+
 def ecma_patterns(schema: dict[str, Any], ids: dict[str, int]) -> dict[str, Any]:
     """The schema with each `pattern` replaced by `x-python-type: _base.Pattern{n}` (dmcg's own
     keyword for a member's Python type). dmcg would write `Field(pattern=...)`, which pydantic runs
     with the Rust `regex` crate or Python's `re`, neither of them ECMA-262, the dialect of the
     schema's patterns (codegen/regex.py); `_base.EcmaPattern` runs them with an ECMA-262 engine and
-    puts the pattern back into `model_json_schema()`."""
+    puts the pattern back into `model_json_schema()`. A `format` goes the same way
+    (`_base.Format{Name}`, format_type): dmcg would make `uri` pydantic's AnyUrl and `date-time` a
+    datetime, which normalise what they read, so a member would not round-trip as written."""
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -133,7 +155,13 @@ def ecma_patterns(schema: dict[str, Any], ids: dict[str, int]) -> dict[str, Any]
             return node
         out = {key: walk(value) for key, value in node.items()}
         pattern = out.get("pattern")
-        if isinstance(pattern, str) and out.get("type") == "string":
+        fmt = out.get("format")
+        if isinstance(fmt, str) and out.get("type") == "string":
+            out.pop("pattern", None)
+            del out["format"]
+            pattern = pattern if isinstance(pattern, str) else None
+            out["x-python-type"] = f"{BASE}.{format_type(pattern, fmt, ids)}"
+        elif isinstance(pattern, str) and out.get("type") == "string":
             del out["pattern"]
             out["x-python-type"] = f"{BASE}.Pattern{ids[pattern]}"
         return out

@@ -22,7 +22,13 @@ from codegen.proto import (
     file_descriptors,
     ledger_name,
 )
-from codegen.pydantic_binding import DMCG_VERSION, generate_models, json_composites, patterns
+from codegen.pydantic_binding import (
+    DMCG_VERSION,
+    formats,
+    generate_models,
+    json_composites,
+    patterns,
+)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PACKAGE = "agui_generated"
@@ -73,6 +79,10 @@ LEDGER = "../spec/proto-ledger.txt"
 # made by datamodel-code-generator from the rendered schema (codegen/pydantic_binding.py)
 PYDANTIC_MODELS = f"{PYDANTIC}/models.py"
 STATIC = {f"{PACKAGE}/py.typed": "", f"{PYDANTIC}/py.typed": ""}
+FORMATS_SOURCE = Path(__file__).resolve().parent / "formats.py"
+"""The string formats' one implementation, copied into the generated tree as it is (`_formats.py`:
+the generated packages import nothing of codegen, which the wheel does not ship)."""
+FORMATS_OUTPUT = f"{PACKAGE}/_formats.py"
 
 MAX_JSON_DEPTH = 128
 """The deepest an any-JSON value may nest, in levels of arrays and objects (the value itself is
@@ -238,7 +248,11 @@ def render(spec: Spec, ledger: str | None = None) -> dict[str, str]:
     ids = patterns(spec)
     raw = {
         out: env.get_template(t).render(
-            spec=spec, header=header(spec), composites=composites, patterns=ids
+            spec=spec,
+            header=header(spec),
+            composites=composites,
+            patterns=ids,
+            formats=formats(spec),
         )
         for t, out in OUTPUTS.items()
     }
@@ -250,6 +264,9 @@ def render(spec: Spec, ledger: str | None = None) -> dict[str, str]:
         " (codegen/pydantic_binding.py)."
     )
     raw[PYDANTIC_MODELS] = generate_models(raw[SCHEMA], spec, dmcg_header)
+    raw[FORMATS_OUTPUT] = (
+        f"{header(spec)}: a copy of codegen/formats.py.\n{FORMATS_SOURCE.read_text()}"
+    )
     files = ruff_format(raw)
     files.update(STATIC)
     return files

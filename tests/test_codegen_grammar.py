@@ -333,6 +333,34 @@ REFUSALS = [
         "definitions.Tagged.fields.type: a discriminator always holds one fixed string; default "
         "cannot apply",
     ),
+    # formats and deprecation
+    (field("int", "  format: uri\n"), f"{F}: format applies to str values, not to an int"),
+    (
+        field("list[str]", "  format: uuid\n"),
+        f"{F}: format applies to str values, not to a list[str]; to constrain the items of "
+        "list[str], declare an alias with the constraint and use list[Alias]",
+    ),
+    (
+        'Link:\n  kind: alias\n  type: str\n  format: uri\n  doc: "case l"\n'
+        + holder('f:\n  type: Link\n  format: email\n  doc: "case f"\n'),
+        f"{F}: Link already has the format uri; a second one cannot be added here",
+    ),
+    (
+        holder('f?:\n  type: str\n  format: date-time\n  default: "today"\n  doc: "case d"\n'),
+        f"{F}?.default: the default 'today' is not a date and time (RFC 3339, with its offset) "
+        "(format date-time)",
+    ),
+    (
+        holder('f:\n  type: str\n  deprecated: true\n  doc: "case d"\n'),
+        f"{F}.deprecated: a required member cannot be deprecated: every document must still carry "
+        "it; make it optional (name?) first",
+    ),
+    (
+        'Tagged:\n  kind: object\n  tag: t\n  doc: "case t"\n  fields:\n    type:\n      tag: true\n'
+        '      deprecated: true\n      doc: "the tag"\n',
+        "definitions.Tagged.fields.type: a discriminator always holds one fixed string; deprecated "
+        "cannot apply",
+    ),
     # enums
     (
         'Rank:\n  kind: enum\n  doc: "A rank."\n  values:\n    "1st": "First."\n',
@@ -429,3 +457,11 @@ def test_a_definition_may_not_take_a_wrapper_messages_name() -> None:
         "spec/agui.yaml: definitions.StringList: the protobuf binding needs the message name "
         "StringList for list[str] (a list item of CaseEvent.rows); rename the definition"
     ]
+
+
+def test_an_unknown_format_is_refused_by_the_meta_schema_naming_the_formats() -> None:
+    with pytest.raises(SpecError) as info:
+        model(holder('f:\n  type: str\n  format: url\n  doc: "case u"\n'))
+    (problem,) = info.value.problems
+    assert f"{F}.format:" in problem and "'url' is not one of" in problem, problem
+    assert all(name in problem for name in ("date-time", "email", "uri", "uuid")), problem

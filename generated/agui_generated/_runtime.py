@@ -17,6 +17,8 @@ from typing import Any, Final, NoReturn
 import attrs
 import orjson
 
+from . import _formats
+
 # A location is a linked list of (parent, key) pairs; () is the document root. Building a pointer
 # string for every value would cost more than the decode itself, so it happens only on a problem.
 At = tuple[Any, ...]
@@ -48,7 +50,7 @@ class Problem:
     """Where, as a JSON Pointer in wire names; "" is the whole document."""
     kind: str
     """What kind of problem: json, type, missing, null, unknown_property, unknown_tag, enum, const,
-    range, pattern, min_items, depth, or too_large."""
+    range, pattern, format, min_items, depth, or too_large."""
     message: str
     """A plain sentence saying what is wrong."""
 
@@ -477,6 +479,11 @@ def pattern_at(cx: Ctx, at: At, value: str, regex: str) -> Any:
     return None
 
 
+def format_at(cx: Ctx, at: At, value: str, fmt: str) -> Any:
+    cx.error(at, "format", f"{describe(value)} is not {_formats.FORMATS[fmt]} (format {fmt})")
+    return None
+
+
 def min_items_at(cx: Ctx, at: At, minimum: int) -> None:
     cx.error(at, "min_items", f"needs at least {minimum} item{'s' if minimum != 1 else ''}")
 
@@ -543,6 +550,19 @@ def const(cx: Ctx, d: dict[str, Any], at: At, key: str, expected: str) -> Any:
 def pattern(cx: Ctx, at: At, key: str, value: str, regex: str) -> Any:
     cx.error((at, key), "pattern", f"{describe(value)} does not match {regex}")
     return None
+
+
+def format_(cx: Ctx, at: At, key: str, value: str, fmt: str) -> Any:
+    cx.error(
+        (at, key), "format", f"{describe(value)} is not {_formats.FORMATS[fmt]} (format {fmt})"
+    )
+    return None
+
+
+def format_test(fmt: str) -> Callable[[str], bool]:
+    """A cached test of a spec format (`_formats`: ajv-formats' definitions, run by regress,
+    loaded at the first test)."""
+    return _formats.tester(fmt)
 
 
 def min_items(cx: Ctx, at: At, key: str, minimum: int) -> None:
@@ -911,6 +931,23 @@ def w_matched(
     return text
 
 
+def w_formatted(
+    value: Any, key: str, conforming: Callable[[str], bool], known: set[str], fmt: str
+) -> str:
+    """w_matched for a string member with a format."""
+    text = w_str(value, key)
+    if not conforming(text):
+        raise EncodeError(
+            f"{describe(text)} is not {_formats.FORMATS[fmt]} (format {fmt})",
+            pointer="/" + segment(key),
+        )
+    if len(text) <= 256:
+        if len(known) >= 4096:
+            known.clear()
+        known.add(text)
+    return text
+
+
 def w_int(value: Any, key: str, lo: int | None, hi: int | None) -> int:
     """The slow path of an integer member: an int subclass (an IntEnum member) is written as its
     plain integer, within the member's bounds. A bool or a float (even 2.0) is an error."""
@@ -1082,6 +1119,18 @@ def v_matched(value: Any, matches: Callable[[str], bool], known: set[str], regex
     text = v_str(value)
     if not matches(text):
         raise EncodeError(f"{describe(text)} does not match {regex}")
+    if len(text) <= 256:
+        if len(known) >= 4096:
+            known.clear()
+        known.add(text)
+    return text
+
+
+def v_formatted(value: Any, conforming: Callable[[str], bool], known: set[str], fmt: str) -> str:
+    """w_formatted for a value that is no member."""
+    text = v_str(value)
+    if not conforming(text):
+        raise EncodeError(f"{describe(text)} is not {_formats.FORMATS[fmt]} (format {fmt})")
     if len(text) <= 256:
         if len(known) >= 4096:
             known.clear()

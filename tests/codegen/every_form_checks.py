@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import agui_pydantic
+import attrs
 import jsonschema
 import orjson
 import pytest
@@ -38,6 +40,7 @@ from referencing.jsonschema import DRAFT202012
 import agui
 from agui.wire.codec import DEFINITIONS
 from agui.wire.proto import decode_proto_json, from_message, to_message
+from codegen.formats import FORMATS, conforms
 from codegen.load import ledger_path, load_ledger, load_spec
 from codegen.model import Object, TypeRef, build
 from codegen.proto import build_proto
@@ -90,10 +93,38 @@ JSON = st.recursive(
 JSON_NOT_NULL = JSON.filter(lambda v: v is not None)
 
 
+FORMATTED = {
+    "date-time": [
+        "2026-12-04T18:00:00Z",
+        "2024-02-29 23:59:60+00:00",
+        "1999-12-31t23:59:59.5-01:30",
+    ],
+    "email": ["nobody@example.com", "a.b+c@mail.example.org"],
+    "uri": ["https://example.com/a?b=1#c", "urn:isbn:0451450523", "mailto:x@example.com"],
+    "uuid": [
+        "123e4567-e89b-12d3-a456-426614174000",
+        "urn:uuid:6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+        "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF",
+    ],
+}
+"""Strings of each format (a string with a pattern too takes those that match it)."""
+UNFORMATTED = {
+    "date-time": "2026-02-30T10:00:00Z",
+    "email": "nobody@localhost",
+    "uri": "example.com/a",
+    "uuid": "urn:uuid:123e4567-e89b-12d3-a456",
+}
+"""A string of no format, for each: close to one, as a careless writer's would be."""
+
+
 def value(t: TypeRef, nullable: bool = False) -> Any:
     """A strategy for valid JSON values of a type (constraints included)."""
     c = t.constraints
     if t.kind == "str":
+        if c.format is not None:
+            found = [s for s in FORMATTED[c.format] if c.pattern is None or search(c.pattern, s)]
+            assert found, f"no example of {c.format} matches {c.pattern}"
+            return st.sampled_from(found)
         if c.pattern is not None:
             pattern = c.pattern
             return st.from_regex(python_regex(pattern), fullmatch=True).filter(
@@ -152,6 +183,8 @@ def full_value(t: TypeRef) -> Any:
     """One valid value of a type, with every optional member and one list item present."""
     c = t.constraints
     if t.kind == "str":
+        if c.format is not None:
+            return next(s for s in FORMATTED[c.format] if c.pattern is None or search(c.pattern, s))
         if c.pattern is None:
             return "s"
         return matching(c.pattern)
@@ -238,6 +271,10 @@ def mutations(t: TypeRef, v: Any, kinds: bool = True) -> Iterator[tuple[str, Any
         for kind in sorted(set(SAMPLES) - accepted(t)):
             yield f"a {kind}", SAMPLES[kind]
     c = t.constraints
+    if t.kind == "str" and c.format is not None:
+        bad = UNFORMATTED[c.format]
+        assert c.pattern is None or search(c.pattern, bad), "the pattern would refuse it anyway"
+        yield "a string of no format", bad
     if t.kind == "str" and c.pattern is not None:
         yield "a string off the pattern", not_matching(c.pattern)
     elif t.kind == "enum":
@@ -345,6 +382,13 @@ SCHEMA = json.loads((OUT / "jsonschema" / "agui.schema.json").read_text("utf-8")
 Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator, {"pattern": jsonschema_pattern}
 )
+FORMAT_CHECKER = jsonschema.FormatChecker(formats=())
+"""The spec's formats asserted, as the contract says (jsonschema's own checkers differ: its
+`email` only asks for an @); tests/test_formats.py shows these verdicts are ajv-formats'."""
+for _name in FORMATS:
+    FORMAT_CHECKER.checks(_name)(
+        lambda text, name=_name: not isinstance(text, str) or conforms(name, text)
+    )
 REGISTRY: referencing.Registry[Any] = referencing.Registry().with_resource(
     SCHEMA["$id"], DRAFT202012.create_resource(SCHEMA)
 )
@@ -352,7 +396,9 @@ REGISTRY: referencing.Registry[Any] = referencing.Registry().with_resource(
 
 @cache
 def validator(name: str) -> Any:
-    return Validator({"$ref": f"{SCHEMA['$id']}#{name}"}, registry=REGISTRY)
+    return Validator(
+        {"$ref": f"{SCHEMA['$id']}#{name}"}, registry=REGISTRY, format_checker=FORMAT_CHECKER
+    )
 
 
 @cache
@@ -432,6 +478,7 @@ def test_the_changes_cover_every_construct() -> None:
         "missing",
         "null on an optional member",
         "a string off the pattern",
+        "a string of no format",
         "no value of the enum",
         "a fraction",
         "below min",
@@ -474,6 +521,9 @@ def scalar(**members: Any) -> dict[str, Any]:
         "fraction": 0.25,
         "atLeast": 0.5,
         "code": "ABC",
+        "link": "https://example.com/",
+        "at": "2026-12-04T18:00:00Z",
+        "ticket": "urn:uuid:123e4567-e89b-12d3-a456-426614174000",
         "point": {"x": 1, "y": 2.5},
         "location": {"type": "location", "lat": 1.5, "lon": -180},
         "attachment": {"type": "note", "text": "n"},
@@ -561,6 +611,75 @@ def test_a_default_is_what_a_reader_assumes_and_is_never_written() -> None:
     assert member["default"] == "en"
     assert "language" not in SCHEMA["$defs"]["TextMessageStartEvent"]["required"]
     assert agui.decode_proto(agui.encode_proto(event)) == event
+
+
+def test_a_format_is_checked_by_every_binding_and_shown_in_each_schema() -> None:
+    """Strict decoding, encoding, pydantic and the JSON Schema (with format assertion) refuse a
+    string of no format, naming the member; pydantic's own schema shows the format, and the
+    member stays the string it was (no AnyUrl, no datetime: it round-trips as written)."""
+    ok = orjson.dumps(scalar(at="2024-02-29 23:59:60+00:00"))
+    assert agui.encode(agui.decode(ok, strict=True)) == ok
+    assert (
+        adapter("EveryScalarEvent").dump_json(adapter("EveryScalarEvent").validate_json(ok)) == ok
+    )
+    for member, bad in (("at", "2026-02-30T10:00:00Z"), ("link", "/relative"), ("email", "a@b")):
+        raw = orjson.dumps(scalar(**{member: bad}))
+        with pytest.raises(agui.DecodeError) as caught:
+            agui.decode(raw, strict=True)
+        (problem,) = caught.value.problems
+        assert (problem.pointer, problem.kind) == (f"/{member}", "format"), problem
+        with pytest.raises(agui.DecodeError):  # tolerant decoding too: it is the contract
+            agui.decode(raw)
+        assert not validator("EveryScalarEvent").is_valid(json.loads(raw))
+        with pytest.raises(ValidationError, match="string_format"):
+            adapter("EveryScalarEvent").validate_json(raw)
+    event = agui.decode(ok, strict=True)
+    py = {"at": "at", "link": "link"}
+    for member, bad in (("at", "yesterday"), ("link", "nowhere")):
+        with pytest.raises(agui.EncodeError) as wrong:
+            agui.encode(attrs.evolve(event, **{py[member]: bad}))
+        assert wrong.value.pointer == f"/{member}" and "format" in wrong.value.message
+    shown = adapter("EveryScalarEvent").json_schema()["properties"]
+    assert shown["at"]["format"] == "date-time" and shown["email"]["format"] == "email"
+    assert SCHEMA["$defs"]["Link"]["format"] == "uri"
+    items = orjson.dumps(lists(links=["https://a.example/", "b"]))
+    with pytest.raises(agui.DecodeError) as caught:
+        agui.decode(items, strict=True)
+    assert [p.pointer for p in caught.value.problems] == ["/links/1"]
+
+
+def test_a_deprecated_member_warns_when_set_and_is_marked_in_every_binding() -> None:
+    cls = DEFINITIONS["EveryScalarEvent"]
+    event = agui.decode(orjson.dumps(scalar()), strict=True)
+    with pytest.warns(
+        DeprecationWarning, match=r"EveryScalarEvent.old_note is deprecated: use note"
+    ):
+        changed = attrs.evolve(event, old_note="n")
+    with pytest.warns(DeprecationWarning, match=r"EveryScalarEvent.old_count is deprecated$"):
+        attrs.evolve(event, old_count=1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        attrs.evolve(event, note="n")  # no warning for a member that is not deprecated
+        # a document may carry one: decoding keeps it without a warning
+        assert agui.decode(agui.encode(changed), strict=True).old_note == "n"
+    field = attrs.fields_dict(cls)["old_note"]
+    assert field.metadata["deprecated"] == "EveryScalarEvent.old_note is deprecated: use note"
+    assert (
+        "Deprecated: use note"
+        in SCHEMA["$defs"]["EveryScalarEvent"]["properties"]["oldNote"]["description"]
+    )
+    assert SCHEMA["$defs"]["EveryScalarEvent"]["properties"]["oldNote"]["deprecated"] is True
+    assert "deprecated" not in SCHEMA["$defs"]["EveryScalarEvent"]["properties"]["note"]
+    model_fields = agui_pydantic.EveryScalarEvent.model_fields
+    assert model_fields["old_note"].deprecated and not model_fields["note"].deprecated
+    proto = (OUT / "proto" / "ag_ui" / "events.proto").read_text("utf-8")
+    assert re.search(r"optional string old_note = \d+ \[deprecated = true\];", proto), proto
+    envelope = to_message(changed)
+    fields = getattr(envelope, envelope.WhichOneof("event")).DESCRIPTOR.fields_by_name
+    assert fields["old_note"].GetOptions().deprecated
+    assert not fields["note"].GetOptions().deprecated
 
 
 def test_py_renames_name_the_attribute_in_both_python_bindings() -> None:
