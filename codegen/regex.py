@@ -67,6 +67,26 @@ def jsonschema_pattern(validator: Any, pattern: str, instance: Any, schema: Any)
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
+def spec_validator(schema: Any, registry: Any) -> Any:
+    """A python-jsonschema 2020-12 validator of `schema` that reads the contract as agui's
+    bindings do: `pattern` in ECMA-262's sense (jsonschema_pattern) and every spec `format`
+    asserted with its one implementation (codegen.formats; jsonschema's own format checkers differ,
+    its `email` asks only for an @). `registry` resolves the `$ref`s."""
+    import jsonschema
+
+    from codegen.formats import FORMATS, conforms
+
+    checker = jsonschema.FormatChecker(formats=())
+    for name in FORMATS:
+        checker.checks(name)(
+            lambda text, name=name: not isinstance(text, str) or conforms(name, text)
+        )
+    cls = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {"pattern": jsonschema_pattern}
+    )
+    return cls(schema, registry=registry, format_checker=checker)
+
+
 def python_regex(pattern: str) -> str:
     """A spec pattern in Python's dialect, for generating example strings only (hypothesis's
     `from_regex` needs `re`): what it generates is then checked with `search`. It turns ECMA-262's

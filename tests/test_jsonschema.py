@@ -28,7 +28,7 @@ from referencing.jsonschema import DRAFT202012
 
 import agui
 from agui.wire.codec import DEFINITIONS, TAGS
-from codegen.regex import jsonschema_pattern, python_regex
+from codegen.regex import python_regex, spec_validator
 
 from .conftest import FIXTURES, ROOT
 
@@ -45,9 +45,6 @@ OPEN_OBJECTS = {
 }
 
 
-Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator, {"pattern": jsonschema_pattern}
-)
 REGISTRY: referencing.Registry[Any] = referencing.Registry().with_resource(
     SCHEMA_ID, DRAFT202012.create_resource(SCHEMA)
 )
@@ -56,7 +53,7 @@ REGISTRY: referencing.Registry[Any] = referencing.Registry().with_resource(
 @cache
 def validator(name: str) -> Any:
     """A validator for one definition, reached by its $anchor from outside the document."""
-    return Validator({"$ref": f"{SCHEMA_ID}#{name}"}, registry=REGISTRY)
+    return spec_validator({"$ref": f"{SCHEMA_ID}#{name}"}, REGISTRY)
 
 
 def load(raw: bytes) -> tuple[bool, Any]:
@@ -177,7 +174,7 @@ def test_optional_members_are_never_nullable() -> None:
     nullable = []
     for name, definition in SCHEMA["$defs"].items():
         for wire, member in definition.get("properties", {}).items():
-            check = Validator({"$defs": SCHEMA["$defs"], **member}, registry=REGISTRY)
+            check = spec_validator({"$defs": SCHEMA["$defs"], **member}, REGISTRY)
             if check.is_valid(None):
                 assert wire in definition["required"], (name, wire)
                 nullable.append(f"{name}.{wire}")
@@ -192,7 +189,7 @@ def test_optional_members_are_never_nullable() -> None:
 
 
 def test_the_root_validates_any_event_and_nothing_else() -> None:
-    root = Validator(SCHEMA, registry=REGISTRY)
+    root = spec_validator(SCHEMA, REGISTRY)
     assert root.is_valid({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
     assert not root.is_valid({"threadId": "t", "runId": "r", "messages": []})
     assert not root.is_valid({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "x": 1})
@@ -314,7 +311,7 @@ def test_a_wrong_member_is_reported_at_its_path(union: str, member: str, fixture
 
 
 def test_the_root_reports_the_real_error() -> None:
-    root = Validator(SCHEMA, registry=REGISTRY)
+    root = spec_validator(SCHEMA, REGISTRY)
     error = best_match(
         root.iter_errors({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 42})
     )

@@ -17,25 +17,19 @@ from typing import Any
 
 import agui_generated
 import agui_pydantic.models
-import jsonschema
 import orjson
 import referencing
 from agui_generated.models import PatternProbe
 from referencing.jsonschema import DRAFT202012
 
 import agui
-from codegen.regex import jsonschema_pattern
+from codegen.regex import spec_validator
 
 OUT = Path(agui_generated.__file__).resolve().parent.parent
 SCHEMA = json.loads((OUT / "jsonschema" / "agui.schema.json").read_text("utf-8"))
-Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator, {"pattern": jsonschema_pattern}
-)
-VALIDATOR = Validator(
+VALIDATOR = spec_validator(
     {"$ref": f"{SCHEMA['$id']}#PatternProbe"},
-    registry=referencing.Registry().with_resource(
-        SCHEMA["$id"], DRAFT202012.create_resource(SCHEMA)
-    ),
+    referencing.Registry().with_resource(SCHEMA["$id"], DRAFT202012.create_resource(SCHEMA)),
 )
 
 

@@ -28,7 +28,6 @@ from typing import Any
 
 import agui_pydantic
 import attrs
-import jsonschema
 import orjson
 import pytest
 import referencing
@@ -40,11 +39,10 @@ from referencing.jsonschema import DRAFT202012
 import agui
 from agui.wire.codec import DEFINITIONS
 from agui.wire.proto import decode_proto_json, from_message, to_message
-from codegen.formats import FORMATS, conforms
 from codegen.load import ledger_path, load_ledger, load_spec
 from codegen.model import Object, TypeRef, build
 from codegen.proto import build_proto
-from codegen.regex import jsonschema_pattern, python_regex, search
+from codegen.regex import python_regex, search, spec_validator
 
 HERE = Path(__file__).resolve().parent
 SPEC_FILE = Path(os.environ.get("AGUI_EVERY_FORM_SPEC", "missing/agui.yaml"))
@@ -379,16 +377,6 @@ def proto_object(obj: Object, d: dict[str, Any]) -> dict[str, Any]:
 SCHEMA = json.loads((OUT / "jsonschema" / "agui.schema.json").read_text("utf-8"))
 
 
-Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator, {"pattern": jsonschema_pattern}
-)
-FORMAT_CHECKER = jsonschema.FormatChecker(formats=())
-"""The spec's formats asserted, as the contract says (jsonschema's own checkers differ: its
-`email` only asks for an @); tests/test_formats.py shows these verdicts are ajv-formats'."""
-for _name in FORMATS:
-    FORMAT_CHECKER.checks(_name)(
-        lambda text, name=_name: not isinstance(text, str) or conforms(name, text)
-    )
 REGISTRY: referencing.Registry[Any] = referencing.Registry().with_resource(
     SCHEMA["$id"], DRAFT202012.create_resource(SCHEMA)
 )
@@ -396,9 +384,7 @@ REGISTRY: referencing.Registry[Any] = referencing.Registry().with_resource(
 
 @cache
 def validator(name: str) -> Any:
-    return Validator(
-        {"$ref": f"{SCHEMA['$id']}#{name}"}, registry=REGISTRY, format_checker=FORMAT_CHECKER
-    )
+    return spec_validator({"$ref": f"{SCHEMA['$id']}#{name}"}, REGISTRY)
 
 
 @cache

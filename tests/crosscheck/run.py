@@ -162,20 +162,17 @@ def collect() -> list[Document]:
 
 def schema_check() -> Any:
     """`check(definition, text) -> error or None` against the generated JSON Schema, each
-    definition addressed by its $anchor. Patterns run in ECMA-262's sense (codegen.regex: python-jsonschema
-    would use Python's `re`, a different dialect)."""
+    definition addressed by its $anchor. Patterns run in ECMA-262's sense and formats are
+    asserted (codegen.regex.spec_validator: python-jsonschema would use Python's `re`, another
+    dialect, and leave formats unchecked)."""
     import jsonschema
     import referencing
     from referencing.jsonschema import DRAFT202012
 
     sys.path.insert(0, str(ROOT))
-    from codegen.regex import jsonschema_pattern
+    from codegen.regex import spec_validator
 
     schema = json.loads(SCHEMA.read_text("utf-8"))
-
-    cls = jsonschema.validators.extend(
-        jsonschema.Draft202012Validator, {"pattern": jsonschema_pattern}
-    )
     registry = referencing.Registry().with_resource(
         schema["$id"], DRAFT202012.create_resource(schema)
     )
@@ -191,7 +188,7 @@ def schema_check() -> Any:
             return f"not JSON: {err}"
         if definition not in validators:
             ref = {"$ref": f"{schema['$id']}#{definition}"}
-            validators[definition] = cls(ref, registry=registry)
+            validators[definition] = spec_validator(ref, registry)
         error = jsonschema.exceptions.best_match(validators[definition].iter_errors(value))
         return None if error is None else f"{error.json_path}: {error.message[:160]}"
 
