@@ -81,7 +81,7 @@ def spec_validator(schema: Any, registry: Any) -> Any:
         checker.checks(name)(
             lambda text, name=name: not isinstance(text, str) or conforms(name, text)
         )
-    cls = jsonschema.validators.extend(
+    cls = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # untyped in the stubs
         jsonschema.Draft202012Validator, {"pattern": jsonschema_pattern}
     )
     return cls(schema, registry=registry, format_checker=checker)
