@@ -273,7 +273,9 @@ class Durable:
         except BadRequest as bad:
             await json_response(send, bad.status, error_body(bad), bad.headers)
         except StoreError as error:
-            if _fault(error):  # the backend: once per outage, no traceback; readiness sees it
+            if _fault(error) or getattr(self.log, "closed", False):
+                # the backend: once per outage, no traceback (readiness sees it); or a request
+                # the shutdown overtook (nothing logged)
                 self._store_failed(error)
             else:
                 log.exception("the event log failed")
@@ -983,6 +985,11 @@ class Durable:
         """Record a failure of the log. One line is logged per run it meets (`run_id`), and one
         for a failure that meets no run (the sweep, a probe) unless this outage was logged
         already; never a traceback, never again for the same run."""
+        if getattr(self.log, "closed", False):
+            # the log's owner closed it (the server stops): a sweep or a request still under
+            # way meets that, which is no outage and nothing for an operator to read
+            log.debug("the event log is closed: %s", error)
+            return
         meter = self.app._meter
         if meter is not None:
             meter.store_failed()
@@ -1080,6 +1087,8 @@ class Durable:
         self._closed = True
         if self._sweeper is not None:
             self._sweeper.cancel()
+            # ended before the log closes, so no sweep meets a closed log
+            await asyncio.gather(self._sweeper, return_exceptions=True)
         runs = list(self.executions.values())
         now = asyncio.get_running_loop().time()
         for execution in runs:

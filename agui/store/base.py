@@ -302,5 +302,7 @@ class EventLog(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Release connections and files."""
+        """Release connections and files. A log may also have a `closed` property, True from
+        then on (the three backends do): a server that meets a failure of a closed log knows its
+        own shutdown caused it, and says nothing (`getattr(log, "closed", False)`)."""
         ...

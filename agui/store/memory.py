@@ -420,6 +420,11 @@ class MemoryLog(EventLog):
                 self._spaces[space] = dict(sorted(threads.items(), key=lambda item: item[1]))
         run.notify()
 
+    @property
+    def closed(self) -> bool:
+        """Whether `aclose` was called: what fails after it is the shutdown's doing."""
+        return self._closed
+
     async def aclose(self) -> None:
         self._closed = True
         for run in self._runs.values():

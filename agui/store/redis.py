@@ -917,6 +917,11 @@ class RedisLog(EventLog):
             raise wrong  # within what is kept, but no such entry; or before the run began
         return entry, index
 
+    @property
+    def closed(self) -> bool:
+        """Whether `aclose` was called: what fails after it is the shutdown's doing."""
+        return self._closed.closed
+
     async def aclose(self) -> None:
         self._closed.closed = True  # no retry from now on: the followers end, as they should
         await self._redis.aclose(close_connection_pool=True)

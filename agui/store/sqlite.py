@@ -803,6 +803,11 @@ class SQLiteLog(EventLog):
 
         return await self._read(expired)
 
+    @property
+    def closed(self) -> bool:
+        """Whether `aclose` was called: what fails after it is the shutdown's doing."""
+        return self._closed
+
     async def aclose(self) -> None:
         if self._closed:
             return
