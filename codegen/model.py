@@ -440,6 +440,23 @@ def member_name(value: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", value).strip("_").upper()
 
 
+KNOWN_ELSEWHERE = [
+    (("float", "double"), " (a JSON number is `number`; `int` is an integer)"),
+    (("string", "String"), " (a string is `str`)"),
+    (("integer", "Integer", "long"), " (an integer is `int`)"),
+    (("boolean", "Boolean"), " (a boolean is `bool`)"),
+    (("array", "List", "Sequence", "tuple", "Tuple"), " (a list is `list[T]`)"),
+    (("dict", "Dict", "map", "Map", "Record", "Mapping"), " (an object of any keys is `object`)"),
+    (("any", "Any"), " (any JSON value is `json`)"),
+    (
+        ("Optional", "null", "None", "NoneType"),
+        " (a member that may be absent is optional: `name?:`; null is a value only of a "
+        "`nullable: true` json member)",
+    ),
+]
+"""Names other type systems use, each with what the spec writes instead."""
+
+
 class _Builder:
     def __init__(self, raw: dict[str, Any], source: str) -> None:
         self.raw = raw
@@ -470,7 +487,11 @@ class _Builder:
             if not all(parts):
                 self.fail(where, f"'{text}' is not a type: an alternative of '|' is empty")
                 return _ANY
-            return self.either(text, [self.parse_type(p, where, resolving) for p in parts], where)
+            said = len(self.problems)
+            options = [self.parse_type(p, where, resolving) for p in parts]
+            if len(self.problems) > said:  # an alternative is wrong, and was named: no more
+                return _ANY
+            return self.either(text, options, where)
         if text.startswith("list[") and text.endswith("]"):
             if not text[5:-1].strip():
                 self.fail(where, f"'{text}' is not a type: list[T] needs an item type T")
@@ -485,7 +506,7 @@ class _Builder:
             return TypeRef("object", py="JsonObject", expected="an object")
         target = self.defs.get(text)
         if target is None:
-            hint = " (a JSON number is `number`; `int` is an integer)" if text == "float" else ""
+            hint = next((h for words, h in KNOWN_ELSEWHERE if text.split("[")[0] in words), "")
             self.fail(where, f"unknown type '{text}'{hint}")
             return _ANY
         kind = target["kind"]

@@ -177,6 +177,31 @@ REFUSALS = [
     (field("str |"), f"{F}.type: 'str |' is not a type: an alternative of '|' is empty"),
     (field("Holder2"), f"{F}.type: unknown type 'Holder2'"),
     (field("Attributable"), f"{F}.type: 'Attributable' is a mixin"),
+    # what other type systems write, answered with the spec's word for it
+    (field("string"), f"{F}.type: unknown type 'string' (a string is `str`)"),
+    (field("List[int]"), f"{F}.type: unknown type 'List[int]' (a list is `list[T]`)"),
+    (field("any"), f"{F}.type: unknown type 'any' (any JSON value is `json`)"),
+    (
+        field("Optional[str]"),
+        f"{F}.type: unknown type 'Optional[str]' (a member that may be absent is optional: "
+        "`name?:`; null is a value only of a `nullable: true` json member)",
+    ),
+    (
+        field("str?"),
+        f"{F}.type: 'str?' is not a type: an optional member is marked on its wire name "
+        "(`name?:`), not on its type",
+    ),
+    (field("list<str>"), f"{F}.type: 'list<str>' is not a type: a list is written list[T]"),
+    (
+        field("dict[str, Point]"),
+        f"{F}.type: 'dict[str, Point]' is not a type: list[T] takes one item type, and there are "
+        "no maps: an object of any keys is `object`, one of known keys an object definition",
+    ),
+    (
+        'Tone:\n  kind: enum\n  doc: "A tone."\n  values:\n    warm:\n',
+        'definitions.Tone.values.warm: the value has no documentation: write it `warm: "what '
+        'it means"`',
+    ),
     # A | B whose alternatives are the same JSON kind, or not told apart at all
     (
         field("int | number"),
@@ -359,6 +384,16 @@ def test_the_loader_refuses_with_the_yaml_path_and_a_sentence(
         model(definitions)
     problems = info.value.problems
     assert any(f"spec/agui.yaml: {message}" in p for p in problems), problems
+
+
+def test_a_wrong_alternative_is_the_only_problem_named() -> None:
+    """`str | null`: the unknown alternative, not also a complaint about what it stood in for."""
+    with pytest.raises(SpecError) as info:
+        model(field("str | null"))
+    assert info.value.problems == [
+        f"spec/agui.yaml: {F}.type: unknown type 'null' (a member that may be absent is "
+        "optional: `name?:`; null is a value only of a `nullable: true` json member)"
+    ]
 
 
 def test_a_problem_of_an_alias_is_reported_once() -> None:
