@@ -507,6 +507,10 @@ class _Builder:
         target = self.defs.get(text)
         if target is None:
             hint = next((h for words, h in KNOWN_ELSEWHERE if text.split("[")[0] in words), "")
+            known = [*SCALARS, "json", "object", *self.defs]
+            cased = next((k for k in known if k.lower() == text.lower()), None)
+            if cased is not None:
+                hint = f" (did you mean `{cased}`? names are case-sensitive)"
             self.fail(where, f"unknown type '{text}'{hint}")
             return _ANY
         kind = target["kind"]
@@ -670,16 +674,21 @@ class _Builder:
     def fields_of(self, name: str, tag: str | None, union_enum: str | None) -> list[Field]:
         spec = self.defs[name]
         out: list[Field] = []
+        origins: list[str] = []  # the mixin each field comes from, or `name`
         for mixin in spec.get("with", []):
             target = self.defs.get(mixin)
             if target is None or target["kind"] != "mixin":
                 self.fail([name, "with"], f"'{mixin}' is not a mixin")
                 continue
             out.extend(self._fields(mixin, target["fields"], tag, union_enum, name))
+            origins += [mixin] * (len(out) - len(origins))
         out.extend(self._fields(name, spec.get("fields", {}), tag, union_enum, name))
+        origins += [name] * (len(out) - len(origins))
         wires = [f.wire for f in out]
         for dup in sorted({n for n in wires if wires.count(n) > 1}):
-            self.fail([name, "fields"], f"two fields are named '{dup}'")
+            mixins = [o for f, o in zip(out, origins, strict=True) if f.wire == dup and o != name]
+            whence = f", one from the mixin {' and '.join(dict.fromkeys(mixins))}" if mixins else ""
+            self.fail([name, "fields"], f"two fields are named '{dup}'{whence}")
         # the same Python name from different wire names (a wire duplicate is reported above)
         by_py: dict[str, list[str]] = {}
         for f in out:

@@ -182,6 +182,11 @@ REFUSALS = [
     (field("List[int]"), f"{F}.type: unknown type 'List[int]' (a list is `list[T]`)"),
     (field("any"), f"{F}.type: unknown type 'any' (any JSON value is `json`)"),
     (
+        field("Bool"),
+        f"{F}.type: unknown type 'Bool' (did you mean `bool`? names are case-sensitive)",
+    ),
+    (field("point"), f"{F}.type: unknown type 'point' (did you mean `Point`?"),
+    (
         field("Optional[str]"),
         f"{F}.type: unknown type 'Optional[str]' (a member that may be absent is optional: "
         "`name?:`; null is a value only of a `nullable: true` json member)",
@@ -368,6 +373,12 @@ REFUSALS = [
     (
         holder('f:\n  type: str\n  nullable: true\n  doc: "case n"\n'),
         f"{F}: only a required `json` field may be nullable",
+    ),
+    (  # a field renamed to a name its mixin has
+        'Dup:\n  kind: object\n  with: [Attributable]\n  doc: "case d"\n  fields:\n'
+        '    subagentRunId?:\n      type: str\n      doc: "again"\n',
+        "definitions.Dup.fields: two fields are named 'subagentRunId', one from the mixin "
+        "Attributable",
     ),
     (
         holder('f:\n  type: str\n  py: class\n  doc: "case n"\n'),
