@@ -521,7 +521,10 @@ class _Builder:
                 cycle = " -> ".join([*resolving[resolving.index(text) :], text])
                 self.fail(where, f"the alias {text} refers to itself ({cycle})")
                 return _ANY
+            said = len(self.problems)
             inner = self.parse_type(target["type"], [text, "type"], (*resolving, text))
+            if len(self.problems) > said:  # named: no type to check its constraints by
+                return _ANY
             narrowed = self.constrain(inner, _constraints(target), [text], f"the alias {text}")
             # an alias of scalars is declared before the classes, so annotations can name it
             py = narrowed.py if names_definition(narrowed) else text
@@ -776,17 +779,19 @@ class _Builder:
                     wire, py, fs["doc"], required, None, const=fs["const"], extension=extension
                 )
                 continue
+            said = len(self.problems)
             parsed = self.parse_type(fs["type"], [*where, "type"])
+            typed = len(self.problems) == said  # else named, and no type to check the rest by
             if not extension:
                 self.standard_uses(parsed, [*where, "type"], "member")
-            ftype = self.constrain(parsed, cons, where, "")
+            ftype = self.constrain(parsed, cons, where, "") if typed else parsed
             nullable = bool(fs.get("nullable"))
-            if nullable and (not required or ftype.kind != "json"):
+            if nullable and (not required or (typed and ftype.kind != "json")):
                 self.fail(
                     where,
                     "only a required `json` field may be nullable; absent and null must stay distinguishable",
                 )
-            if "default" in fs:
+            if "default" in fs and (typed or required):
                 self.check_default(fs["default"], ftype, required, [*where, "default"])
             if not re.fullmatch(r"[a-z][A-Za-z0-9]*", wire):
                 self.fail(where, f"{wire!r} is not a valid name: {NAMING['fields']}")
@@ -869,10 +874,14 @@ class _Builder:
                         )
                 enums.append(Enum(name, spec["doc"], values, whole))
             elif kind == "alias":
+                said = len(self.problems)
                 t = self.parse_type(spec["type"], [name, "type"], (name,))
                 if not spec.get("extension"):
                     self.standard_uses(t, [name, "type"], "alias")
-                narrowed = self.constrain(t, _constraints(spec), [name], f"the alias {name}")
+                if len(self.problems) == said:  # else named: no type to check them by
+                    narrowed = self.constrain(t, _constraints(spec), [name], f"the alias {name}")
+                else:
+                    narrowed = t
                 aliases.append(
                     Alias(name, spec["doc"], t, narrowed.constraints, bool(spec.get("extension")))
                 )

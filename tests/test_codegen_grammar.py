@@ -397,14 +397,27 @@ def test_the_loader_refuses_with_the_yaml_path_and_a_sentence(
     assert any(f"spec/agui.yaml: {message}" in p for p in problems), problems
 
 
-def test_a_wrong_alternative_is_the_only_problem_named() -> None:
-    """`str | null`: the unknown alternative, not also a complaint about what it stood in for."""
+@pytest.mark.parametrize(
+    ("definitions", "where"),
+    [
+        (field("str | null"), f"{F}.type"),  # not also "json already takes any JSON value"
+        (holder('f?:\n  type: nope\n  default: false\n  doc: "case d"\n'), f"{F}?.type"),
+        (holder('f:\n  type: nope\n  min: 0\n  doc: "case m"\n'), f"{F}.type"),
+        ('Bad:\n  kind: alias\n  type: nope\n  max: 1\n  doc: "case a"\n', "definitions.Bad.type"),
+        (
+            'Bad:\n  kind: alias\n  type: str | nope\n  doc: "case a"\n'
+            + holder('f:\n  type: Bad\n  pattern: "^a"\n  doc: "use"\n'),
+            "definitions.Bad.type",
+        ),
+    ],
+)
+def test_a_wrong_type_is_the_only_problem_named(definitions: str, where: str) -> None:
+    """What is checked against a member's type (a default, a bound, an alternative) is not,
+    when the type itself is wrong: its placeholder would be blamed instead."""
     with pytest.raises(SpecError) as info:
-        model(field("str | null"))
-    assert info.value.problems == [
-        f"spec/agui.yaml: {F}.type: unknown type 'null' (a member that may be absent is "
-        "optional: `name?:`; null is a value only of a `nullable: true` json member)"
-    ]
+        model(definitions)
+    assert len(info.value.problems) == 1, info.value.problems
+    assert info.value.problems[0].startswith(f"spec/agui.yaml: {where}: unknown type ")
 
 
 def test_a_problem_of_an_alias_is_reported_once() -> None:
