@@ -138,8 +138,8 @@ def _explain(error: jsonschema.ValidationError) -> str:
         suggestion = _renamed(key, kind)
         hint = f"; write it {suggestion!r}" if suggestion and suggestion != key else ""
         return f"{where}: {key!r} is not a valid name: {NAMING[kind]}{hint}"
-    if error.validator == "pattern" and error.schema.get("pattern") == TYPE_PATTERN:
-        return f"{yaml_path(path)}: {error.instance!r} is not a type: {_type_hint(error.instance)}"
+    if error.validator == "pattern" and error.validator_value == TYPE_PATTERN:
+        return f"{yaml_path(path)}: {error.instance!r} is not a type: {_type_hint(str(error.instance))}"
     if path[-2:-1] == ["values"] and error.validator == "type" and error.instance is None:
         return (
             f'{yaml_path(path)}: the value has no documentation: write it `{path[-1]}: "what '
