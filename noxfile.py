@@ -252,9 +252,10 @@ def crosscheck(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def fork(session: nox.Session) -> None:
     """The fork proof (tests/fork/run.py): a copy of the repository plus tests/fork/overlay.yaml
-    (TEXT_MESSAGE_START.language, a LocationPart content part, a LOCATION_SHARED event, all
-    `extension: true`) and its fixtures goes through `python -m codegen`, mypy, the test suite and
-    the cross-SDK checks, with nothing else changed. `nox -s tests` runs it after the rest.
+    (members added to an event, a content part and a message: TEXT_MESSAGE_START.language,
+    ImagePart.altText, UserMessage.replyTo; a LocationPart content part; a LOCATION_SHARED event;
+    all `extension: true`) and its fixtures goes through `python -m codegen`, mypy, the test suite
+    and the cross-SDK checks, with nothing else changed. `nox -s tests` runs it after the rest.
     Without node the cross-SDK step is left out with a warning (AGUI_REQUIRE_INTEROP=1, as in CI,
     makes that a failure). Posargs go to tests/fork/run.py (`--keep`, `--only`, `-- PYTEST ARGS`).
     """

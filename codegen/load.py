@@ -138,7 +138,32 @@ def _explain(error: jsonschema.ValidationError) -> str:
         suggestion = _renamed(key, kind)
         hint = f"; write it {suggestion!r}" if suggestion and suggestion != key else ""
         return f"{where}: {key!r} is not a valid name: {NAMING[kind]}{hint}"
+    if error.validator == "pattern" and error.validator_value == TYPE_PATTERN:
+        return f"{yaml_path(path)}: {error.instance!r} is not a type: {_type_hint(str(error.instance))}"
+    if path[-2:-1] == ["values"] and error.validator == "type" and error.instance is None:
+        return (
+            f'{yaml_path(path)}: the value has no documentation: write it `{path[-1]}: "what '
+            'it means"`'
+        )
     return f"{yaml_path(path)}: {error.message}"
+
+
+TYPE_PATTERN = "^[A-Za-z][A-Za-z0-9\\[\\] |]*$"
+"""The meta-schema's pattern of a type expression (spec-format.schema.json, typeExpr)."""
+
+
+def _type_hint(text: str) -> str:
+    """What a type expression the format's pattern refuses should be, in words."""
+    if text.rstrip().endswith("?"):
+        return "an optional member is marked on its wire name (`name?:`), not on its type"
+    if "<" in text:
+        return "a list is written list[T]"
+    if "," in text:
+        return (
+            "list[T] takes one item type, and there are no maps: an object of any keys is "
+            "`object`, one of known keys an object definition"
+        )
+    return "a type is a name, list[T] or A | B (letters, digits, brackets, spaces and '|')"
 
 
 def _renamed(key: str, kind: str) -> str:

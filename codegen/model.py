@@ -467,6 +467,23 @@ def member_name(value: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", value).strip("_").upper()
 
 
+KNOWN_ELSEWHERE = [
+    (("float", "double"), " (a JSON number is `number`; `int` is an integer)"),
+    (("string", "String"), " (a string is `str`)"),
+    (("integer", "Integer", "long"), " (an integer is `int`)"),
+    (("boolean", "Boolean"), " (a boolean is `bool`)"),
+    (("array", "List", "Sequence", "tuple", "Tuple"), " (a list is `list[T]`)"),
+    (("dict", "Dict", "map", "Map", "Record", "Mapping"), " (an object of any keys is `object`)"),
+    (("any", "Any"), " (any JSON value is `json`)"),
+    (
+        ("Optional", "null", "None", "NoneType"),
+        " (a member that may be absent is optional: `name?:`; null is a value only of a "
+        "`nullable: true` json member)",
+    ),
+]
+"""Names other type systems use, each with what the spec writes instead."""
+
+
 class _Builder:
     def __init__(self, raw: dict[str, Any], source: str) -> None:
         self.raw = raw
@@ -497,7 +514,11 @@ class _Builder:
             if not all(parts):
                 self.fail(where, f"'{text}' is not a type: an alternative of '|' is empty")
                 return _ANY
-            return self.either(text, [self.parse_type(p, where, resolving) for p in parts], where)
+            said = len(self.problems)
+            options = [self.parse_type(p, where, resolving) for p in parts]
+            if len(self.problems) > said:  # an alternative is wrong, and was named: no more
+                return _ANY
+            return self.either(text, options, where)
         if text.startswith("list[") and text.endswith("]"):
             if not text[5:-1].strip():
                 self.fail(where, f"'{text}' is not a type: list[T] needs an item type T")
@@ -512,7 +533,11 @@ class _Builder:
             return TypeRef("object", py="JsonObject", expected="an object")
         target = self.defs.get(text)
         if target is None:
-            hint = " (a JSON number is `number`; `int` is an integer)" if text == "float" else ""
+            hint = next((h for words, h in KNOWN_ELSEWHERE if text.split("[")[0] in words), "")
+            known = [*SCALARS, "json", "object", *self.defs]
+            cased = next((k for k in known if k.lower() == text.lower()), None)
+            if cased is not None:
+                hint = f" (did you mean `{cased}`? names are case-sensitive)"
             self.fail(where, f"unknown type '{text}'{hint}")
             return _ANY
         kind = target["kind"]
@@ -523,7 +548,10 @@ class _Builder:
                 cycle = " -> ".join([*resolving[resolving.index(text) :], text])
                 self.fail(where, f"the alias {text} refers to itself ({cycle})")
                 return _ANY
+            said = len(self.problems)
             inner = self.parse_type(target["type"], [text, "type"], (*resolving, text))
+            if len(self.problems) > said:  # named: no type to check its constraints by
+                return _ANY
             narrowed = self.constrain(inner, _constraints(target), [text], f"the alias {text}")
             # an alias of scalars is declared before the classes, so annotations can name it
             py = narrowed.py if names_definition(narrowed) else text
@@ -689,16 +717,21 @@ class _Builder:
     def fields_of(self, name: str, tag: str | None, union_enum: str | None) -> list[Field]:
         spec = self.defs[name]
         out: list[Field] = []
+        origins: list[str] = []  # the mixin each field comes from, or `name`
         for mixin in spec.get("with", []):
             target = self.defs.get(mixin)
             if target is None or target["kind"] != "mixin":
                 self.fail([name, "with"], f"'{mixin}' is not a mixin")
                 continue
             out.extend(self._fields(mixin, target["fields"], tag, union_enum, name))
+            origins += [mixin] * (len(out) - len(origins))
         out.extend(self._fields(name, spec.get("fields", {}), tag, union_enum, name))
+        origins += [name] * (len(out) - len(origins))
         wires = [f.wire for f in out]
         for dup in sorted({n for n in wires if wires.count(n) > 1}):
-            self.fail([name, "fields"], f"two fields are named '{dup}'")
+            mixins = [o for f, o in zip(out, origins, strict=True) if f.wire == dup and o != name]
+            whence = f", one from the mixin {' and '.join(dict.fromkeys(mixins))}" if mixins else ""
+            self.fail([name, "fields"], f"two fields are named '{dup}'{whence}")
         # the same Python name from different wire names (a wire duplicate is reported above)
         by_py: dict[str, list[str]] = {}
         for f in out:
@@ -795,17 +828,19 @@ class _Builder:
                     wire, py, fs["doc"], required, None, const=fs["const"], extension=extension
                 )
                 continue
+            said = len(self.problems)
             parsed = self.parse_type(fs["type"], [*where, "type"])
+            typed = len(self.problems) == said  # else named, and no type to check the rest by
             if not extension:
                 self.standard_uses(parsed, [*where, "type"], "member")
-            ftype = self.constrain(parsed, cons, where, "")
+            ftype = self.constrain(parsed, cons, where, "") if typed else parsed
             nullable = bool(fs.get("nullable"))
-            if nullable and (not required or ftype.kind != "json"):
+            if nullable and (not required or (typed and ftype.kind != "json")):
                 self.fail(
                     where,
                     "only a required `json` field may be nullable; absent and null must stay distinguishable",
                 )
-            if "default" in fs:
+            if "default" in fs and (typed or required):
                 self.check_default(fs["default"], ftype, required, [*where, "default"])
             deprecated = fs.get("deprecated")
             if deprecated is not None and required:
@@ -903,10 +938,14 @@ class _Builder:
                         )
                 enums.append(Enum(name, spec["doc"], values, whole))
             elif kind == "alias":
+                said = len(self.problems)
                 t = self.parse_type(spec["type"], [name, "type"], (name,))
                 if not spec.get("extension"):
                     self.standard_uses(t, [name, "type"], "alias")
-                narrowed = self.constrain(t, _constraints(spec), [name], f"the alias {name}")
+                if len(self.problems) == said:  # else named: no type to check them by
+                    narrowed = self.constrain(t, _constraints(spec), [name], f"the alias {name}")
+                else:
+                    narrowed = t
                 aliases.append(
                     Alias(name, spec["doc"], t, narrowed.constraints, bool(spec.get("extension")))
                 )

@@ -177,6 +177,36 @@ REFUSALS = [
     (field("str |"), f"{F}.type: 'str |' is not a type: an alternative of '|' is empty"),
     (field("Holder2"), f"{F}.type: unknown type 'Holder2'"),
     (field("Attributable"), f"{F}.type: 'Attributable' is a mixin"),
+    # what other type systems write, answered with the spec's word for it
+    (field("string"), f"{F}.type: unknown type 'string' (a string is `str`)"),
+    (field("List[int]"), f"{F}.type: unknown type 'List[int]' (a list is `list[T]`)"),
+    (field("any"), f"{F}.type: unknown type 'any' (any JSON value is `json`)"),
+    (
+        field("Bool"),
+        f"{F}.type: unknown type 'Bool' (did you mean `bool`? names are case-sensitive)",
+    ),
+    (field("point"), f"{F}.type: unknown type 'point' (did you mean `Point`?"),
+    (
+        field("Optional[str]"),
+        f"{F}.type: unknown type 'Optional[str]' (a member that may be absent is optional: "
+        "`name?:`; null is a value only of a `nullable: true` json member)",
+    ),
+    (
+        field("str?"),
+        f"{F}.type: 'str?' is not a type: an optional member is marked on its wire name "
+        "(`name?:`), not on its type",
+    ),
+    (field("list<str>"), f"{F}.type: 'list<str>' is not a type: a list is written list[T]"),
+    (
+        field("dict[str, Point]"),
+        f"{F}.type: 'dict[str, Point]' is not a type: list[T] takes one item type, and there are "
+        "no maps: an object of any keys is `object`, one of known keys an object definition",
+    ),
+    (
+        'Tone:\n  kind: enum\n  doc: "A tone."\n  values:\n    warm:\n',
+        'definitions.Tone.values.warm: the value has no documentation: write it `warm: "what '
+        'it means"`',
+    ),
     # A | B whose alternatives are the same JSON kind, or not told apart at all
     (
         field("int | number"),
@@ -372,6 +402,12 @@ REFUSALS = [
         holder('f:\n  type: str\n  nullable: true\n  doc: "case n"\n'),
         f"{F}: only a required `json` field may be nullable",
     ),
+    (  # a field renamed to a name its mixin has
+        'Dup:\n  kind: object\n  with: [Attributable]\n  doc: "case d"\n  fields:\n'
+        '    subagentRunId?:\n      type: str\n      doc: "again"\n',
+        "definitions.Dup.fields: two fields are named 'subagentRunId', one from the mixin "
+        "Attributable",
+    ),
     (
         holder('f:\n  type: str\n  py: class\n  doc: "case n"\n'),
         f"{F}.py: 'class' is a Python keyword; choose another name",
@@ -387,6 +423,29 @@ def test_the_loader_refuses_with_the_yaml_path_and_a_sentence(
         model(definitions)
     problems = info.value.problems
     assert any(f"spec/agui.yaml: {message}" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("definitions", "where"),
+    [
+        (field("str | null"), f"{F}.type"),  # not also "json already takes any JSON value"
+        (holder('f?:\n  type: nope\n  default: false\n  doc: "case d"\n'), f"{F}?.type"),
+        (holder('f:\n  type: nope\n  min: 0\n  doc: "case m"\n'), f"{F}.type"),
+        ('Bad:\n  kind: alias\n  type: nope\n  max: 1\n  doc: "case a"\n', "definitions.Bad.type"),
+        (
+            'Bad:\n  kind: alias\n  type: str | nope\n  doc: "case a"\n'
+            + holder('f:\n  type: Bad\n  pattern: "^a"\n  doc: "use"\n'),
+            "definitions.Bad.type",
+        ),
+    ],
+)
+def test_a_wrong_type_is_the_only_problem_named(definitions: str, where: str) -> None:
+    """What is checked against a member's type (a default, a bound, an alternative) is not,
+    when the type itself is wrong: its placeholder would be blamed instead."""
+    with pytest.raises(SpecError) as info:
+        model(definitions)
+    assert len(info.value.problems) == 1, info.value.problems
+    assert info.value.problems[0].startswith(f"spec/agui.yaml: {where}: unknown type ")
 
 
 def test_a_problem_of_an_alias_is_reported_once() -> None:

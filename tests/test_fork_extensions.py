@@ -27,6 +27,13 @@ OVERLAY_DEFINITIONS = yaml.safe_load(OVERLAY.read_text("utf-8"))["definitions"]
 FORKED = "LocationSharedEvent" in yaml.safe_load(SPEC_TEXT)["definitions"]
 """Whether this checkout's spec is the fork already (under `nox -s fork`)."""
 
+# What the overlay adds, read from it (a definition with a `kind` is new; one without adds to an
+# existing one), so that the expectations follow the overlay as it grows.
+NEW = [name for name, d in OVERLAY_DEFINITIONS.items() if "kind" in d]
+ADDED = {name: d for name, d in OVERLAY_DEFINITIONS.items() if "kind" not in d}
+ADDED_FIELDS = {n: [w.rstrip("?") for w in d["fields"]] for n, d in ADDED.items() if "fields" in d}
+ADDED_VALUES = {n: list(d["values"]) for n, d in ADDED.items() if "values" in d}
+
 
 def fork_raw() -> dict:  # type: ignore[type-arg]
     spec = yaml.safe_load(SPEC_TEXT)
@@ -40,22 +47,34 @@ def fork_spec() -> Spec:
 FORK = fork_spec()
 
 
+def test_the_overlay_adds_to_existing_definitions_of_every_kind() -> None:
+    """The fork proves additions to what exists, not only new definitions: a field of an event,
+    of a content part and of a message, a value of an enum, a member of a union."""
+    assert {"TextMessageStartEvent", "ImagePart", "UserMessage"} <= set(ADDED_FIELDS)
+    assert "EventType" in ADDED_VALUES
+    assert {"ContentPart", "Event"} <= {n for n, d in ADDED.items() if "members" in d}
+
+
 def test_the_model_marks_the_forks_additions_and_only_them() -> None:
     objects = {o.name: o for o in FORK.objects}
-    assert objects["LocationPart"].extension and objects["LocationSharedEvent"].extension
-    start = objects["TextMessageStartEvent"]
-    assert [f.wire for f in start.fields if f.extension] == ["language"]
+    definitions = {d.name: d for d in (*FORK.objects, *FORK.unions, *FORK.aliases, *FORK.enums)}
+    for name in NEW:
+        assert definitions[name].extension, name
     assert all(f.extension for f in objects["LocationSharedEvent"].fields)
-    event_type = next(e for e in FORK.enums if e.name == "EventType")
-    assert [v.value for v in event_type.values if v.extension] == ["LOCATION_SHARED"]
+    for name, wires in ADDED_FIELDS.items():
+        assert [f.wire for f in objects[name].fields if f.extension] == wires, name
+    enums = {e.name: e for e in FORK.enums}
+    for name, values in ADDED_VALUES.items():
+        assert [v.value for v in enums[name].values if v.extension] == values, name
     if not FORKED:
         assert not Extensions(build(read_spec(SPEC_TEXT))).declared()  # the official spec: none
-    assert Extensions(FORK).declared() == [
-        "LocationPart",
-        "LocationSharedEvent",
-        "TextMessageStartEvent.language",
-        "EventType.LOCATION_SHARED",
-    ]
+    assert sorted(Extensions(FORK).declared()) == sorted(
+        [
+            *NEW,
+            *(f"{name}.{wire}" for name, wires in ADDED_FIELDS.items() for wire in wires),
+            *(f"{name}.{value}" for name, values in ADDED_VALUES.items() for value in values),
+        ]
+    )
 
 
 def test_an_enum_value_can_be_marked_on_its_own() -> None:

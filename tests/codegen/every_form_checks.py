@@ -401,7 +401,11 @@ def test_the_fork_is_the_one_under_test() -> None:
 @EXAMPLES
 @given(data=st.data())
 def test_a_valid_document_goes_through_every_binding(name: str, data: st.DataObject) -> None:
-    doc = data.draw(document(name), label=name)
+    every_binding(name, data.draw(document(name), label=name))
+
+
+def every_binding(name: str, doc: dict[str, Any]) -> None:
+    """A valid document of the event `name` through every binding, and back as it was."""
     raw = orjson.dumps(doc)
     cls = DEFINITIONS[name]
 
@@ -441,14 +445,18 @@ INVALID = settings(EXAMPLES, max_examples=max(1, EXAMPLES.max_examples // 6))
 def test_an_invalid_document_is_refused_by_every_binding(name: str, data: st.DataObject) -> None:
     """Every change object_mutations makes to a drawn document, each on its own."""
     doc = data.draw(document(name), label=name)
-    cls = DEFINITIONS[name]
     for what, bad in object_mutations(OBJECTS[name], doc):
-        raw = orjson.dumps(bad)
-        with pytest.raises(agui.DecodeError):
-            agui.decode(raw, cls, strict=True)
-        assert not validator(name).is_valid(json.loads(raw)), what
-        with pytest.raises(ValidationError):
-            adapter(name).validate_json(raw, by_name=False)
+        refused_by_every_binding(name, bad, what)
+
+
+def refused_by_every_binding(name: str, bad: Any, what: str) -> None:
+    """An invalid document of the definition `name`, refused by each binding that reads JSON."""
+    raw = orjson.dumps(bad)
+    with pytest.raises(agui.DecodeError):
+        agui.decode(raw, DEFINITIONS[name], strict=True)
+    assert not validator(name).is_valid(json.loads(raw)), what
+    with pytest.raises(ValidationError):
+        adapter(name).validate_json(raw, by_name=False)
 
 
 def test_the_changes_cover_every_construct() -> None:

@@ -12,7 +12,8 @@ some of those unions, so each era removes or degrades what it cannot read:
 * a SUBAGENT_FINISHED outcome of another type: removed (absent reads as success), and a member
   its closed outcome objects do not list: removed;
 * a resume entry of another status in RUN_STARTED.input: removed;
-* event types, message roles and text roles it does not know were dropped before (test_eras.py).
+* event types, message roles and text roles it does not know were dropped before (test_eras.py);
+* a member an extension adds to a message or a content part: sent as it is (zod strips it).
 
 The data here is JSON, as the era layer reads it: the repository's spec has no extension, and a
 fork's generated models would give the same JSON. tests/interop/test_compat_extensions.py runs
@@ -61,6 +62,28 @@ def test_an_extension_part_is_removed_from_a_snapshot_in_every_era(era: str) -> 
     assert message == {**USER, "content": expected}
     assert down.notes.dropped["location content parts"] == 1
     assert down.notes.lost() == ""  # 0.0.59 cannot read it either: nothing to warn about
+
+
+IMAGE = {
+    "type": "image",
+    "source": {"type": "url", "value": "https://x/b.jpg", "mimeType": "image/jpeg"},
+    "altText": "A red bicycle",  # a fork's member of an official part
+}
+ANSWER = {"id": "u2", "role": "user", "content": [TEXT, IMAGE], "replyTo": "a1"}
+
+
+@pytest.mark.parametrize("era", [era.name for era in ERAS])
+def test_a_member_an_extension_adds_to_a_message_or_a_part_is_sent_as_it_is(era: str) -> None:
+    """No 0.0.x release declares a message or a content part strict: zod strips a member it does
+    not list (tests/interop/test_compat_extensions.py runs each release on it). So the era keeps
+    the message's member, and the part's where it sends the part as it is; a part it translates
+    (to text, to a legacy binary part) is made anew, without it."""
+    (message,), _ = snapshot(era, ANSWER)
+    assert message["replyTo"] == "a1"
+    if ERA[era].parts == "typed":
+        assert message["content"] == [TEXT, IMAGE]
+    else:
+        assert "altText" not in str(message["content"])
 
 
 @pytest.mark.parametrize("era", WITH_PARTS)

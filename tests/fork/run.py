@@ -1,6 +1,11 @@
 """The fork proof: a fork of the protocol goes through generation, the test suite and the
 cross-SDK checks with no edit outside spec/ and its fixtures.
 
+The fork (tests/fork/overlay.yaml) adds to existing definitions of every kind, an optional member
+to an event, a content part and a message, a value to an enum, members to two unions, and adds an
+object and an event of its own; so a test that hard-codes what the protocol has (a count, a field
+list, a slot number) fails here, and is to derive it from the spec, the ledger or the overlay.
+
 `nox -s fork` runs this. It copies the repository's files (`git ls-files`, as they are in the
 working tree) into a temporary folder, writes tests/fork/overlay.yaml into the copy's
 spec/agui.yaml (as text, the way a maintainer edits it: every other line stays) and drops

@@ -7,8 +7,9 @@ Run with PYTHONPATH putting a generated fork first (tests/fork/overlay.yaml's Lo
 
 It serves POST /agent on a free loopback port with `compat=COMPAT` and prints {"port": N} on its
 first line once it listens (as tests/interop/test_interop.node_server expects). The run: a
-snapshot holding the user's message (a text part and a location part) and the assistant's reply,
-then the reply streamed as a text message.
+snapshot holding the user's message (a text part and a location part), the assistant's reply and
+the user's answer to it (the fork's `replyTo`, and an image part with the fork's `altText`), then
+a reply streamed as a text message.
 """
 
 from __future__ import annotations
@@ -35,7 +36,19 @@ async def agent(run: agui.RunAgentInput) -> AsyncIterator[Any]:
         ],
     )
     reply = agui.AssistantMessage(id="reply-1", content="On my way")
-    yield agui.MessagesSnapshotEvent(messages=[user, reply])
+    # extension members of an official message and an official content part
+    answer = agui.UserMessage(
+        id="user-2",
+        content=[
+            agui.TextPart(text="This one"),
+            agui.ImagePart(
+                source=agui.UrlSource(value="https://example.com/bike.jpg", mime_type="image/jpeg"),
+                alt_text="A red bicycle",
+            ),
+        ],
+        reply_to="reply-1",
+    )
+    yield agui.MessagesSnapshotEvent(messages=[user, reply, answer])
     yield agui.TextMessageStartEvent(message_id="reply-2")
     yield agui.TextMessageContentEvent(message_id="reply-2", delta="See you there")
     yield agui.TextMessageEndEvent(message_id="reply-2")

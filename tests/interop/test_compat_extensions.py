@@ -1,9 +1,11 @@
-"""@ag-ui/client 0.0.59 against a fork whose snapshot carries an extension content part.
+"""Releases of the official client against a fork whose snapshot carries extensions: a content part
+of its own, and members of its own in an official message and content part.
 
 tests/fork/overlay.yaml (the fork `nox -s fork` proves) adds LocationPart to the ContentPart
 union; `python -m codegen --spec --out` generates that fork into a temporary folder, and
 tests/interop/extension_part_server.py serves, with the fork's packages first on its PYTHONPATH,
-an agent whose MESSAGES_SNAPSHOT holds a user message with a text part and a location part.
+an agent whose MESSAGES_SNAPSHOT holds a user message with a text part and a location part, and
+a user message with the fork's replyTo and an image part with its altText.
 
 * `compat="0.0.59"` (CopilotKit's runtime 1.75), and each release of the matrix with its own era:
   the era removes the part (no 0.0.x release reads one: their content part union is closed), and
@@ -12,7 +14,10 @@ an agent whose MESSAGES_SNAPSHOT holds a user message with a text part and a loc
   `invalid_union_discriminator`, which is what the era's rule is for;
 * the default (`auto`, the 0.0.35 era, read by 0.0.35 too): the user's content is its text;
 * @ag-ui/client 1.0.0 (which declares its version, so gets the stream as it is) removes the part
-  itself, with a console warning, and completes the run.
+  itself, with a console warning, and completes the run;
+* members the fork adds to an official message and content part (UserMessage.replyTo,
+  ImagePart.altText) are sent as they are: every release strips them (0.0.x silently, as zod does
+  with a member its non-strict objects do not list; 1.0.0 with a warning) and completes the run.
 
 Runs only with AGUI_INTEROP=1 (`nox -s interop`), like the rest of tests/interop.
 """
@@ -162,6 +167,10 @@ def test_the_1_0_client_removes_the_part_itself_with_a_warning(
     assert report["error"] is None, report["error"]
     assert user_content(report) == [{"type": "text", "text": "Meet me here"}]
     assert any("Removed unrecognised material" in w for w in report["warnings"]), report
+    # so are the members a fork adds to an official message and content part
+    assert "replyTo" not in answer(report) and "altText" not in json.dumps(answer(report))
+    for member in ("/messages/2/replyTo", "/messages/2/content/1/altText"):
+        assert any(f"material at '{member}'" in w for w in report["warnings"]), report
 
 
 @pytest.mark.parametrize("release", ["0.0.35", "0.0.59"])
@@ -171,3 +180,27 @@ def test_the_default_gives_every_release_the_text(
     report = ts(node, release, servers["auto"], "hi")
     assert report["error"] is None, report["error"]
     assert user_content(report) == "Meet me here"
+
+
+def answer(report: Any) -> Any:
+    """The user's answer (user-2): the fork's replyTo, and an image part with its altText."""
+    (message,) = [m for m in report["messages"] if m["id"] == "user-2"]
+    return message
+
+
+@pytest.mark.parametrize("release", PRE_1_0)
+def test_each_release_drops_the_extension_members_of_a_message_and_a_part(
+    node: str, servers: dict[str, str], release: str
+) -> None:
+    """No 0.0.x release declares its messages or content parts strict (only the outcomes): zod
+    strips a member it does not know, so the era sends them as they are, and the run completes
+    with the message and the part as its era gives them."""
+    report = ts(node, release, servers[release], "hi")
+    assert report["error"] is None and report["warnings"] == [], report
+    message = answer(report)
+    assert "replyTo" not in message and "altText" not in json.dumps(message)
+    content = message["content"]
+    if isinstance(content, str):  # 0.0.35 - 0.0.40: the text; the image left out
+        assert content == "This one"
+    else:  # a legacy binary part (0.0.45), the image part (0.0.50 on)
+        assert [part["type"] for part in content] in (["text", "binary"], ["text", "image"])
