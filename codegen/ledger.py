@@ -193,7 +193,9 @@ class Declared:
 
 _MESSAGE = re.compile(r"^\s*(message|enum) (\w+) \{$")
 _ONEOF = re.compile(r"^\s*oneof (\w+) \{$")
-_FIELD = re.compile(r"^\s*(?:(optional|repeated) )?([\w.]+) (\w+) = (\d+);$")
+_FIELD = re.compile(
+    r"^\s*(?:(optional|repeated) )?([\w.]+) (\w+) = (\d+)(?: \[[^\]]*\])?;$"
+)  # options: [deprecated = true]
 _VALUE = re.compile(r"^\s*([A-Z][A-Z0-9_]*) = (\d+);$")
 _RESERVED_NUMBERS = re.compile(r"^\s*reserved ([0-9, ]+);$")
 _RESERVED_NAMES = re.compile(r'^\s*reserved ("[^;]*");$')

@@ -16,6 +16,7 @@ with, and a binary document of a peer built before the rename.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,10 @@ CODE = {"type": "code", "language": "python", "text": "print(1)"}
          "/messages/0/content/0/text", "missing"),
         (EXTENDED, {"type": "RUN_ERROR", "message": "m", "retryable": "yes"}, "/retryable", "type"),
         (EXTENDED, {"type": "RUN_ERROR", "message": "m", "retryable": None}, "/retryable", "null"),
+        (EXTENDED, {"type": "RUN_ERROR", "message": "m", "occurredAt": "2026-12-04T18:00:00"},
+         "/occurredAt", "format"),
+        (NEW_EVENT, {**SCORES, "scores": [{"criterion": "c", "value": 0, "source": "rubric.md"}]},
+         "/scores/0/source", "format"),
     ],
 )  # fmt: skip
 def test_the_codec_names_the_place_and_kind_of_a_problem(
@@ -195,3 +200,17 @@ def test_a_binary_document_of_the_old_name_is_not_read_as_the_new() -> None:
     before = current.replace(bytes([new << 3 | 2]) + field, bytes([old << 3 | 2]) + field)
     assert agui.decode_proto(current, strict=True) == event
     assert agui.decode_proto(before, strict=True) == attrs.evolve(event, name="")
+
+
+def test_a_deprecated_member_is_marked_everywhere_and_warns_when_set() -> None:
+    """RUN_ERROR.reason, deprecated on the fork: documents that carry it stay valid in every
+    binding; setting it in Python warns, naming what to use instead; each schema marks it."""
+    doc = {"type": "RUN_ERROR", "message": "m", "reason": "old"}
+    every_binding(EXTENDED, doc)
+    cls = DEFINITIONS[EXTENDED]
+    with pytest.warns(DeprecationWarning, match="RunErrorEvent.reason is deprecated: use message"):
+        cls(message="m", reason="old")
+    assert SCHEMA["$defs"][EXTENDED]["properties"]["reason"]["deprecated"] is True
+    assert agui_pydantic.RunErrorEvent.model_fields["reason"].deprecated
+    proto = (OUT / "proto" / "ag_ui" / "events.proto").read_text("utf-8")
+    assert re.search(r"optional string reason = \d+ \[deprecated = true\];", proto)
