@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 # Everything heavy (the models, the codec, httpx, the client pipeline) is imported where it is
 # used: `import agui.cli.run` stays cheap, and `agui replay` never loads httpx
-# (tests/test_cli_imports.py).
+# (tests/test_cli_options.py).
 if TYPE_CHECKING:
     from agui_generated import Interrupt, ResumeEntry, RunAgentInput
 
