@@ -84,7 +84,7 @@ def _version() -> str:
 class _VersionAction(argparse.Action):
     """`--version`: print the installed version and exit. argparse's own "version" action takes
     the text when the parser is made, and reading it (importlib.metadata, a scan of sys.path)
-    took about 20 ms of every command's start-up; this reads it only when asked."""
+    took 20-30 ms of every command's start-up; this reads it only when asked."""
 
     def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: Any):
         super().__init__(

@@ -57,7 +57,7 @@ class _Wire(Protocol):
 
 _wire: _Wire | None = None
 """agui_generated.proto_wire, once the first binary event is written or read. The generated codec
-(110 KB of source) loads then, not with this module, which the client and the server import for
+(107 KB of source) loads then, not with this module, which the client and the server import for
 the media type and the content negotiation of every request (it costs 1 ms with bytecode caches,
 about 45 ms without)."""
 
