@@ -323,7 +323,8 @@ def bench(session: nox.Session) -> None:
     sequential short runs with a default HttpAgent against an explicit shared httpx client
     (benchmarks/client.py), and the binary transport against JSON (benchmarks/proto.py): speed
     both ways and bytes on the wire.
-    First the import time of `agui` against `ag_ui.core` + `ag_ui.encoder` (benchmarks/imports.py),
+    First the import time of `agui` against `ag_ui.core` + `ag_ui.encoder` and the command line's
+    start-up, warm and cold (benchmarks/imports.py),
     then the peak memory of a long run through Conversation.run (benchmarks/memory.py), the
     durable runs (benchmarks/durable.py): a 100,000-event run through each event log (memory,
     SQLite, Redis) against no store and the official path, resume latency, and the server's

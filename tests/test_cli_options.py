@@ -7,8 +7,10 @@
 * `agui replay -` reads standard input;
 * `agui validate` recognises what a file holds (JSON Lines whatever its name, a JSON array, an
   SSE capture, one document) and names the file and the line of every document;
-* `import agui.cli.run` loads none of the heavy modules it does not need at import, and
-  `agui replay` never loads httpx (a fresh interpreter's sys.modules, not a timing).
+* `import agui.cli.run` loads none of the heavy modules it does not need at import, `agui replay`
+  never loads httpx, `agui --version` and `agui --help` load nothing of the protocol, and
+  `agui run` nothing it does not use (a fresh interpreter's sys.modules, not a timing; the
+  start-up's time is benchmarks/imports.py's).
 """
 
 from __future__ import annotations
@@ -360,3 +362,80 @@ def test_agui_replay_loads_no_http_client(tmp_path: Path) -> None:
     loaded = loaded_after(code)
     assert "agui.stream.conversation" in loaded  # it ran
     assert not _heavy(loaded, ("httpx", "agui.http", "uvicorn", "google.protobuf"))
+
+
+EVERYTHING_HEAVY = (
+    "httpx",
+    "httpcore",
+    "anyio",
+    "asyncio",
+    "uvicorn",
+    "starlette",
+    "orjson",
+    "attrs",
+    "cattrs",
+    "jsonpatch",
+    "regress",
+    "google.protobuf",
+    "pydantic",
+    "prometheus_client",
+    "opentelemetry",
+    "agui_generated.models",
+    "agui_generated.codec",
+    "agui_generated.proto_wire",
+    "agui.http",
+    "agui.stream",
+    "agui.wire",
+)
+"""What `agui --help` and `agui --version` must not load: nothing of the protocol, the server or
+the client."""
+
+
+@pytest.mark.parametrize("option", ["--help", "--version"])
+def test_help_and_version_load_nothing_heavy(option: str) -> None:
+    code = (
+        "import contextlib, io\nfrom agui.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        f"    main([{option!r}])"
+    )
+    loaded = loaded_after(code)
+    assert "agui.cli.main" in loaded
+    assert not _heavy(loaded, EVERYTHING_HEAVY)
+    if option == "--help":  # the version is read (importlib.metadata) only when asked for
+        assert "importlib.metadata" not in loaded
+
+
+NOT_FOR_A_RUN = (
+    "uvicorn",
+    "starlette",
+    "cattrs",
+    "jsonpatch",
+    "google.protobuf",
+    "pydantic",
+    "prometheus_client",
+    "opentelemetry",
+    "click",  # httpx's command line (httpx._main), which agui never calls
+    "pygments",
+    "importlib.metadata",  # the version, for --version only
+    "agui.store",
+    "agui.http.threads",
+    "agui.http.server",
+    "agui_generated.converter",
+    "agui_generated.proto_wire",
+)
+"""What `agui run` (a plain SSE run, no deltas) must not load."""
+
+
+def test_agui_run_loads_only_what_it_uses(serve: Serve) -> None:
+    url = serve(agui.AgentApp(hello))
+    code = (
+        "import contextlib, io\nfrom agui.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    assert main(['run', {url!r}]) == 0\n"
+        "assert out.getvalue() == 'hello\\n', out.getvalue()\n"
+        "import sys\n"  # httpx imported without its command line, which stays importable
+        "assert sys.modules.get('httpx._main', 'absent') is not None"
+    )
+    loaded = loaded_after(code)
+    assert {"httpx", "agui.http.client", "agui_generated.codec"} <= loaded  # it ran
+    assert not _heavy(loaded, NOT_FOR_A_RUN)

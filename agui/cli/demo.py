@@ -37,7 +37,6 @@ from agui_generated import (
 )
 
 from agui.cli.run import build_input
-from agui.http.client import HttpAgent
 from agui.model.agent import DECLINED, ModelAgent
 from agui.model.interface import (
     LanguageModel,
@@ -155,6 +154,7 @@ async def demo_command(args: argparse.Namespace) -> int:
     import uvicorn
 
     from agui.cli.demo import DemoAgent
+    from agui.http.client import HttpAgent  # the client: `agui serve` of the demo agent needs none
     from agui.http.server import AgentApp
 
     port = free_port()

@@ -71,7 +71,7 @@ from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mappi
 from contextlib import aclosing, closing
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
 from urllib.parse import quote
 
 import anyio
@@ -99,7 +99,6 @@ from agui.errors import (
     Timeout,
     TransportError,
 )
-from agui.http.threads import DeletedThread, Thread, ThreadPage
 from agui.wire.codec import decode, decode_frame, encode
 from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
@@ -108,6 +107,9 @@ from agui.wire.proto import (
     decode_proto_json,
 )
 from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder
+
+if TYPE_CHECKING:  # the thread API's answers load with its first call (and agui.store with them)
+    from agui.http.threads import DeletedThread, Thread, ThreadPage
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -946,11 +948,15 @@ class HttpAgent:
         `next` is `before`. HttpError for a refusal (400 names the bad parameter in its
         problems, 403 the hook's, 404 a server without a store); StreamError for an answer that
         is not a ThreadPage; TransportError when the server cannot be reached."""
+        from agui.http.threads import ThreadPage
+
         response, attempts = await self._fetch("GET", self._threads_url(limit, before))
         return ThreadPage.from_wire(_json_of(response, attempts, "the threads"))
 
     def threads_sync(self, *, limit: int | None = None, before: str | None = None) -> ThreadPage:
         """The same as `threads`, for code without an event loop."""
+        from agui.http.threads import ThreadPage
+
         response, attempts = self._fetch_sync("GET", self._threads_url(limit, before))
         return ThreadPage.from_wire(_json_of(response, attempts, "the threads"))
 
@@ -966,11 +972,15 @@ class HttpAgent:
         """One thread (GET {url}/threads/{threadId}): its messages and state as connect's
         compact history builds them, and its runs. HttpError 404 for a thread the server does
         not hold for this caller; StreamError, TransportError as for `threads`."""
+        from agui.http.threads import Thread
+
         response, attempts = await self._fetch("GET", endpoint(self.url, "threads", thread_id))
         return Thread.from_wire(_json_of(response, attempts, "the thread"), strict=self.strict)
 
     def thread_sync(self, thread_id: str) -> Thread:
         """The same as `thread`, for code without an event loop."""
+        from agui.http.threads import Thread
+
         response, attempts = self._fetch_sync("GET", endpoint(self.url, "threads", thread_id))
         return Thread.from_wire(_json_of(response, attempts, "the thread"), strict=self.strict)
 
@@ -979,12 +989,16 @@ class HttpAgent:
         stored event of every run, its live run stopped first. HttpError 404 for a thread the
         server does not hold for this caller (a retry after a lost answer may get it too: the
         first try deleted it); StreamError, TransportError as for `threads`."""
+        from agui.http.threads import DeletedThread
+
         url = endpoint(self.url, "threads", thread_id)
         response, attempts = await self._fetch("DELETE", url)
         return DeletedThread.from_wire(_json_of(response, attempts, "the deletion"))
 
     def delete_thread_sync(self, thread_id: str) -> DeletedThread:
         """The same as `delete_thread`, for code without an event loop."""
+        from agui.http.threads import DeletedThread
+
         url = endpoint(self.url, "threads", thread_id)
         response, attempts = self._fetch_sync("DELETE", url)
         return DeletedThread.from_wire(_json_of(response, attempts, "the deletion"))

@@ -32,8 +32,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
-import jsonpatch
-import jsonpointer
 import orjson
 from agui_generated import (
     ActivityDeltaEvent,
@@ -101,14 +99,22 @@ TRUNCATED = (
 )
 """Why a run that never got its terminal event is recorded as truncated."""
 
-_PATCH_ERRORS = (
-    jsonpatch.JsonPatchException,
-    jsonpointer.JsonPointerException,
-    TypeError,
-    ValueError,
-    LookupError,
-    AttributeError,
-)
+_PATCH_ERRORS = (TypeError, ValueError, LookupError, AttributeError)
+"""What a patch that cannot be applied raises (_apply_patch)."""
+
+
+def _apply_patch(document: Any, patch: list[Any]) -> Any:
+    """jsonpatch.apply_patch, imported with the first patch (only streams that send deltas pay
+    for jsonpatch); its errors and jsonpointer's come out as ValueError with their message."""
+    import jsonpatch
+    import jsonpointer
+
+    try:
+        return jsonpatch.apply_patch(document, patch)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+        raise ValueError(str(exc)) from exc
+
+
 _UNDECLARED = object()
 _DEFAULT_STATE: Any = object()
 _PIECES = 1024
@@ -546,7 +552,7 @@ class Reducer:
     def _state_delta(self, event: StateDeltaEvent) -> None:
         patch = [to_json(op) for op in event.delta]
         try:
-            self._state = jsonpatch.apply_patch(self._state, patch)
+            self._state = _apply_patch(self._state, patch)
         except _PATCH_ERRORS as exc:
             self._warn(
                 "patch_failed",
@@ -627,7 +633,7 @@ class Reducer:
         self._merge(message, message, event.metadata)
         patch = [to_json(op) for op in event.patch]
         try:
-            content = jsonpatch.apply_patch(message[_CONTENT], patch)
+            content = _apply_patch(message[_CONTENT], patch)
             if not isinstance(content, dict):
                 raise TypeError("the patched content is not an object")
         except _PATCH_ERRORS as exc:

@@ -13,15 +13,9 @@ with those (`pip install 'agui-spec[proto]'`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from agui_generated import DecodeError, Event, Problem
-from agui_generated.proto_wire import (
-    ProtoDecodeError,
-    ProtoEncodeError,
-    decode_event,
-    encode_event,
-)
 
 from agui.errors import EncodeError, ProtoStreamError
 from agui.wire.codec import decode_parsed, to_json
@@ -50,14 +44,41 @@ DEFAULT_MAX_PROTO_FRAME_BYTES = 10 * 1024 * 1024
 _MIB = 1024 * 1024
 
 
+class _Wire(Protocol):
+    """What this module uses of agui_generated.proto_wire."""
+
+    @property
+    def ProtoEncodeError(self) -> type[Exception]: ...
+    @property
+    def ProtoDecodeError(self) -> type[Exception]: ...
+    def encode_event(self, event: dict[str, Any], /) -> bytes: ...
+    def decode_event(self, data: bytes, /) -> dict[str, Any]: ...
+
+
+_wire: _Wire | None = None
+"""agui_generated.proto_wire, once the first binary event is written or read. The generated codec
+(107 KB of source) loads then, not with this module, which the client and the server import for
+the media type and the content negotiation of every request (it costs 1 ms with bytecode caches,
+about 45 ms without)."""
+
+
+def _load_wire() -> _Wire:
+    global _wire
+    from agui_generated import proto_wire
+
+    _wire = proto_wire
+    return proto_wire
+
+
 def encode_proto(event: Any) -> bytes:
     """The serialized `ag_ui.Event` of an event (no length prefix). Raises EncodeError for what
     the binary form cannot carry: an UnknownEvent, a value that is not JSON, or JSON values nested
     deeper than MAX_JSON_DEPTH (128) levels (which `encode` refuses as well)."""
     value = to_json(event)
+    wire = _wire or _load_wire()
     try:
-        return encode_event(value)
-    except ProtoEncodeError as exc:
+        return wire.encode_event(value)
+    except wire.ProtoEncodeError as exc:
         raise EncodeError(f"cannot encode {type(event).__name__} as protobuf: {exc}") from None
 
 
@@ -72,9 +93,10 @@ def decode_proto_json(data: bytes | bytearray | memoryview) -> dict[str, Any]:
     (decode_json does that). An envelope holding only an event this version does not know comes
     back as {"type": "(unknown ag_ui.Event arm N)"}, which tolerant decoding passes on as an
     UnknownEvent. Raises DecodeError (kind "protobuf") for bytes that are not one event."""
+    wire = _wire or _load_wire()
     try:
-        return decode_event(bytes(data))
-    except ProtoDecodeError as exc:
+        return wire.decode_event(bytes(data))
+    except wire.ProtoDecodeError as exc:
         raise DecodeError(
             [Problem("", "protobuf", f"failed to decode protocol buffer message: {exc}")]
         ) from None
