@@ -37,7 +37,7 @@ import copy
 import functools
 import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, get_args
 
 import attrs
@@ -260,13 +260,18 @@ async def run_lifecycle(
     *,
     finish_grace: float | None = DEFAULT_FINISH_GRACE,
     tracker: RunTracker | None = None,
+    sink: Callable[[Any], bool] | None = None,
 ) -> AsyncGenerator[Event | UnknownEvent, None]:
     """The agent's events for `run_input`, inside a correct run lifecycle (see the module).
 
     finish_grace: seconds the agent may go on after its own terminal event (its later events
     are dropped), before it is cancelled; None waits for it however long it takes. tracker: the
     RunTracker to keep (a new one by default), for a producer that may have to end the run
-    itself."""
+    itself. sink: the producer's fast path for the bulk of a run, in the same pass: each
+    content event of an open stream (checked as every event is, and changing nothing) is
+    offered to `sink(event)` first, and yielded only when it returns False (it could not take
+    the event now: a full queue, an event it leaves to the producer's own handling). Only such
+    events: everything else is yielded."""
     run_id = run_input.run_id
     started: RunStartedEvent | None = None
     terminal = False  # a terminal event was yielded
@@ -302,7 +307,9 @@ async def run_lifecycle(
                 and check.expander is None
                 and check.continues_open_stream(event)
             ):
-                yield event  # the bulk of a run: a delta of an open message or call
+                # the bulk of a run: a delta of an open message or call
+                if sink is None or not sink(event):
+                    yield event
                 continue
             if kind not in _EVENT_TYPES:
                 log.error(

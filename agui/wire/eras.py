@@ -38,8 +38,10 @@ from typing import Any, Literal
 
 import attrs
 import orjson
+from agui_generated import TextMessageContentEvent
 
 from agui.wire.codec import TAGS, dumps, to_json
+from agui.wire.content import ContentWriter
 from agui.wire.sse import sse_data_frame
 
 __all__ = [
@@ -460,11 +462,24 @@ class Downgrade:
         # The era takes TEXT_MESSAGE_CONTENT as 1.0 sends it (sse_data's shortcut for the most
         # frequent event of all).
         self._plain_text = "TEXT_MESSAGE_CONTENT" in era.events
+        self._empty_delta = era.empty_delta
+        self._writer = ContentWriter(framed=True)
 
     # framing, for the server
     def sse(self, event: Any) -> bytes:
         """An event model as the SSE frames of its translation (b"" when it is dropped). Raises
         EncodeError as agui.wire.sse.sse_frame does."""
+        if (
+            type(event) is TextMessageContentEvent
+            and self._plain_text
+            and not self._chunked
+            and self._dropping_chunks is None
+            and not self._dropped_text
+            and (self._empty_delta or event.delta != "")
+        ):
+            # A text delta, in the state where `feed` passes it on unchanged: framed as 1.0
+            # frames it (the bulk of a run; `feed` would make a JSON object and write it anew).
+            return self._writer(event)
         return b"".join(b"data: " + dumps(e) + b"\n\n" for e in self.feed(to_json(event)))
 
     def sse_data(self, data: bytes, id: str | None = None) -> bytes:

@@ -1,0 +1,117 @@
+"""The bulk of a run written fast: content events (TEXT_MESSAGE_CONTENT, TOOL_CALL_ARGS,
+REASONING_MESSAGE_CONTENT) of one stream after another, as `encode` writes them.
+
+Such an event with no optional member set is `{"type":...,"messageId":...,"delta":...}`: all but
+its delta is the same for every delta of its stream. `ContentWriter` encodes that prefix once per
+stream, with the generated encoder itself (an event of the stream with an empty delta, cut before
+the delta's value), and writes each event as the prefix, the delta as a JSON string, and the end,
+in one string encoded to UTF-8 once. The delta's JSON is the standard library's C string encoder
+(`json.encoder.encode_basestring`), which escapes exactly what orjson escapes (`"`, `\\` and
+the control characters, in the same forms; tests/test_content_writer.py compares them on every
+code point). The checks are the encoder's: the id and the delta must be exactly str (else the
+event goes through `encode`, which raises EncodeError), and a delta that is not UTF-8 (a lone
+surrogate) goes through `encode` too. Any other event, or one with an optional member set, is written by
+`encode` (or `sse_frame`). A class whose members are not exactly the ones this module knows (a
+fork's extension member, say) is always written by the encoder.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from json.encoder import encode_basestring
+from typing import Any
+
+import attrs
+from agui_generated import ReasoningMessageContentEvent, TextMessageContentEvent, ToolCallArgsEvent
+
+from agui.wire.codec import encode
+from agui.wire.sse import sse_frame
+
+__all__ = ["ContentWriter"]
+
+_OPTIONAL = ("timestamp", "raw_event", "metadata", "subagent_run_id")
+_DELTA_END = b',"delta":""}'
+
+
+def _content_classes() -> dict[type, tuple[str, Callable[[Any], Any]]]:
+    """Each content class written fast: the name of its stream's id member, and its getter."""
+    found: dict[type, tuple[str, Callable[[Any], Any]]] = {}
+    for cls, ident in (
+        (TextMessageContentEvent, "message_id"),
+        (ToolCallArgsEvent, "tool_call_id"),
+        (ReasoningMessageContentEvent, "message_id"),
+    ):
+        if tuple(f.name for f in attrs.fields(cls)) == (*_OPTIONAL, ident, "delta"):
+            found[cls] = (ident, operator.attrgetter(ident))
+    return found
+
+
+_CONTENT = _content_classes()
+_json_string: Callable[[str], str] = encode_basestring
+
+
+class ContentWriter:
+    """`encode(event)` for one stream of events, or `sse_frame(event)` with `framed=True`: the
+    same bytes, content events written from a prefix their stream shares (see the module). One
+    per response: it keeps the prefix of the last content stream written."""
+
+    __slots__ = ("_head", "_id", "_ident", "_kind", "_prefix", "_slow", "_tail")
+
+    def __init__(self, framed: bool = False) -> None:
+        self._head = "data: " if framed else ""
+        self._tail = "}\n\n" if framed else "}"
+        self._slow: Callable[[Any], bytes] = sse_frame if framed else encode
+        self._kind: Any = None  # the class of the stream whose prefix is kept
+        self._ident: Callable[[Any], Any] = _no_id
+        self._id: str | None = None
+        self._prefix = ""  # the stream's frame up to its delta, as text
+
+    def __call__(self, event: Any) -> bytes:
+        if (
+            type(event) is self._kind
+            and event.subagent_run_id is None
+            and event.timestamp is None
+            and event.raw_event is None
+            and event.metadata is None
+            and (
+                (ident := self._ident(event)) is self._id
+                or (type(ident) is str and ident == self._id)
+            )
+        ):
+            delta = event.delta
+            if type(delta) is str:
+                try:
+                    return f"{self._prefix}{_json_string(delta)}{self._tail}".encode()
+                except UnicodeEncodeError:  # a lone surrogate: encode says what is wrong
+                    pass
+            return self._slow(event)
+        return self._other(event)
+
+    def _other(self, event: Any) -> bytes:
+        """An event of another stream, or no content event: a content event of the parent agent
+        with no optional member set starts a new prefix."""
+        found = _CONTENT.get(type(event))
+        if (
+            found is not None
+            and event.subagent_run_id is None
+            and event.timestamp is None
+            and event.raw_event is None
+            and event.metadata is None
+        ):
+            name, getter = found
+            ident = getter(event)
+            if type(ident) is str and type(event.delta) is str:
+                try:
+                    template = encode(type(event)(**{name: ident, "delta": ""}))
+                except Exception:  # the id cannot be encoded: encode says why, below
+                    template = b""
+                if template.endswith(_DELTA_END):
+                    self._kind, self._ident, self._id = type(event), getter, ident
+                    self._prefix = self._head + template[:-3].decode()  # up to `"delta":`
+                    return self(event)
+        return self._slow(event)
+
+
+def _no_id(event: Any) -> None:  # pragma: no cover - only reached with _kind None
+    return None
