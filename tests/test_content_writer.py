@@ -1,4 +1,4 @@
-"""agui.wire.content.ContentWriter writes exactly what encode and sse_frame write, and fails
+"""agui.wire.content.content_writer writes exactly what encode and sse_frame write, and fails
 exactly where they fail: the server's fast path for the bulk of a run changes no byte."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 import agui
 from agui.errors import EncodeError
 from agui.wire.codec import encode
-from agui.wire.content import _CONTENT, ContentWriter, _json_string
+from agui.wire.content import _CONTENT, _json_string, content_writer
 from agui.wire.sse import sse_frame
 
 
@@ -31,7 +31,7 @@ def _outcome(write: Any, event: Any) -> Any:
 def _same(events: list[Any]) -> None:
     """Each writer, fed the events in order, against encode and sse_frame."""
     for framed, reference in ((False, encode), (True, sse_frame)):
-        writer = ContentWriter(framed=framed)
+        writer = content_writer(framed=framed)
         for event in events:
             assert _outcome(writer, event) == _outcome(reference, event), event
 

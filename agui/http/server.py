@@ -104,7 +104,7 @@ from agui.stream.lifecycle import (
     run_started,
 )
 from agui.wire.codec import decode, encode
-from agui.wire.content import ContentWriter
+from agui.wire.content import content_writer
 from agui.wire.eras import (
     NEWEST,
     OLDEST,
@@ -923,7 +923,7 @@ class AgentApp:
         if binary:
             frame_of = proto_frame
         elif downgrade is None:
-            frame_of = ContentWriter(framed=True)  # sse_frame, content written from a prefix
+            frame_of = content_writer(framed=True)  # sse_frame, content written from a prefix
         else:
             frame_of = downgrade.sse
         limit = MAX_PROTO_FRAME if binary else MAX_SSE_FRAME

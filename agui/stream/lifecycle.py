@@ -37,7 +37,7 @@ import copy
 import functools
 import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Container
 from typing import Any, get_args
 
 import attrs
@@ -162,6 +162,8 @@ class RunTracker(Verifier):
         """The state the client holds by now: the input's, then the snapshots and deltas sent.
         Shared with the input or the last snapshot until a delta applies (`_owned`)."""
         self._owned = False
+        self.open_text: Container[str] = self._messages
+        """The text messages open (read-only: the Verifier's own record)."""
 
     def start(self, started: RunStartedEvent) -> None:
         """The run's RUN_STARTED is sent: check what follows against it (and against its own
@@ -299,13 +301,21 @@ async def run_lifecycle(
             terminal = True
             yield run_error(AGENT_FAILED, AGENT_ERROR)
             return
+        open_text = check.open_text
         async for event in stream:
             kind = type(event)
             if (
                 quick
-                and kind in _QUICK
                 and check.expander is None
-                and check.continues_open_stream(event)
+                and (
+                    # a text delta (the most frequent event), as continues_open_stream checks it
+                    (
+                        kind is TextMessageContentEvent
+                        and event.subagent_run_id is None
+                        and event.message_id in open_text
+                    )
+                    or (kind in _QUICK and check.continues_open_stream(event))
+                )
             ):
                 # the bulk of a run: a delta of an open message or call
                 if sink is None or not sink(event):

@@ -2,7 +2,7 @@
 REASONING_MESSAGE_CONTENT) of one stream after another, as `encode` writes them.
 
 Such an event with no optional member set is `{"type":...,"messageId":...,"delta":...}`: all but
-its delta is the same for every delta of its stream. `ContentWriter` encodes that prefix once per
+its delta is the same for every delta of its stream. `content_writer` encodes that prefix once per
 stream, with the generated encoder itself (an event of the stream with an empty delta, cut before
 the delta's value), and writes each event as the prefix, the delta as a JSON string, and the end,
 in one string encoded to UTF-8 once. The delta's JSON is the standard library's C string encoder
@@ -28,7 +28,7 @@ from agui_generated import ReasoningMessageContentEvent, TextMessageContentEvent
 from agui.wire.codec import encode
 from agui.wire.sse import sse_frame
 
-__all__ = ["ContentWriter"]
+__all__ = ["content_writer"]
 
 _OPTIONAL = ("timestamp", "raw_event", "metadata", "subagent_run_id")
 _DELTA_END = b',"delta":""}'
@@ -51,46 +51,38 @@ _CONTENT = _content_classes()
 _json_string: Callable[[str], str] = encode_basestring
 
 
-class ContentWriter:
+def content_writer(framed: bool = False) -> Callable[[Any], bytes]:
     """`encode(event)` for one stream of events, or `sse_frame(event)` with `framed=True`: the
     same bytes, content events written from a prefix their stream shares (see the module). One
-    per response: it keeps the prefix of the last content stream written."""
+    per response: it keeps the prefix of the last content stream written. A closure, not an
+    object with __call__: a call costs half as much."""
+    head = "data: " if framed else ""
+    tail = "}\n\n" if framed else "}"
+    slow: Callable[[Any], bytes] = sse_frame if framed else encode
+    kind: Any = None  # the class of the stream whose prefix is kept
+    ident_of: Callable[[Any], Any] = _no_id
+    current: str | None = None  # the stream's id
+    prefix = ""  # the stream's frame up to its delta, as text
 
-    __slots__ = ("_head", "_id", "_ident", "_kind", "_prefix", "_slow", "_tail")
-
-    def __init__(self, framed: bool = False) -> None:
-        self._head = "data: " if framed else ""
-        self._tail = "}\n\n" if framed else "}"
-        self._slow: Callable[[Any], bytes] = sse_frame if framed else encode
-        self._kind: Any = None  # the class of the stream whose prefix is kept
-        self._ident: Callable[[Any], Any] = _no_id
-        self._id: str | None = None
-        self._prefix = ""  # the stream's frame up to its delta, as text
-
-    def __call__(self, event: Any) -> bytes:
+    def write(event: Any) -> bytes:
+        nonlocal kind, ident_of, current, prefix
         if (
-            type(event) is self._kind
+            type(event) is kind
             and event.subagent_run_id is None
             and event.timestamp is None
             and event.raw_event is None
             and event.metadata is None
-            and (
-                (ident := self._ident(event)) is self._id
-                or (type(ident) is str and ident == self._id)
-            )
+            and ((ident := ident_of(event)) is current or (type(ident) is str and ident == current))
         ):
             delta = event.delta
             if type(delta) is str:
                 try:
-                    return f"{self._prefix}{_json_string(delta)}{self._tail}".encode()
+                    return f"{prefix}{_json_string(delta)}{tail}".encode()
                 except UnicodeEncodeError:  # a lone surrogate: encode says what is wrong
                     pass
-            return self._slow(event)
-        return self._other(event)
-
-    def _other(self, event: Any) -> bytes:
-        """An event of another stream, or no content event: a content event of the parent agent
-        with no optional member set starts a new prefix."""
+            return slow(event)
+        # An event of another stream, or no content event: a content event of the parent agent
+        # with no optional member set starts a new prefix.
         found = _CONTENT.get(type(event))
         if (
             found is not None
@@ -107,11 +99,13 @@ class ContentWriter:
                 except Exception:  # the id cannot be encoded: encode says why, below
                     template = b""
                 if template.endswith(_DELTA_END):
-                    self._kind, self._ident, self._id = type(event), getter, ident
-                    self._prefix = self._head + template[:-3].decode()  # up to `"delta":`
-                    return self(event)
-        return self._slow(event)
+                    kind, ident_of, current = type(event), getter, ident
+                    prefix = head + template[:-3].decode()  # up to `"delta":`
+                    return write(event)
+        return slow(event)
+
+    return write
 
 
-def _no_id(event: Any) -> None:  # pragma: no cover - only reached with _kind None
+def _no_id(event: Any) -> None:  # pragma: no cover - only reached with no stream yet
     return None

@@ -41,7 +41,7 @@ import orjson
 from agui_generated import TextMessageContentEvent
 
 from agui.wire.codec import TAGS, dumps, to_json
-from agui.wire.content import ContentWriter
+from agui.wire.content import content_writer
 from agui.wire.sse import sse_data_frame
 
 __all__ = [
@@ -463,7 +463,7 @@ class Downgrade:
         # frequent event of all).
         self._plain_text = "TEXT_MESSAGE_CONTENT" in era.events
         self._empty_delta = era.empty_delta
-        self._writer = ContentWriter(framed=True)
+        self._writer = content_writer(framed=True)
 
     # framing, for the server
     def sse(self, event: Any) -> bytes:
