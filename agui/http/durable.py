@@ -111,6 +111,7 @@ from agui.stream.lifecycle import (
 )
 from agui.stream.reducer import Reducer
 from agui.wire.codec import decode, encode
+from agui.wire.content import content_writer
 from agui.wire.eras import Downgrade, Era
 from agui.wire.proto import proto_frame
 from agui.wire.sse import sse_frame
@@ -702,15 +703,7 @@ class Durable:
                     kept = [frame for frame in frames if frame is not None]
                     chunk = b"".join(kept)
                 elif downgrade is not None:
-                    sse_data = downgrade.sse_data
-                    chunk = b"".join(
-                        [
-                            sse_data(event, cursor)
-                            for event, cursor in zip(events, batch.cursors, strict=True)
-                        ]
-                        if ids
-                        else [sse_data(event) for event in events]
-                    )
+                    chunk = downgrade.sse_batch(events, batch.cursors if ids else None)
                 elif ids:
                     chunk = _sse_batch(batch)
                 else:
@@ -1291,16 +1284,39 @@ class Execution:
         """Drive the agent through the run lifecycle; encode and queue its events."""
         app = self.app
         run_id = self.id
-        stream = run_lifecycle(
-            app.agent, self.input, finish_grace=app.finish_grace, tracker=self._open
-        )
-        if self.span is not None:
-            stream = self.span.observe(stream)
         pending = self._pending
         limit = self._limit
         filled = self._filled
+        span = self.span  # counted here, in the same pass (RunSpan.saw)
+        write = content_writer()  # encode, the bulk written from a prefix its stream shares
+
+        def sink(event: Any) -> bool:
+            """The lifecycle's fast path for content events of open streams: encoded and
+            queued in its pass; False leaves the event to the loop below (the run was ended
+            here, the queue is full, the event cannot be encoded or is too large)."""
+            queued = len(pending)
+            if self.final or queued >= limit:
+                return False
+            try:
+                data = write(event)
+            except EncodeError:
+                return False
+            if len(data) > _DATA_LIMIT:
+                return False
+            pending.append(data if queued < _UNCOPIED else bytes(memoryview(data)))
+            if not queued:
+                filled.set()  # the writer waits for an empty queue to fill, nothing else
+            if span is not None:
+                span.events += 1
+            return True
+
+        stream = run_lifecycle(
+            app.agent, self.input, finish_grace=app.finish_grace, tracker=self._open, sink=sink
+        )
         try:
             async for event in stream:
+                if span is not None and not span.final:
+                    span.saw(event)
                 if self.final:
                     continue  # the run was ended here (stop, time limit); the agent is late
                 if type(event) is RunStartedEvent and event.input is None:
@@ -1309,7 +1325,7 @@ class Execution:
                     # user's messages too. Clients add the input's messages they do not hold.
                     event = attrs.evolve(event, input=self.input)
                 try:
-                    data = encode(event)
+                    data = write(event)
                 except EncodeError:
                     log.exception("run %s: the agent sent an event that cannot be encoded", run_id)
                     self.close_with("The agent produced an invalid event.", INVALID_EVENT)

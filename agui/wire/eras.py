@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -505,6 +505,37 @@ class Downgrade:
         frames = [sse_data_frame(dumps(e)) for e in events[:-1]]
         frames.append(sse_data_frame(dumps(events[-1]), id))
         return b"".join(frames)
+
+    def sse_batch(self, events: Sequence[bytes], cursors: Sequence[str] | None = None) -> bytes:
+        """`sse_data` of each encoded event (with the cursor of the same index as its `id`),
+        joined: a run of text deltas the era takes as they are is framed without a step of
+        `sse_data` each (the bulk of a stored run read back for a pre-1.0 peer). Raises
+        ValueError for a cursor holding CR, LF or NUL, before anything is returned."""
+        parts: list[bytes] = []
+        plain = self._passes_text()
+        for i, data in enumerate(events):
+            if plain and data.startswith(_TEXT_CONTENT) and b'"delta":""' not in data:
+                if cursors is None:
+                    parts += (b"data: ", data, b"\n\n")
+                else:
+                    parts += (b"id: ", cursors[i].encode(), b"\ndata: ", data, b"\n\n")
+                continue
+            parts.append(self.sse_data(data, None if cursors is None else cursors[i]))
+            plain = self._passes_text()
+        if cursors is not None:
+            ids = "\n".join(cursors)
+            if "\r" in ids or "\0" in ids or ids.count("\n") != len(cursors) - 1:
+                raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {ids!r}")
+        return b"".join(parts)
+
+    def _passes_text(self) -> bool:
+        """Whether `feed` now passes a text delta on unchanged (unless it is empty)."""
+        return (
+            self._plain_text
+            and not self._chunked
+            and self._dropping_chunks is None
+            and not self._dropped_text
+        )
 
     def feed(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         """One 1.0 event (its JSON object); the events the era gets instead, in order."""
