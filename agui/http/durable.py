@@ -114,7 +114,7 @@ from agui.wire.codec import decode, encode
 from agui.wire.content import content_writer
 from agui.wire.eras import Downgrade, Era
 from agui.wire.proto import proto_frame
-from agui.wire.sse import sse_frame
+from agui.wire.sse import sse_data_frames, sse_frame
 
 if TYPE_CHECKING:
     from agui.http.server import AgentApp
@@ -1289,6 +1289,9 @@ class Execution:
         filled = self._filled
         span = self.span  # counted here, in the same pass (RunSpan.saw)
         write = content_writer()  # encode, the bulk written from a prefix its stream shares
+        # The sink's: what it gives is of exact size (the bulk's text encoded once, anything
+        # else copied), so it is queued as it is however long the queue.
+        exact = content_writer(slow=_exact_encode)
 
         def sink(event: Any) -> bool:
             """The lifecycle's fast path for content events of open streams: encoded and
@@ -1298,12 +1301,12 @@ class Execution:
             if self.final or queued >= limit:
                 return False
             try:
-                data = write(event)
+                data = exact(event)
             except EncodeError:
                 return False
             if len(data) > _DATA_LIMIT:
                 return False
-            pending.append(data if queued < _UNCOPIED else bytes(memoryview(data)))
+            pending.append(data)
             if not queued:
                 filled.set()  # the writer waits for an empty queue to fill, nothing else
             if span is not None:
@@ -1511,16 +1514,16 @@ async def _chain(first: EventBatch, rest: AsyncIterator[EventBatch]) -> AsyncIte
         yield batch
 
 
+def _exact_encode(event: Any) -> bytes:
+    """encode(event) copied to its exact size: orjson's result keeps its whole working buffer
+    (4 KiB at least), which a queue of a thousand events would hold on to."""
+    return bytes(memoryview(encode(event)))
+
+
 def _sse_batch(batch: EventBatch) -> bytes:
     """A batch of stored events as SSE frames, joined: each `id: <cursor>`, `data: <JSON>`.
     Raises ValueError for a cursor holding CR, LF or NUL (a log's cursors never do)."""
-    parts: list[bytes] = []
-    for cursor, data in zip(batch.cursors, batch.data, strict=True):
-        parts += (b"id: ", cursor.encode(), b"\ndata: ", data, b"\n\n")
-    ids = "\n".join(batch.cursors)
-    if "\r" in ids or "\0" in ids or ids.count("\n") != len(batch) - 1:
-        raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {ids!r}")
-    return b"".join(parts)
+    return sse_data_frames(batch.data, batch.cursors)
 
 
 def _proto_of(data: bytes, run_id: str) -> bytes | None:

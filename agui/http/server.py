@@ -925,7 +925,7 @@ class AgentApp:
         elif downgrade is None:
             frame_of = content_writer(framed=True)  # sse_frame, content written from a prefix
         else:
-            frame_of = downgrade.sse
+            frame_of = downgrade.sse_writer()  # sse, its text deltas in one call
         limit = MAX_PROTO_FRAME if binary else MAX_SSE_FRAME
         run_id = run.id
         span = run.span  # counted here, in the same pass (RunSpan.saw)

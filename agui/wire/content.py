@@ -18,9 +18,9 @@ fork's extension member, say) is always written by the encoder.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 from agui_generated import ReasoningMessageContentEvent, TextMessageContentEvent, ToolCallArgsEvent
@@ -28,7 +28,7 @@ from agui_generated import ReasoningMessageContentEvent, TextMessageContentEvent
 from agui.wire.codec import encode
 from agui.wire.sse import sse_frame
 
-__all__ = ["content_writer"]
+__all__ = ["Gate", "content_writer"]
 
 _OPTIONAL = ("timestamp", "raw_event", "metadata", "subagent_run_id")
 _DELTA_END = b',"delta":""}'
@@ -51,14 +51,38 @@ _CONTENT = _content_classes()
 _json_string: Callable[[str], str] = encode_basestring
 
 
-def content_writer(framed: bool = False) -> Callable[[Any], bytes]:
+class Gate(Protocol):
+    """What decides, event by event, whether a content event may be written as 1.0 writes it
+    (agui.wire.eras.Downgrade: whether its translation passes a text delta on unchanged)."""
+
+    passes_text: bool
+    """A content event goes out unchanged now (a non-empty one; an empty one too when
+    `empty_delta`)."""
+    empty_delta: bool
+
+
+def content_writer(
+    framed: bool = False,
+    *,
+    kinds: Collection[type] | None = None,
+    slow: Callable[[Any], bytes] | None = None,
+    gate: Gate | None = None,
+) -> Callable[[Any], bytes]:
     """`encode(event)` for one stream of events, or `sse_frame(event)` with `framed=True`: the
     same bytes, content events written from a prefix their stream shares (see the module). One
     per response: it keeps the prefix of the last content stream written. A closure, not an
-    object with __call__: a call costs half as much."""
+    object with __call__: a call costs half as much.
+
+    kinds: the content classes written fast (default: all three). slow: what writes every
+    other event (default: encode, or sse_frame when framed). gate: consulted for each content
+    event (`passes_text`, `empty_delta`); when it says no, the event goes to `slow`. An era's
+    translation uses both: its text deltas written here while it passes them on unchanged,
+    everything else translated."""
     head = "data: " if framed else ""
     tail = "}\n\n" if framed else "}"
-    slow: Callable[[Any], bytes] = sse_frame if framed else encode
+    if slow is None:
+        slow = sse_frame if framed else encode
+    content = _CONTENT if kinds is None else {k: v for k, v in _CONTENT.items() if k in kinds}
     kind: Any = None  # the class of the stream whose prefix is kept
     ident_of: Callable[[Any], Any] = _no_id
     current: str | None = None  # the stream's id
@@ -75,7 +99,9 @@ def content_writer(framed: bool = False) -> Callable[[Any], bytes]:
             and ((ident := ident_of(event)) is current or (type(ident) is str and ident == current))
         ):
             delta = event.delta
-            if type(delta) is str:
+            if type(delta) is str and (
+                gate is None or (gate.passes_text and (delta != "" or gate.empty_delta))
+            ):
                 try:
                     return f"{prefix}{_json_string(delta)}{tail}".encode()
                 except UnicodeEncodeError:  # a lone surrogate: encode says what is wrong
@@ -83,7 +109,7 @@ def content_writer(framed: bool = False) -> Callable[[Any], bytes]:
             return slow(event)
         # An event of another stream, or no content event: a content event of the parent agent
         # with no optional member set starts a new prefix.
-        found = _CONTENT.get(type(event))
+        found = content.get(type(event))
         if (
             found is not None
             and event.subagent_run_id is None

@@ -46,10 +46,13 @@ def _general(downgrade: Downgrade, event: Any) -> bytes:
 
 @pytest.mark.parametrize("era", ERAS, ids=lambda era: era.name)
 def test_sse_is_the_general_path(era: Any) -> None:
-    fast, general = Downgrade(era), Downgrade(era)
+    fast, general, server = Downgrade(era), Downgrade(era), Downgrade(era)
+    write = server.sse_writer()  # what AgentApp's producer frames with
     for event in _stream():
-        assert fast.sse(event) == _general(general, event), event
-    assert fast.notes.summary() == general.notes.summary()
+        expected = _general(general, event)
+        assert fast.sse(event) == expected, event
+        assert write(event) == expected, event
+    assert fast.notes.summary() == general.notes.summary() == server.notes.summary()
 
 
 @pytest.mark.parametrize("era", ERAS, ids=lambda era: era.name)
