@@ -319,7 +319,10 @@ def wheel(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Decode/encode/SSE benchmarks, then the transport benchmark (a 100,000-event run through
-    uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios. Then 50
+    uvicorn over loopback: the 1.0 path, the era path of a client without protocolVersion,
+    metrics and tracing on), side by side with ag-ui-protocol 1.0.0 and with a node:http server
+    on @ag-ui/encoder 1.0.0 (tests/crosscheck's npm packages, installed into .crosscheck; left
+    out without node); prints ratios. Then 50
     sequential short runs with a default HttpAgent against an explicit shared httpx client
     (benchmarks/client.py), and the binary transport against JSON (benchmarks/proto.py): speed
     both ways and bytes on the wire.
@@ -342,12 +345,21 @@ def bench(session: nox.Session) -> None:
     and console runs.
     """
     session.install(
-        "-e", ".[server,proto,redis]", "ag-ui-protocol==1.0.0", "fastapi", "playwright>=1.49"
+        "-e",
+        ".[server,proto,redis,otel,metrics]",
+        "ag-ui-protocol==1.0.0",
+        "fastapi",
+        "playwright>=1.49",
     )
+    if shutil.which("node"):
+        # the transport benchmark's Node peer (@ag-ui/encoder 1.0.0, tests/crosscheck's pins)
+        _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
+    else:
+        session.warn("node is not on PATH: the transport benchmark leaves its Node peer out")
     session.run("python", "benchmarks/imports.py")
     session.run("python", "benchmarks/run.py", *session.posargs)
     quick = ["--quick"] if "--quick" in session.posargs else []
-    session.run("python", "benchmarks/transport.py", *quick)
+    session.run("python", "benchmarks/transport.py", "--metrics", "--tracing", *quick)
     session.run("python", "benchmarks/client.py", *quick)
     session.run("python", "benchmarks/proto.py", *quick)
     session.run("python", "benchmarks/memory.py", *quick)

@@ -89,8 +89,8 @@ BIG_KINDS = ("none", "memory", "memory-10k", "sqlite", "redis")
 SMALL_RETENTION = 10_000
 
 TARGET_RATE = 100_000  # events/s end to end, Redis and SQLite
-TARGET_OFFICIAL = 3.0  # Redis against the official path
-TARGET_MEMORY = 0.8  # memory:// against no store (within 20 %)
+TARGET_OFFICIAL = 3.5  # Redis against the official path (issue 24; 3.0 in issue 13)
+TARGET_MEMORY = 0.9  # memory:// against no store, in every round (issue 24; 0.8 on the median)
 TARGET_RESUME_MS = 20.0
 TARGET_RSS_MIB = 50.0
 MiB = 1024 * 1024
@@ -628,6 +628,17 @@ def report(
                 entry[f"agent_vs_{base}"] = paired(
                     results[kind].agent_rates, results[base].agent_rates
                 )
+                # the worst round, for a target every round must meet
+                entry[f"raw_vs_{base}_min"] = min(
+                    x / y
+                    for x, y in zip(results[kind].raw_rates, results[base].raw_rates, strict=True)
+                )
+                entry[f"agent_vs_{base}_min"] = min(
+                    x / y
+                    for x, y in zip(
+                        results[kind].agent_rates, results[base].agent_rates, strict=True
+                    )
+                )
         cpu = results[kind].server_cpu_us_rounds
         base_cpu = results["none"].server_cpu_us_rounds if "none" in results else []
         if cpu and len(cpu) == len(base_cpu):
@@ -636,7 +647,8 @@ def report(
             entry["cpu_vs_none"] = paired(cpu, base_cpu)
         ratios[kind] = entry
         parts = [
-            f"{entry[f'raw_vs_{b}']:.2f}x / {entry[f'agent_vs_{b}']:.2f}x vs {b}"
+            f"{entry[f'raw_vs_{b}']:.2f}x / {entry[f'agent_vs_{b}']:.2f}x vs {b} (worst round "
+            f"{entry[f'raw_vs_{b}_min']:.2f}x / {entry[f'agent_vs_{b}_min']:.2f}x)"
             for b in ("none", "official")
             if f"raw_vs_{b}" in entry
         ]
@@ -674,10 +686,10 @@ def report(
             )
     if "memory" in ratios and "raw_vs_none" in ratios["memory"]:
         for how in ("raw", "agent"):
-            value = ratios["memory"][f"{how}_vs_none"]
+            value = ratios["memory"][f"{how}_vs_none_min"]
             label = "raw" if how == "raw" else "HttpAgent"
             target(
-                f"memory / no store ({label})",
+                f"memory / no store ({label}), worst round",
                 value,
                 f">= {TARGET_MEMORY:g}x",
                 value >= TARGET_MEMORY,

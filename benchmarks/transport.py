@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import os
 import platform
+import shutil
 import signal
 import socket
 import statistics
@@ -60,12 +61,23 @@ except ImportError as exc:  # pragma: no cover - depends on the checkout
     raise SystemExit(f"benchmarks: cannot import agui ({exc}); install the package first") from exc
 
 RESULTS = RESULTS_DIR / "transport.json"
-SERVERS = ("agui", "official")
-TARGET = 3.0
+CASES = ("agui", "era", "official", "node")
+"""The servers compared: agui's AgentApp on the 1.0 path (a request declaring protocolVersion
+"1.0"), the same app answering a request without protocolVersion (served through the 0.0.35
+era's translation, agui.wire.eras), the official FastAPI + EventEncoder path, and the Node peer
+(node:http + @ag-ui/encoder 1.0.0). `--metrics` and `--tracing` add the app with that on."""
+EXTRA_CASES = ("metrics", "tracing")
+TARGET = 3.0  # agui against the official path, events/s
+TARGET_NODE = 1.5  # agui against Node, server CPU per event
+TARGET_ERA = 1.10  # the era path's CPU per event against the 1.0 path's, at most
+TARGET_OBSERVED = 1.05  # metrics or tracing on against off, CPU per event, at most
 PATH = "/agent"
 THREAD_ID = "thread-bench"
 RUN_ID = "run-bench"
 MESSAGE_ID = "msg-bench"
+ROOT = Path(__file__).resolve().parent.parent
+NODE_MODULES = ROOT / ".crosscheck"  # where `nox -s bench` installs tests/crosscheck's packages
+NODE_SERVER = Path(__file__).resolve().parent / "transport_node.mjs"
 
 # Token-sized deltas, as a model streams them: a leading space and a short word, some punctuation.
 TOKENS = tuple(
@@ -81,26 +93,41 @@ def delta(i: int) -> str:
     return TOKENS[i % len(TOKENS)]
 
 
-def request_body() -> bytes:
-    return orjson.dumps(
-        {
-            "threadId": THREAD_ID,
-            "runId": RUN_ID,
-            "state": {},
-            "messages": [{"id": "user-1", "role": "user", "content": "Tell me a long story."}],
-            "tools": [],
-            "context": [],
-            "forwardedProps": {},
-        }
-    )
+def request_body(protocol_version: str | None = None) -> bytes:
+    """The POST body: a RunAgentInput, declaring `protocol_version` when given (a 0.0.x client
+    declares none)."""
+    body: dict[str, Any] = {
+        "threadId": THREAD_ID,
+        "runId": RUN_ID,
+        "state": {},
+        "messages": [{"id": "user-1", "role": "user", "content": "Tell me a long story."}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    if protocol_version is not None:
+        body["protocolVersion"] = protocol_version
+    return orjson.dumps(body)
+
+
+def case_body(case: str) -> bytes:
+    """The request of a case: without protocolVersion for the era case, "1.0" for the others."""
+    return request_body(None if case == "era" else "1.0")
 
 
 # ── the two servers (run in a subprocess: `transport.py --serve agui|official`) ──────────────
 
 
-def agui_app(events: int, keepalive: float | None = 15.0, store: Any = None) -> Any:
+def agui_app(
+    events: int,
+    keepalive: float | None = 15.0,
+    store: Any = None,
+    metrics: bool | None = None,
+    tracing: bool = False,
+) -> Any:
     """AgentApp over the benchmark's agent (durable.py's too, with a store); a run's event count
-    is `forwardedProps.events` when given (durable.py's warm-up and big runs), else `events`."""
+    is `forwardedProps.events` when given (durable.py's warm-up and big runs), else `events`.
+    metrics None: on when AGUI_BENCH_METRICS=1 (durable.py's servers inherit it)."""
     from agui import (
         RunAgentInput,
         RunFinishedEvent,
@@ -121,9 +148,11 @@ def agui_app(events: int, keepalive: float | None = 15.0, store: Any = None) -> 
         yield TextMessageEndEvent(message_id=MESSAGE_ID)
         yield RunFinishedEvent(thread_id=input.thread_id, run_id=input.run_id)
 
-    # --metrics (AGUI_BENCH_METRICS=1, which the server subprocess inherits): AgentApp's metrics on
-    metrics = os.environ.get("AGUI_BENCH_METRICS") == "1"
-    return agui.AgentApp(agent, path=PATH, keepalive=keepalive, store=store, metrics=metrics)
+    if metrics is None:
+        metrics = os.environ.get("AGUI_BENCH_METRICS") == "1"
+    return agui.AgentApp(
+        agent, path=PATH, keepalive=keepalive, store=store, metrics=metrics, tracing=tracing
+    )
 
 
 def official_app(events: int) -> Any:
@@ -185,7 +214,10 @@ def serve(kind: str, events: int, keepalive: float | None, profile: str | None) 
     """The server subprocess: bind a free loopback port, print it, serve until SIGINT/SIGTERM."""
     import uvicorn
 
-    app = agui_app(events, keepalive) if kind == "agui" else official_app(events)
+    if kind == "official":
+        app = official_app(events)
+    else:  # agui, era (the same app: the request differs), metrics, tracing
+        app = agui_app(events, keepalive, metrics=kind == "metrics", tracing=kind == "tracing")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -229,16 +261,24 @@ class Server:
     def __init__(
         self, kind: str, events: int, keepalive: float | None, profile: str | None = None
     ) -> None:
+        if kind == "node":
+            script = NODE_MODULES / NODE_SERVER.name  # beside its node_modules, to import them
+            shutil.copy(NODE_SERVER, script)
+            self._start(kind, ["node", str(script), "--events", str(events)])
+            return
         argv = [sys.executable, __file__, "--serve", kind, "--events", str(events)]
         argv += ["--keepalive", "none" if keepalive is None else str(keepalive)]
         if profile is not None:
             argv += ["--profile-to", profile]
-        self._start(kind, argv)
+        env = None
+        if kind == "tracing":  # the SDK configured from the environment, exporting nowhere
+            env = {**os.environ, "OTEL_TRACES_EXPORTER": "none"}
+        self._start(kind, argv, env)
 
-    def _start(self, kind: str, argv: list[str]) -> None:
+    def _start(self, kind: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         """Start `argv`, a server that prints its port on its first line."""
         self.kind = kind
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.strip().isdigit():
@@ -379,73 +419,98 @@ class Result:
     reads: float  # body chunks per response (raw read)
     server_rates: list[float]
     client_rates: list[float]
+    server_cpu_us_rounds: list[float]  # server CPU per event, round by round (raw read)
 
 
 def summarise(raw: list[Sample], decoded: list[Sample]) -> Result:
     med = statistics.median
-    cpus = [s.server_cpu_s / s.events for s in raw if s.server_cpu_s is not None]
+    cpus = [s.server_cpu_s / s.events * 1e6 for s in raw if s.server_cpu_s is not None]
     return Result(
         server_rate=med(s.rate for s in raw),
         client_rate=med(s.rate for s in decoded),
         server_first_ms=med(s.first_s for s in raw) * 1e3,
         client_first_ms=med(s.first_s for s in decoded) * 1e3,
-        server_cpu_us=med(cpus) * 1e6 if cpus else None,
+        server_cpu_us=med(cpus) if cpus else None,
         client_cpu_us=med(s.client_cpu_s / s.events for s in decoded) * 1e6,
         reads=med(s.reads for s in raw),
         server_rates=[round(s.rate) for s in raw],
         client_rates=[round(s.rate) for s in decoded],
+        server_cpu_us_rounds=[round(c, 3) for c in cpus],
     )
 
 
+def node_missing() -> str | None:
+    """Why the Node peer cannot run here, or None."""
+    if shutil.which("node") is None:
+        return "node is not on PATH"
+    if not (NODE_MODULES / "node_modules" / "@ag-ui" / "encoder").is_dir():
+        return (
+            "@ag-ui/encoder is not installed in .crosscheck/: copy tests/crosscheck/package*.json "
+            "there and run `npm ci --prefix .crosscheck` (`nox -s bench` does)"
+        )
+    return None
+
+
 async def measure(
-    events: int, rounds: int, keepalive: float | None, say: Callable[[str], None]
+    cases: Sequence[str],
+    events: int,
+    rounds: int,
+    keepalive: float | None,
+    say: Callable[[str], None],
 ) -> dict[str, Result]:
-    body = request_body()
-    run_input = agui.decode(body, agui.RunAgentInput, strict=True)
-    servers = {kind: Server(kind, events, keepalive) for kind in SERVERS}
+    bodies = {case: case_body(case) for case in cases}
+    inputs = {case: agui.decode(bodies[case], agui.RunAgentInput, strict=True) for case in cases}
+    servers: dict[str, Server] = {}
     limits = httpx.Limits(max_connections=1)
     timeout = httpx.Timeout(120.0, connect=10.0)
-    clients = {kind: httpx.AsyncClient(limits=limits, timeout=timeout) for kind in SERVERS}
+    clients = {case: httpx.AsyncClient(limits=limits, timeout=timeout) for case in cases}
     try:
-        for kind in SERVERS:
-            await servers[kind].ready(clients[kind])
+        for case in cases:
+            servers[case] = Server(case, events, keepalive)
+        for case in cases:
+            await servers[case].ready(clients[case])
         problems: list[str] = []
-        for kind in SERVERS:  # the gate, which also warms both servers and the connections
+        for case in cases:  # the gate, which also warms every server and connection
+            server, client = servers[case], clients[case]
             try:
-                _, kept = await read_agent(clients[kind], servers[kind], run_input, strict=True)
+                _, kept = await read_agent(client, server, inputs[case], strict=True)
             except (agui.StreamError, agui.HttpError) as exc:
-                problems.append(f"{kind}: {exc}")
+                problems.append(f"{case}: {exc}")
                 continue
             assert kept is not None
-            problems += check_run(kind, kept, events)
-            raw = await read_raw(clients[kind], servers[kind], body)
+            problems += check_run(case, kept, events)
+            raw = await read_raw(client, server, bodies[case])
             if raw.events != events:
-                problems.append(f"{kind}: {raw.events} SSE frames on a raw read, expected {events}")
+                problems.append(f"{case}: {raw.events} SSE frames on a raw read, expected {events}")
         if problems:
             raise SystemExit(
                 "benchmarks: the runs are not correct, nothing timed:\n  " + "\n  ".join(problems)
             )
-        say(f"gate: both servers streamed exactly {events:,} events, all decoded (strict)")
-        raw_samples: dict[str, list[Sample]] = {k: [] for k in SERVERS}
-        decoded_samples: dict[str, list[Sample]] = {k: [] for k in SERVERS}
+        say(f"gate: every server streamed exactly {events:,} events, all decoded (strict)")
+        raw_samples: dict[str, list[Sample]] = {k: [] for k in cases}
+        decoded_samples: dict[str, list[Sample]] = {k: [] for k in cases}
         for r in range(rounds):
-            order = SERVERS if r % 2 == 0 else SERVERS[::-1]
-            for kind in order:
-                raw = await read_raw(clients[kind], servers[kind], body)
-                decoded, _ = await read_agent(clients[kind], servers[kind], run_input)
+            # the order rotates every round, and is reversed every other round
+            order = list(cases[r % len(cases) :]) + list(cases[: r % len(cases)])
+            if r % 2:
+                order.reverse()
+            for case in order:
+                server, client = servers[case], clients[case]
+                raw = await read_raw(client, server, bodies[case])
+                decoded, _ = await read_agent(client, server, inputs[case])
                 for sample in (raw, decoded):
                     if sample.events != events:
-                        raise SystemExit(f"benchmarks: {kind} sent {sample.events} events")
-                raw_samples[kind].append(raw)
-                decoded_samples[kind].append(decoded)
+                        raise SystemExit(f"benchmarks: {case} sent {sample.events} events")
+                raw_samples[case].append(raw)
+                decoded_samples[case].append(decoded)
             say(
                 f"round {r + 1}/{rounds}: "
                 + "  ".join(
-                    f"{k} {raw_samples[k][-1].rate:,.0f} / {decoded_samples[k][-1].rate:,.0f} ev/s"
-                    for k in SERVERS
+                    f"{k} {raw_samples[k][-1].rate:,.0f} ev/s {_us(raw_samples[k][-1]):.2f} µs"
+                    for k in cases
                 )
             )
-        return {k: summarise(raw_samples[k], decoded_samples[k]) for k in SERVERS}
+        return {k: summarise(raw_samples[k], decoded_samples[k]) for k in cases}
     finally:
         for client in clients.values():
             await client.aclose()
@@ -453,86 +518,150 @@ async def measure(
             server.stop()
 
 
+def _us(sample: Sample) -> float:
+    """A raw read's server CPU per event, µs (nan when /proc could not say)."""
+    if sample.server_cpu_s is None:
+        return float("nan")
+    return sample.server_cpu_s / sample.events * 1e6
+
+
+LABELS = {
+    "agui": "agui, 1.0 path",
+    "era": "agui, era path (no protocolVersion)",
+    "official": "official (FastAPI + EventEncoder)",
+    "node": "node:http + @ag-ui/encoder",
+    "metrics": "agui, 1.0 path, metrics=True",
+    "tracing": "agui, 1.0 path, tracing=True",
+}
+
+
+@dataclass
+class Ratio:
+    """Per-round ratios of two cases (paired round by round): their median and range."""
+
+    name: str
+    values: list[float]
+    target: float | None = None
+    at_most: bool = False  # the target is a ceiling, not a floor
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def met(self) -> bool | None:
+        if self.target is None:
+            return None
+        return self.median <= self.target if self.at_most else self.median >= self.target
+
+    def cell(self) -> str:
+        text = f"{self.median:.2f}x ({min(self.values):.2f}-{max(self.values):.2f}x)"
+        if self.target is None:
+            return text
+        sign = "<=" if self.at_most else ">="
+        return f"{text}  {'PASS' if self.met else 'FAIL'} (target {sign} {self.target:g}x)"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ratio": self.name,
+            "median": self.median,
+            "min": min(self.values),
+            "max": max(self.values),
+            "rounds": [round(v, 3) for v in self.values],
+            "target": self.target,
+            "at_most": self.at_most,
+            "met": self.met,
+        }
+
+
+def ratios(results: dict[str, Result]) -> list[Ratio]:
+    """The ratios the targets are about, each paired round by round."""
+
+    def pair(a: list[float], b: list[float]) -> list[float]:
+        return [x / y for x, y in zip(a, b, strict=True)]
+
+    out: list[Ratio] = []
+    a = results["agui"]
+    o = results.get("official")
+    if o is not None:
+        out.append(Ratio("events/s: agui / official", pair(a.server_rates, o.server_rates), TARGET))
+        out.append(Ratio("client events/s: agui / official", pair(a.client_rates, o.client_rates)))
+        if a.server_cpu_us_rounds and o.server_cpu_us_rounds:
+            cpu = pair(o.server_cpu_us_rounds, a.server_cpu_us_rounds)
+            out.append(Ratio("server CPU/event: official / agui", cpu))
+    n = results.get("node")
+    if n is not None and a.server_cpu_us_rounds and n.server_cpu_us_rounds:
+        cpu = pair(n.server_cpu_us_rounds, a.server_cpu_us_rounds)
+        out.append(Ratio("server CPU/event: node / agui", cpu, TARGET_NODE))
+        out.append(Ratio("events/s: agui / node", pair(a.server_rates, n.server_rates)))
+    for case, target in (
+        ("era", TARGET_ERA),
+        ("metrics", TARGET_OBSERVED),
+        ("tracing", TARGET_OBSERVED),
+    ):
+        c = results.get(case)
+        if c is not None and a.server_cpu_us_rounds and c.server_cpu_us_rounds:
+            cpu = pair(c.server_cpu_us_rounds, a.server_cpu_us_rounds)
+            out.append(Ratio(f"server CPU/event: {case} / agui", cpu, target, at_most=True))
+    return out
+
+
 def report(
     results: dict[str, Result], events: int, rounds: int, keepalive: float | None, load: float
 ) -> str:
-    a, o = results["agui"], results["official"]
+    def fmt(value: float | None, spec: str) -> str:
+        return "n/a" if value is None else format(value, spec)
 
-    def verdict(ratio: float) -> str:
-        return f"{'PASS' if ratio >= TARGET else 'FAIL'} (target >= {TARGET:g}x)"
+    def spread(values: list[float]) -> str:
+        return f"{min(values):.2f}-{max(values):.2f}" if values else "n/a"
 
-    def row(label: str, av: float | None, ov: float | None, fmt: str, note: str = "") -> str:
-        if av is None or ov is None:
-            return f"{label:<44}{'n/a':>12}{'n/a':>12}"
-        return f"{label:<44}{av:>12{fmt}}{ov:>12{fmt}}{note}"
-
-    # The ratios pair the two servers round by round (interleaved), then take the median.
-    server_ratio = statistics.median(
-        x / y for x, y in zip(a.server_rates, o.server_rates, strict=True)
-    )
-    client_ratio = statistics.median(
-        x / y for x, y in zip(a.client_rates, o.client_rates, strict=True)
-    )
+    head = f"{'':<38}{'events/s':>10}{'CPU µs/ev':>11}{'(range)':>12}{'HttpAgent ev/s':>16}"
+    head += f"{'chunks':>8}{'1st byte ms':>13}"
     lines = [
-        f"Transport: one {events:,}-event run, POST -> uvicorn -> 127.0.0.1 -> client; "
+        f"Transport: one {events:,}-event run, POST -> server -> 127.0.0.1 -> client; "
         f"median of {rounds} interleaved rounds",
-        f"Server and client are separate processes sharing the {os.cpu_count()} CPU cores "
+        f"Servers and client are separate processes sharing the {os.cpu_count()} CPU cores "
         "of this machine (they compete for them).",
         "",
-        f"{'':<44}{'agui':>12}{'official':>12}   agui/official",
-        row(
-            "server: events/s produced (raw read)",
-            a.server_rate,
-            o.server_rate,
-            ",.0f",
-            f"   {server_ratio:>6.2f}x  {verdict(server_ratio)}",
-        ),
-        row(
-            "client: events/s decoded (agui.HttpAgent)",
-            a.client_rate,
-            o.client_rate,
-            ",.0f",
-            f"   {client_ratio:>6.2f}x  {verdict(client_ratio)}",
-        ),
+        head,
+    ]
+    for case, r in results.items():
+        lines.append(
+            f"{LABELS[case]:<38}{r.server_rate:>10,.0f}{fmt(r.server_cpu_us, '.2f'):>11}"
+            f"{spread(r.server_cpu_us_rounds):>12}{r.client_rate:>16,.0f}{r.reads:>8,.0f}"
+            f"{r.server_first_ms:>13.2f}"
+        )
+    lines += ["", "Ratios, paired round by round: median (range over rounds)"]
+    for ratio in ratios(results):
+        lines.append(f"  {ratio.name:<40}{ratio.cell()}")
+    lines += [
         "",
-        f"{'':<44}{'':>12}{'':>12}   official/agui",
-        row(
-            "server CPU µs/event (raw read)",
-            a.server_cpu_us,
-            o.server_cpu_us,
-            ".2f",
-            f"   {o.server_cpu_us / a.server_cpu_us:>6.2f}x"
-            if a.server_cpu_us and o.server_cpu_us
-            else "",
-        ),
-        row(
-            "client CPU µs/event (agui.HttpAgent)",
-            a.client_cpu_us,
-            o.client_cpu_us,
-            ".2f",
-            "   (same client, both servers)",
-        ),
-        row("body chunks the client reads per run", a.reads, o.reads, ",.0f"),
-        row("time to first byte, ms (raw read)", a.server_first_ms, o.server_first_ms, ".2f"),
-        row("time to first event, ms (HttpAgent)", a.client_first_ms, o.client_first_ms, ".2f"),
-        "",
-        "server events/s = events / (last byte - request sent), the client only counting frames;",
-        "client events/s = events / (last event decoded into a model - request sent).",
-        "Figures are medians over rounds; a ratio is the median of the per-round ratios.",
+        "events/s = events / (last byte - request sent), the client only counting frames (raw);",
+        "server CPU per event: the server process's CPU time for the raw read (/proc), all threads;",
+        "HttpAgent ev/s = events / (last event decoded into a model - request sent).",
         "The client's CPU per event depends on the server's writes: one HTTP chunk per event costs",
-        "the client's HTTP stack far more than a few large ones. agui's first write comes when the",
-        "agent first yields control; this agent never awaits, so it carries ~1,000 frames.",
+        "the client's HTTP stack far more than a few large ones (see the chunks column).",
         f"Load average when the benchmark started: {load:.2f} (other processes add noise).",
         f"agui: AgentApp(agent, keepalive={keepalive!r}); official: FastAPI StreamingResponse"
-        " + ag_ui.encoder.EventEncoder. Both agents build every event as a model while streaming.",
+        " + ag_ui.encoder.EventEncoder; node: node:http, res.write(EventEncoder.encode(event)).",
+        "Every agent builds every event as it goes.",
         f"uvicorn {_version('uvicorn')} (http: {_http_impl()}, loop: {_loop_impl()}), "
         f"fastapi {_version('fastapi')}, starlette {_version('starlette')}, "
         f"ag-ui-protocol {_version('ag-ui-protocol')}, httpx {_version('httpx')}, "
-        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}.",
-        f"per-round events/s, server (raw): agui {a.server_rates}  official {o.server_rates}",
-        f"per-round events/s, client (HttpAgent): agui {a.client_rates}  official {o.client_rates}",
+        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}"
+        + (f", node {_node_version()}" if "node" in results else "")
+        + ".",
     ]
+    for case, r in results.items():
+        lines.append(
+            f"per-round {case}: events/s {r.server_rates}  CPU µs/ev {r.server_cpu_us_rounds}"
+        )
     return "\n".join(lines)
+
+
+def _node_version() -> str:
+    done = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "?"
 
 
 def _version(name: str) -> str:
@@ -553,26 +682,26 @@ def _loop_impl() -> str:
 # ── profiling the agui server ────────────────────────────────────────────────────────────────
 
 
-async def _profile_requests(server: Server, requests: int) -> list[Sample]:
-    body = request_body()
+async def _profile_requests(server: Server, requests: int, body: bytes) -> list[Sample]:
     async with httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=10.0)) as client:
         await server.ready(client)
         return [await read_raw(client, server, body) for _ in range(requests)]
 
 
-def profile(events: int, keepalive: float | None, requests: int = 3) -> None:
+def profile(case: str, events: int, keepalive: float | None, requests: int = 3) -> None:
     import pstats
 
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "server.prof")
-        server = Server("agui", events, keepalive, profile=path)
+        server = Server(case, events, keepalive, profile=path)
         try:
-            samples = asyncio.run(_profile_requests(server, requests))
+            samples = asyncio.run(_profile_requests(server, requests, case_body(case)))
         finally:
             server.stop()
         rates = ", ".join(f"{s.rate:,.0f}" for s in samples)
         print(
-            f"agui server under cProfile, {requests} raw reads of {events:,} events: {rates} ev/s"
+            f"{LABELS[case]} under cProfile, {requests} raw reads of {events:,} events: "
+            f"{rates} ev/s"
         )
         stats = pstats.Stats(path)
         stats.sort_stats("tottime").print_stats(25)
@@ -598,29 +727,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="agui keep-alive seconds, or 'none' (default 15, AgentApp's default)",
     )
     parser.add_argument(
-        "--profile", action="store_true", help="profile the agui server instead of comparing"
+        "--profile",
+        nargs="?",
+        const="agui",
+        choices=("agui", "era", *EXTRA_CASES),
+        help="profile one agui case under cProfile instead of comparing (default: agui, the 1.0 "
+        "path)",
     )
     parser.add_argument(
-        "--metrics", action="store_true", help="agui's AgentApp with metrics=True (Prometheus)"
+        "--metrics",
+        action="store_true",
+        help="also agui's AgentApp with metrics=True (Prometheus), side by side",
     )
-    parser.add_argument("--serve", choices=SERVERS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--tracing",
+        action="store_true",
+        help="also agui's AgentApp with tracing=True (OpenTelemetry SDK, no exporter)",
+    )
+    parser.add_argument(
+        "--only",
+        help="comma-separated cases to run (of agui, era, official, node, metrics, tracing); "
+        "agui is always run",
+    )
+    parser.add_argument("--serve", choices=(*CASES, *EXTRA_CASES), help=argparse.SUPPRESS)
     parser.add_argument("--profile-to", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     events = args.events or (20_000 if args.quick else 100_000)
-    if args.metrics:
-        os.environ["AGUI_BENCH_METRICS"] = "1"
     if events < 5:
         parser.error("--events must be at least 5")
     if args.serve:
         serve(args.serve, events, args.keepalive, args.profile_to)
         return 0
     if args.profile:
-        profile(events, args.keepalive)
+        profile(args.profile, events, args.keepalive)
         return 0
+    cases = [*CASES, *(c for c in EXTRA_CASES if getattr(args, c))]
+    if args.only:
+        wanted = {c.strip() for c in args.only.split(",")} | {"agui"}
+        unknown = wanted - {*CASES, *EXTRA_CASES}
+        if unknown:
+            parser.error(f"--only: unknown cases {sorted(unknown)}")
+        cases = [c for c in (*CASES, *EXTRA_CASES) if c in wanted]
+    if "node" in cases:
+        missing = node_missing()
+        if missing is not None:
+            print(f"benchmarks: the Node peer is left out: {missing}", file=sys.stderr)
+            cases.remove("node")
     started = time.perf_counter()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     results = asyncio.run(
-        measure(events, args.rounds, args.keepalive, lambda s: print(s, file=sys.stderr))
+        measure(cases, events, args.rounds, args.keepalive, lambda s: print(s, file=sys.stderr))
     )
     print(report(results, events, args.rounds, args.keepalive, load))
     write_results(
@@ -632,6 +788,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "load_average": load,
             "results": {k: asdict(v) for k, v in results.items()},
+            "ratios": [r.as_dict() for r in ratios(results)],
             "seconds": round(time.perf_counter() - started, 1),
         },
     )

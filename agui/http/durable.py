@@ -111,9 +111,10 @@ from agui.stream.lifecycle import (
 )
 from agui.stream.reducer import Reducer
 from agui.wire.codec import decode, encode
+from agui.wire.content import content_writer
 from agui.wire.eras import Downgrade, Era
 from agui.wire.proto import proto_frame
-from agui.wire.sse import sse_frame
+from agui.wire.sse import sse_data_frames, sse_frame
 
 if TYPE_CHECKING:
     from agui.http.server import AgentApp
@@ -704,15 +705,7 @@ class Durable:
                     kept = [frame for frame in frames if frame is not None]
                     chunk = b"".join(kept)
                 elif downgrade is not None:
-                    sse_data = downgrade.sse_data
-                    chunk = b"".join(
-                        [
-                            sse_data(event, cursor)
-                            for event, cursor in zip(events, batch.cursors, strict=True)
-                        ]
-                        if ids
-                        else [sse_data(event) for event in events]
-                    )
+                    chunk = downgrade.sse_batch(events, batch.cursors if ids else None)
                 elif ids:
                     chunk = _sse_batch(batch)
                 else:
@@ -1300,16 +1293,42 @@ class Execution:
         """Drive the agent through the run lifecycle; encode and queue its events."""
         app = self.app
         run_id = self.id
-        stream = run_lifecycle(
-            app.agent, self.input, finish_grace=app.finish_grace, tracker=self._open
-        )
-        if self.span is not None:
-            stream = self.span.observe(stream)
         pending = self._pending
         limit = self._limit
         filled = self._filled
+        span = self.span  # counted here, in the same pass (RunSpan.saw)
+        write = content_writer()  # encode, the bulk written from a prefix its stream shares
+        # The sink's: what it gives is of exact size (the bulk's text encoded once, anything
+        # else copied), so it is queued as it is however long the queue.
+        exact = content_writer(slow=_exact_encode)
+
+        def sink(event: Any) -> bool:
+            """The lifecycle's fast path for content events of open streams: encoded and
+            queued in its pass; False leaves the event to the loop below (the run was ended
+            here, the queue is full, the event cannot be encoded or is too large)."""
+            queued = len(pending)
+            if self.final or queued >= limit:
+                return False
+            try:
+                data = exact(event)
+            except EncodeError:
+                return False
+            if len(data) > _DATA_LIMIT:
+                return False
+            pending.append(data)
+            if not queued:
+                filled.set()  # the writer waits for an empty queue to fill, nothing else
+            if span is not None:
+                span.events += 1
+            return True
+
+        stream = run_lifecycle(
+            app.agent, self.input, finish_grace=app.finish_grace, tracker=self._open, sink=sink
+        )
         try:
             async for event in stream:
+                if span is not None and not span.final:
+                    span.saw(event)
                 if self.final:
                     continue  # the run was ended here (stop, time limit); the agent is late
                 if type(event) is RunStartedEvent and event.input is None:
@@ -1318,7 +1337,7 @@ class Execution:
                     # user's messages too. Clients add the input's messages they do not hold.
                     event = attrs.evolve(event, input=self.input)
                 try:
-                    data = encode(event)
+                    data = write(event)
                 except EncodeError:
                     log.exception("run %s: the agent sent an event that cannot be encoded", run_id)
                     self.close_with("The agent produced an invalid event.", INVALID_EVENT)
@@ -1504,16 +1523,16 @@ async def _chain(first: EventBatch, rest: AsyncIterator[EventBatch]) -> AsyncIte
         yield batch
 
 
+def _exact_encode(event: Any) -> bytes:
+    """encode(event) copied to its exact size: orjson's result keeps its whole working buffer
+    (4 KiB at least), which a queue of a thousand events would hold on to."""
+    return bytes(memoryview(encode(event)))
+
+
 def _sse_batch(batch: EventBatch) -> bytes:
     """A batch of stored events as SSE frames, joined: each `id: <cursor>`, `data: <JSON>`.
     Raises ValueError for a cursor holding CR, LF or NUL (a log's cursors never do)."""
-    parts: list[bytes] = []
-    for cursor, data in zip(batch.cursors, batch.data, strict=True):
-        parts += (b"id: ", cursor.encode(), b"\ndata: ", data, b"\n\n")
-    ids = "\n".join(batch.cursors)
-    if "\r" in ids or "\0" in ids or ids.count("\n") != len(batch) - 1:
-        raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {ids!r}")
-    return b"".join(parts)
+    return sse_data_frames(batch.data, batch.cursors)
 
 
 def _proto_of(data: bytes, run_id: str) -> bytes | None:

@@ -6,10 +6,18 @@ request the server cancelled."""
 from __future__ import annotations
 
 import asyncio
+from bisect import bisect_left
+from collections.abc import Callable
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, cast
 
+from agui.errors import EncodeError
 from agui.http.asgi import Send, send_body
 from agui.wire.proto import DEFAULT_MAX_PROTO_FRAME_BYTES, PROTO_MEDIA_TYPE
 from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, KEEPALIVE
+
+if TYPE_CHECKING:
+    from agui.http.tracing import RunSpan
 
 STREAM_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -63,6 +71,36 @@ class Outbox:
         self._frames.append(frame)
         self._filled.set()
         return True
+
+    def sink(
+        self, frame_of: Callable[[Any], bytes], limit: int, span: RunSpan | None = None
+    ) -> Callable[[Any], bool]:
+        """The run lifecycle's fast path into this outbox (`run_lifecycle(sink=...)`): an event
+        framed by `frame_of` and queued, True; False, leaving the event to the producer, when
+        the outbox is full (or closed), when the event cannot be framed (EncodeError) or its
+        frame is over `limit` bytes: the producer then frames it again, and waits for room or
+        reports the error as for any event. `span`: the run's trace span, which counts it."""
+        filled = self._filled
+
+        def take(event: Any) -> bool:
+            frames = self._frames
+            queued = len(frames)
+            if queued >= self._limit:
+                return False
+            try:
+                frame = frame_of(event)
+            except EncodeError:
+                return False
+            if len(frame) > limit:
+                return False
+            frames.append(frame)
+            if not queued:  # the sender waits for an empty outbox to fill, nothing else
+                filled.set()
+            if span is not None:
+                span.events += 1
+            return True
+
+        return take
 
     async def put(self, frame: bytes | None) -> None:
         while len(self._frames) >= self._limit:
@@ -119,29 +157,33 @@ async def send_frames(outbox: Outbox, send: Send, clock: Clock) -> None:
     """Write what is queued, joined into writes of about _WRITE_BYTES, until the None frame.
 
     The events and bytes are counted per write (on `clock`), not per frame: a keep-alive is
-    queued only into an empty outbox, so it can only be the first frame taken."""
+    queued only into an empty outbox, so it can only be the first frame taken. What is taken
+    at once is measured in C (`accumulate` of the frames' sizes) and cut into writes where the
+    running size passes each _WRITE_BYTES, so the frames cost no Python step each."""
     loop = asyncio.get_running_loop()
     done = False
     while not done:
-        chunks: list[bytes] = []
-        size = 0
-        frames = await outbox.take()
-        uncounted = 1 if frames[0] is KEEPALIVE else 0
-        for frame in frames:
-            if frame is None:
-                done = True
+        taken = await outbox.take()
+        if None in taken:
+            del taken[taken.index(None) :]
+            done = True
+            if not taken:
                 break
-            chunks.append(frame)
-            size += len(frame)
-            if size >= _WRITE_BYTES:
-                await send_body(send, chunks)
-                clock.last = loop.time()
-                _count(clock, len(chunks) - uncounted, size)
-                chunks, size, uncounted = [], 0, 0
-        if chunks:
-            await send_body(send, chunks)
+        frames = cast("list[bytes]", taken)  # no None left
+        uncounted = 1 if frames[0] is KEEPALIVE else 0
+        ends = list(accumulate(map(len, frames)))
+        start = 0
+        base = 0  # the bytes before frames[start]
+        count = len(frames)
+        while start < count:
+            # the first frame whose end reaches _WRITE_BYTES past `base` closes the write
+            stop = min(bisect_left(ends, base + _WRITE_BYTES, start) + 1, count)
+            await send_body(send, frames[start:stop] if start or stop < count else frames)
             clock.last = loop.time()
-            _count(clock, len(chunks) - uncounted, size)
+            _count(clock, stop - start - uncounted, ends[stop - 1] - base)
+            uncounted = 0
+            base = ends[stop - 1]
+            start = stop
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

@@ -104,6 +104,7 @@ from agui.stream.lifecycle import (
     run_started,
 )
 from agui.wire.codec import decode, encode
+from agui.wire.content import content_writer
 from agui.wire.eras import (
     NEWEST,
     OLDEST,
@@ -908,19 +909,36 @@ class AgentApp:
         await let_finish(run, producer)
 
     async def _produce(self, run: _Run) -> None:
-        """Drive the agent through the run lifecycle; queue its frames; None marks the end."""
+        """Drive the agent through the run lifecycle; queue its frames; None marks the end.
+
+        One pass over the agent's events: the lifecycle hands the bulk of a run (content events
+        of open streams) to `sink`, which frames and queues them where the lifecycle checked
+        them; every other event (and one the sink cannot take now) comes here."""
         binary = run.binary
-        put = run.outbox.put
+        outbox = run.outbox
+        offer, put = outbox.offer, outbox.put
         # A pre-1.0 peer's stream is translated (decided once per request, not per event).
         downgrade = run.downgrade
-        frame_of = proto_frame if binary else sse_frame if downgrade is None else downgrade.sse
+        frame_of: Callable[[Any], bytes]
+        if binary:
+            frame_of = proto_frame
+        elif downgrade is None:
+            frame_of = content_writer(framed=True)  # sse_frame, content written from a prefix
+        else:
+            frame_of = downgrade.sse_writer()  # sse, its text deltas in one call
         limit = MAX_PROTO_FRAME if binary else MAX_SSE_FRAME
         run_id = run.id
-        stream = run_lifecycle(self.agent, run.input, finish_grace=self.finish_grace)
-        if run.span is not None:
-            stream = run.span.observe(stream)
+        span = run.span  # counted here, in the same pass (RunSpan.saw)
+        stream = run_lifecycle(
+            self.agent,
+            run.input,
+            finish_grace=self.finish_grace,
+            sink=outbox.sink(frame_of, limit, span),
+        )
         try:
             async for event in stream:
+                if span is not None and not span.final:
+                    span.saw(event)
                 if binary and type(event) is UnknownEvent:
                     # an event of a type the binary form has no arm for cannot be sent
                     log.warning(
@@ -950,7 +968,8 @@ class AgentApp:
                         INVALID_EVENT,
                     )
                     return
-                await put(frame)
+                if not offer(frame):
+                    await put(frame)
                 run.started = True
                 if type(event) in TERMINAL:
                     # End the response now: the client is done even if the agent is not. The

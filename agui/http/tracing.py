@@ -300,18 +300,24 @@ class RunSpan:
         try:
             async for event in stream:
                 if not self.final:
-                    self.events += 1
-                    kind = type(event)
-                    if kind is RunFinishedEvent:
-                        self.final = True
-                        self.outcome = "success" if event.outcome is None else event.outcome.type
-                    elif kind is RunErrorEvent:
-                        self.final = True
-                        self.outcome = "error"
-                        self.error = (event.code or OTHER, event.message)
+                    self.saw(event)
                 yield event
         finally:
             await stream.aclose()
+
+    def saw(self, event: Any) -> None:
+        """One more event of the run's stream (before its terminal one): counted, and a
+        terminal event noted. What `observe` does for each, for a producer that counts in its
+        own pass (AgentApp's: its fast path for content events only adds to `events`)."""
+        self.events += 1
+        kind = type(event)
+        if kind is RunFinishedEvent:
+            self.final = True
+            self.outcome = "success" if event.outcome is None else event.outcome.type
+        elif kind is RunErrorEvent:
+            self.final = True
+            self.outcome = "error"
+            self.error = (event.code or OTHER, event.message)
 
     def ended_by_server(self, code: str | None, message: str = "", closed: int = 0) -> None:
         """The server ended the run itself: with RUN_ERROR `code` and `message` (a time limit,

@@ -37,7 +37,7 @@ import copy
 import functools
 import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Container
 from typing import Any, get_args
 
 import attrs
@@ -162,6 +162,8 @@ class RunTracker(Verifier):
         """The state the client holds by now: the input's, then the snapshots and deltas sent.
         Shared with the input or the last snapshot until a delta applies (`_owned`)."""
         self._owned = False
+        self.open_text: Container[str] = self._messages
+        """The text messages open (read-only: the Verifier's own record)."""
 
     def start(self, started: RunStartedEvent) -> None:
         """The run's RUN_STARTED is sent: check what follows against it (and against its own
@@ -260,13 +262,18 @@ async def run_lifecycle(
     *,
     finish_grace: float | None = DEFAULT_FINISH_GRACE,
     tracker: RunTracker | None = None,
+    sink: Callable[[Any], bool] | None = None,
 ) -> AsyncGenerator[Event | UnknownEvent, None]:
     """The agent's events for `run_input`, inside a correct run lifecycle (see the module).
 
     finish_grace: seconds the agent may go on after its own terminal event (its later events
     are dropped), before it is cancelled; None waits for it however long it takes. tracker: the
     RunTracker to keep (a new one by default), for a producer that may have to end the run
-    itself."""
+    itself. sink: the producer's fast path for the bulk of a run, in the same pass: each
+    content event of an open stream (checked as every event is, and changing nothing) is
+    offered to `sink(event)` first, and yielded only when it returns False (it could not take
+    the event now: a full queue, an event it leaves to the producer's own handling). Only such
+    events: everything else is yielded."""
     run_id = run_input.run_id
     started: RunStartedEvent | None = None
     terminal = False  # a terminal event was yielded
@@ -294,15 +301,25 @@ async def run_lifecycle(
             terminal = True
             yield run_error(AGENT_FAILED, AGENT_ERROR)
             return
+        open_text = check.open_text
         async for event in stream:
             kind = type(event)
             if (
                 quick
-                and kind in _QUICK
                 and check.expander is None
-                and check.continues_open_stream(event)
+                and (
+                    # a text delta (the most frequent event), as continues_open_stream checks it
+                    (
+                        kind is TextMessageContentEvent
+                        and event.subagent_run_id is None
+                        and event.message_id in open_text
+                    )
+                    or (kind in _QUICK and check.continues_open_stream(event))
+                )
             ):
-                yield event  # the bulk of a run: a delta of an open message or call
+                # the bulk of a run: a delta of an open message or call
+                if sink is None or not sink(event):
+                    yield event
                 continue
             if kind not in _EVENT_TYPES:
                 log.error(

@@ -33,14 +33,16 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import attrs
 import orjson
+from agui_generated import TextMessageContentEvent
 
 from agui.wire.codec import TAGS, dumps, to_json
-from agui.wire.sse import sse_data_frame
+from agui.wire.content import content_writer
+from agui.wire.sse import sse_data_frame, sse_data_frames
 
 __all__ = [
     "ERAS",
@@ -439,6 +441,7 @@ _KEEPS_TEXT_CHUNKS_DROPPED = _KEEPS_CHUNKS_OPEN | {"TEXT_MESSAGE_CHUNK"}
 
 _TEXT_CONTENT = b'{"type":"TEXT_MESSAGE_CONTENT",'
 """How agui.encode starts a TEXT_MESSAGE_CONTENT event's JSON (the type first, compact)."""
+_LF_TEXT_CONTENT = b"\n" + _TEXT_CONTENT
 
 
 class Downgrade:
@@ -460,25 +463,36 @@ class Downgrade:
         # The era takes TEXT_MESSAGE_CONTENT as 1.0 sends it (sse_data's shortcut for the most
         # frequent event of all).
         self._plain_text = "TEXT_MESSAGE_CONTENT" in era.events
+        self.empty_delta = era.empty_delta
+        self.passes_text = self._passes_text()
+        """`feed` passes a text delta on unchanged now (a non-empty one; an empty one too when
+        `empty_delta`): kept up to date by `feed`, read by the fast paths."""
+        self._writer = self.sse_writer()
+
+    def sse_writer(self) -> Callable[[Any], bytes]:
+        """`sse` as a closure for a server's producer: a text delta passed on unchanged is
+        written as 1.0 writes it (agui.wire.content, gated by `passes_text`), in one call."""
+        return content_writer(
+            framed=True, kinds=(TextMessageContentEvent,), slow=self._sse, gate=self
+        )
 
     # framing, for the server
     def sse(self, event: Any) -> bytes:
         """An event model as the SSE frames of its translation (b"" when it is dropped). Raises
         EncodeError as agui.wire.sse.sse_frame does."""
+        # A text delta, in the state where `feed` passes it on unchanged, is framed as 1.0
+        # frames it (the bulk of a run; `feed` would make a JSON object and write it anew).
+        return self._writer(event)
+
+    def _sse(self, event: Any) -> bytes:
+        """`sse` through `feed`, for every event."""
         return b"".join(b"data: " + dumps(e) + b"\n\n" for e in self.feed(to_json(event)))
 
     def sse_data(self, data: bytes, id: str | None = None) -> bytes:
         """An encoded event (its JSON, one line) as the SSE frames of its translation; `id`
         goes on the last of them (b"" when the event is dropped). An event the era takes as it
         is keeps its JSON: `data` is sent, not written anew."""
-        if (
-            data.startswith(_TEXT_CONTENT)
-            and self._plain_text
-            and not self._chunked
-            and self._dropping_chunks is None
-            and not self._dropped_text
-            and b'"delta":""' not in data
-        ):
+        if data.startswith(_TEXT_CONTENT) and self.passes_text and b'"delta":""' not in data:
             # A text delta, in the state where `feed` passes it on unchanged: not decoded.
             return sse_data_frame(data, id)
         event = orjson.loads(data)
@@ -491,8 +505,53 @@ class Downgrade:
         frames.append(sse_data_frame(dumps(events[-1]), id))
         return b"".join(frames)
 
+    def sse_batch(self, events: Sequence[bytes], cursors: Sequence[str] | None = None) -> bytes:
+        """`sse_data` of each encoded event (with the cursor of the same index as its `id`),
+        joined: a run of text deltas the era takes as they are is framed without a step of
+        `sse_data` each (the bulk of a stored run read back for a pre-1.0 peer). Raises
+        ValueError for a cursor holding CR, LF or NUL, before anything is returned."""
+        if self.passes_text and events and events[0].startswith(_TEXT_CONTENT):
+            # Text deltas only, all passed on unchanged (the bulk of a run): checked and framed
+            # in C. Joined with LF, which no event holds (counted): each LF starts an event.
+            joined = b"\n".join(events)
+            rest = len(events) - 1
+            if (
+                joined.count(b"\n") == rest
+                and joined.count(_LF_TEXT_CONTENT) == rest
+                and b'"delta":""' not in joined
+            ):
+                return sse_data_frames(events, cursors)
+        parts: list[bytes] = []
+        for i, data in enumerate(events):
+            if self.passes_text and data.startswith(_TEXT_CONTENT) and b'"delta":""' not in data:
+                if cursors is None:
+                    parts += (b"data: ", data, b"\n\n")
+                else:
+                    parts += (b"id: ", cursors[i].encode(), b"\ndata: ", data, b"\n\n")
+                continue
+            parts.append(self.sse_data(data, None if cursors is None else cursors[i]))
+        if cursors is not None:
+            ids = "\n".join(cursors)
+            if "\r" in ids or "\0" in ids or ids.count("\n") != len(cursors) - 1:
+                raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {ids!r}")
+        return b"".join(parts)
+
+    def _passes_text(self) -> bool:
+        """Whether `feed` now passes a text delta on unchanged (unless it is empty)."""
+        return (
+            self._plain_text
+            and not self._chunked
+            and self._dropping_chunks is None
+            and not self._dropped_text
+        )
+
     def feed(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         """One 1.0 event (its JSON object); the events the era gets instead, in order."""
+        out = self._feed(event)
+        self.passes_text = self._passes_text()  # every change of the state is in _feed
+        return out
+
+    def _feed(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         kind = event.get("type")
         era = self.era
         out: list[dict[str, Any]] = []

@@ -8,6 +8,7 @@ fields, a leading byte-order mark, and frames split anywhere across network chun
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -22,6 +23,7 @@ __all__ = [
     "SSEError",
     "SSEMessage",
     "sse_data_frame",
+    "sse_data_frames",
     "sse_frame",
 ]
 
@@ -57,6 +59,34 @@ def sse_data_frame(data: bytes, id: str | None = None) -> bytes:
     if "\n" in id or "\r" in id or "\0" in id:
         raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {id!r}")
     return b"id: " + id.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def sse_data_frames(data: Sequence[bytes], ids: Sequence[str] | None = None) -> bytes:
+    """Encoded events (each its compact JSON, one line) as SSE frames, joined: what
+    `sse_data_frame` gives for each, with `ids[i]` as the id of `data[i]` when ids are given.
+    Raises ValueError for an id holding CR, LF or NUL, before anything is returned.
+
+    Built in C: the frames' constant parts and the events laid out by slice assignment into
+    one list, joined once (a batch of stored events read back for a stream)."""
+    count = len(data)
+    if not count:
+        return b""
+    if ids is None:
+        parts = [b"\n\ndata: "] * (2 * count)
+        parts[0] = b"data: "
+        parts[1::2] = data
+        parts.append(b"\n\n")
+        return b"".join(parts)
+    text = "\n".join(ids)
+    if "\r" in text or "\0" in text or text.count("\n") != count - 1:
+        raise ValueError(f"an SSE id cannot hold CR, LF or NUL: {text!r}")
+    parts = [b"\ndata: "] * (4 * count)  # id: ID \ndata: DATA \n\nid: ID ...
+    parts[0::4] = [b"\n\nid: "] * count
+    parts[0] = b"id: "
+    parts[1::4] = text.encode().split(b"\n")  # no id holds LF (checked above)
+    parts[3::4] = data
+    parts.append(b"\n\n")
+    return b"".join(parts)
 
 
 @attrs.frozen
