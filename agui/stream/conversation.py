@@ -803,12 +803,38 @@ class Conversation:
     async def _apply(
         self, items: AsyncIterable[Any], input: RunAgentInput | None, strict: bool
     ) -> RunResult:
-        """Apply one stream read asynchronously; its last run's result."""
+        """Apply one stream read asynchronously; its last run's result. (`_events` without an
+        async generator of its own between the source and the pipeline: one less step per
+        event.)"""
         attempt = _Attempt(self.reducer, self.keep_partial)
-        events = self._events(items, input, strict, attempt)
-        async with aclosing(events):
-            async for _ in events:
-                pass
+        pipeline = Pipeline(self.reducer, strict=strict)
+        steps = pipeline.steps
+        kept = self.events if self.keep_events else None
+        on_event, on_frame = self.on_event, self.on_frame  # as they are when the stream starts
+        with self._stream(pipeline, attempt):
+            try:
+                first = True
+                async for item in items:
+                    attempt.item()
+                    if first:
+                        first = False
+                        if input is not None:
+                            self._join(input)
+                    if on_frame is not None:
+                        on_frame(_frame_bytes(item))
+                    for event in steps(item):
+                        if kept is not None:
+                            kept.append(event)
+                        if on_event is not None:
+                            answer = on_event(event)
+                            if answer is not None and inspect.isawaitable(answer):
+                                await answer
+            finally:
+                if isinstance(items, AsyncGenerator):
+                    await items.aclose()
+            for event in pipeline.finish():  # what the stages add at the end (by default none)
+                self._applied(event)
+            attempt.result()
         return self.runs[-1]
 
     async def _events(
