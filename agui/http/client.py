@@ -67,7 +67,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
 from contextlib import aclosing, closing
 from datetime import UTC, datetime
 from types import TracebackType
@@ -107,7 +107,7 @@ from agui.wire.proto import (
     ProtoFrameDecoder,
     decode_proto_json,
 )
-from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder
+from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder, SSEMessage
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -711,8 +711,8 @@ class HttpAgent:
                         if not response.is_success:
                             raise _http_error(response, await _error_body_async(response))
                         frames = resumer.opened(response)
-                        # (httpx's aiter_bytes is an async generator, typed as an iterator)
-                        chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+                        # (httpx's aiter_raw and aiter_bytes are async generators, typed as iterators)
+                        chunks = cast(AsyncGenerator[bytes, None], _aiter_body(response))
                         async with aclosing(chunks):
                             while True:
                                 if resumer.over():
@@ -761,7 +761,7 @@ class HttpAgent:
                     frames = resumer.opened(response)
                     short = _ShortReads(response)
                     try:
-                        for chunk in response.iter_bytes():
+                        for chunk in _iter_body(response):
                             yield from frames.feed(chunk)
                             # The run is over: what comes at once is read, a silence ends the
                             # stream and closes the response (see the async stream).
@@ -1327,12 +1327,18 @@ class _Frames:
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         position = self.position
         try:
-            messages = self.sse.feed(chunk)
+            messages = self.sse.feed_frames(chunk)
         except SSEError as exc:
             at = position.frames + 1
             raise StreamError(f"frame {at}: {exc}", frame=at) from None
         for message in messages:
             position.frames += 1
+            if type(message) is bytes:  # a frame of data alone
+                if b'"RUN_' in message:
+                    _lifecycle(position, message, None)
+                yield message
+                continue
+            assert isinstance(message, SSEMessage)
             if message.id is not None:
                 position.last_event_id = message.id
             data = message.data
@@ -1393,6 +1399,22 @@ class _ProtoFrames:
         except ProtoStreamError as exc:
             raise StreamError(str(exc), frame=self.position.frames + 1) from None
         return iter(())
+
+
+def _aiter_body(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive: httpx's raw chunks when the answer is not
+    content-encoded (one iterator less per chunk, which counts when a server writes each event
+    on its own), else decoded (gzip, ...)."""
+    if "content-encoding" in response.headers:
+        return response.aiter_bytes()
+    return response.aiter_raw()
+
+
+def _iter_body(response: httpx.Response) -> Iterator[bytes]:
+    """`_aiter_body` for the sync client."""
+    if "content-encoding" in response.headers:
+        return response.iter_bytes()
+    return response.iter_raw()
 
 
 async def _error_body_async(response: httpx.Response) -> bytes:
