@@ -17,7 +17,13 @@ from typing import Any, TypeVar, overload
 import attrs
 import orjson
 from agui_generated import DecodeError, Event, Problem, UnknownEvent
-from agui_generated._runtime import document_nests_deeper, dumps_checked, json_fragment, report
+from agui_generated._runtime import (
+    _SHALLOW_TEXT,
+    document_nests_deeper,
+    dumps_checked,
+    json_fragment,
+    report,
+)
 from agui_generated.codec import (
     DEFINITIONS,
     DISCRIMINATORS,
@@ -92,12 +98,13 @@ def decode(
     every problem with its JSON pointer.
     """
     try:
-        value = orjson.loads(data)
+        value = _loads(data)
     except orjson.JSONDecodeError as exc:
         raise DecodeError([Problem("", "json", f"not valid JSON: {exc}")]) from None
     # A document no deeper than the limit (nearly all: most are too short or have too few
     # brackets to be) cannot hold a value deeper than it; only a deeper one has its values measured.
-    deep = document_nests_deeper(data, value)
+    # (A short text cannot: that test is inlined here, a call costs a tenth of a small event.)
+    deep = len(data) > _SHALLOW_TEXT and document_nests_deeper(data, value)
     result, found = decode_value(value, cls, strict, cls is Event, deep)
     if found:
         return report(result, found, value, warnings)
@@ -211,7 +218,8 @@ def decode_event_bytes(data: bytes, frame: int, strict: bool, warnings: list[Pro
     the warnings, if any, are appended to `warnings`."""
     try:
         value = _loads(data)
-        result, found = decode_value(value, Event, strict, True, document_nests_deeper(data, value))
+        deep = len(data) > _SHALLOW_TEXT and document_nests_deeper(data, value)
+        result, found = decode_value(value, Event, strict, True, deep)
     except (orjson.JSONDecodeError, DecodeError):
         # Not an event: decode_frame says why, as it does for every stream.
         return decode_frame(data, frame, strict=strict, warnings=warnings)
