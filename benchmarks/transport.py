@@ -714,21 +714,25 @@ def _has_peer() -> bool:
 
 
 async def measure_client(
-    lengths: Sequence[int], rounds: int, keepalive: float | None, say: Callable[[str], None]
+    lengths: Sequence[int],
+    rounds: int,
+    keepalive: float | None,
+    say: Callable[[str], None],
+    kinds: tuple[str, ...] = CLIENT_SERVERS,
 ) -> dict[tuple[str, int, str], list[Sample]]:
     """Samples per (server, run length, reader), interleaved: in a round each server in turn
     (the order flips every round) reads each length with every reader (the readers' order
     rotates round by round)."""
     readers = READERS if _has_peer() else tuple(r for r in READERS if r != "peer")
-    servers = {kind: Server(kind, max(lengths), keepalive) for kind in CLIENT_SERVERS}
+    servers = {kind: Server(kind, max(lengths), keepalive) for kind in kinds}
     limits = httpx.Limits(max_connections=1)
     timeout = httpx.Timeout(120.0, connect=10.0)
-    clients = {k: httpx.AsyncClient(limits=limits, timeout=timeout) for k in CLIENT_SERVERS}
+    clients = {k: httpx.AsyncClient(limits=limits, timeout=timeout) for k in kinds}
     samples: dict[tuple[str, int, str], list[Sample]] = {}
     try:
-        for kind in CLIENT_SERVERS:
+        for kind in kinds:
             await servers[kind].ready(clients[kind])
-        for kind in CLIENT_SERVERS:  # the gate, which also warms the servers and the connections
+        for kind in kinds:  # the gate, which also warms the servers and the connections
             for n in lengths:
                 _, conversation = await read_conversation(clients[kind], servers[kind], n)
                 text = conversation.messages[-1].content
@@ -739,7 +743,7 @@ async def measure_client(
                     raise SystemExit(f"benchmarks: {kind}: {raw.events} frames, expected {n}")
         say(f"gate: both servers' runs of {', '.join(f'{n:,}' for n in lengths)} events applied")
         for r in range(rounds):
-            order = CLIENT_SERVERS if r % 2 == 0 else CLIENT_SERVERS[::-1]
+            order = kinds if r % 2 == 0 else kinds[::-1]
             shift = r % len(readers)
             rotated = readers[shift:] + readers[:shift]
             for kind in order:
@@ -752,8 +756,7 @@ async def measure_client(
             say(
                 f"round {r + 1}/{rounds}: "
                 + "  ".join(
-                    f"{k} {samples[k, lengths[0], 'Conversation'][-1].rate:,.0f}"
-                    for k in CLIENT_SERVERS
+                    f"{k} {samples[k, lengths[0], 'Conversation'][-1].rate:,.0f}" for k in kinds
                 )
                 + " Conversation ev/s"
             )
@@ -770,6 +773,7 @@ def client_report(
     lengths: Sequence[int],
     rounds: int,
     load: float,
+    kinds: tuple[str, ...] = CLIENT_SERVERS,
 ) -> tuple[str, dict[str, Any]]:
     med = statistics.median
     lines = [
@@ -781,7 +785,7 @@ def client_report(
         f"{'client CPU µs/ev':>17}{'chunks':>9}",
     ]
     table: dict[str, Any] = {}
-    for kind in CLIENT_SERVERS:
+    for kind in kinds:
         for n in lengths:
             for reader in READERS:
                 got = samples.get((kind, n, reader))
@@ -806,7 +810,7 @@ def client_report(
                 lines.append(f"{'':<21}Conversation / peer (paired): {ratio:.2f}x")
                 table[f"{kind} {n} Conversation/peer"] = ratio
     long = max(lengths)
-    for kind in CLIENT_SERVERS:
+    for kind in kinds:
         rate = med(s.rate for s in samples[kind, long, "Conversation"])
         verdict = "PASS" if rate >= CLIENT_TARGET else "FAIL"
         lines.append(
@@ -830,14 +834,16 @@ def client_report(
     return "\n".join(lines), table
 
 
-def client_main(events: int, rounds: int, keepalive: float | None, quick: bool) -> int:
+def client_main(
+    events: int, rounds: int, keepalive: float | None, kinds: tuple[str, ...] = CLIENT_SERVERS
+) -> int:
     started = time.perf_counter()
     lengths = (events, max(5, events // 10))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     samples = asyncio.run(
-        measure_client(lengths, rounds, keepalive, lambda s: print(s, file=sys.stderr))
+        measure_client(lengths, rounds, keepalive, lambda s: print(s, file=sys.stderr), kinds)
     )
-    text, table = client_report(samples, lengths, rounds, load)
+    text, table = client_report(samples, lengths, rounds, load, kinds)
     print(text)
     write_results(
         RESULTS_DIR / "transport_client.json",
@@ -918,6 +924,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "run from a server that coalesces its writes and from one that sends one event per write",
     )
     parser.add_argument(
+        "--client-server",
+        choices=CLIENT_SERVERS,
+        action="append",
+        help="with --client: only this server (repeatable; default both)",
+    )
+    parser.add_argument(
         "--profile-client",
         choices=CLIENT_SERVERS,
         help="profile Conversation.run (cProfile) reading the run from this server",
@@ -940,7 +952,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile_client(args.profile_client, events, args.keepalive)
         return 0
     if args.client:
-        return client_main(events, args.rounds, args.keepalive, args.quick)
+        kinds = tuple(args.client_server or CLIENT_SERVERS)
+        return client_main(events, args.rounds, args.keepalive, kinds)
     started = time.perf_counter()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     results = asyncio.run(

@@ -643,7 +643,7 @@ class HttpAgent:
         from a protobuf frame (not yet checked against the spec). It ends at the run's terminal
         event. A stream with event ids is resumed when it breaks off, if the server says it can
         (see the module docstring); `position` shows where it is."""
-        return self._stream(self._post(input, position))
+        return cast(AsyncGenerator[Frame, None], self._stream(self._post(input, position)))
 
     def frames_sync(
         self, input: RunAgentInput, *, position: StreamPosition | None = None
@@ -658,7 +658,9 @@ class HttpAgent:
         event, or those after the event id `after` (sent as Last-Event-ID), following the run
         live until its terminal event. Resumed when it breaks off, as `frames` is. HttpError 404
         for a run the server does not hold, 400 for a cursor the run never produced."""
-        return self._stream(self._rejoin(run_id, after, position))
+        return cast(
+            AsyncGenerator[Frame, None], self._stream(self._rejoin(run_id, after, position))
+        )
 
     def rejoin_frames_sync(
         self, run_id: str, *, after: str | None = None, position: StreamPosition | None = None
@@ -680,7 +682,9 @@ class HttpAgent:
         it ends. HttpError 404 for a thread the server holds nothing of. The live run's frames
         carry ids (the history's do not): a cut inside it is resumed as in `frames`; a cut in
         the history is a TransportError (connect again)."""
-        return self._stream(self._connect(thread_id, history, position))
+        return cast(
+            AsyncGenerator[Frame, None], self._stream(self._connect(thread_id, history, position))
+        )
 
     def connect_frames_sync(
         self,
@@ -693,7 +697,18 @@ class HttpAgent:
         """The same as `connect_frames`, for code without an event loop."""
         return self._stream_sync(self._connect(thread_id, history, position))
 
-    async def _stream(self, request: _Request) -> AsyncGenerator[Frame, None]:
+    def _frame_batches(self, input: RunAgentInput) -> AsyncGenerator[list[Frame], None] | None:
+        """`frames(input)` as a list of frames per network chunk, for a consumer that takes
+        them in bulk (Conversation.run: an async step per chunk, not per frame); None when a
+        subclass overrides `frames` (what that yields is what counts)."""
+        if type(self).frames is not HttpAgent.frames:
+            return None
+        return cast(
+            AsyncGenerator[list[Frame], None], self._stream(self._post(input, None), batched=True)
+        )
+
+    async def _stream(self, request: _Request, batched: bool = False) -> AsyncGenerator[Any, None]:
+        """The request's frames, one by one (or, `batched`, a list of those of each chunk)."""
         client, own, temporary = await self._async_client()
         resumer = _Resumer(self, request)
         try:
@@ -727,10 +742,22 @@ class HttpAgent:
                                     chunk = await anext(chunks, None)
                                 if chunk is None:
                                     break
-                                for data in frames.feed(chunk):
-                                    yield data
+                                if not batched:
+                                    for data in frames.feed(chunk):
+                                        yield data
+                                    continue
+                                batch: list[Frame] = []
+                                try:
+                                    for data in frames.feed(chunk):
+                                        batch.append(data)
+                                except StreamError:
+                                    if batch:  # the frames before the broken one first
+                                        yield batch
+                                    raise
+                                if batch:
+                                    yield batch
                         for data in frames.close(partial=not resumer.wanted()):
-                            yield data
+                            yield [data] if batched else data
                 except (httpx.HTTPError, httpx.InvalidURL, HttpError) as exc:
                     wait: float | None = resumer.broke(exc, seen)
                 else:

@@ -153,7 +153,8 @@ class Pipeline:
         `on_event` called) just before it is yielded, and the item's next event waits until the
         next is asked for, so a consumer that reads the reducer at each event sees it as of that
         event. Raises as `feed` does; a consumer that stops early leaves the item's remaining
-        events unapplied (the stream is then to be aborted)."""
+        events unapplied (the stream is then to be aborted). The item is decoded, and a delta of
+        an open stream (the bulk of a run, one event) applied, when `steps` is called."""
         self.received += 1
         at = self.received
         try:
@@ -162,7 +163,7 @@ class Pipeline:
             self.reducer.abort(describe(exc))
             raise
         if event is None:
-            return
+            return iter(())
         quick = self._quick
         if (
             quick is not None
@@ -173,8 +174,10 @@ class Pipeline:
             self.reducer.feed(event, at=at)
             if self.on_event is not None:
                 self.on_event(event)
-            yield event
-            return
+            return iter((event,))
+        return self._steps(event, at)
+
+    def _steps(self, event: Any, at: int) -> Iterator[Any]:
         try:
             yield from self._walk(event, 0, at)
         except ProtocolError as exc:
