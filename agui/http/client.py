@@ -100,7 +100,7 @@ from agui.errors import (
     TransportError,
 )
 from agui.http.threads import DeletedThread, Thread, ThreadPage
-from agui.wire.codec import decode, decode_frame, encode
+from agui.wire.codec import decode, decode_event_bytes, decode_frame, encode
 from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
     PROTO_MEDIA_TYPE,
@@ -862,7 +862,10 @@ class HttpAgent:
     def _event(self, data: Frame, count: int) -> Received:
         # `count`: the frame's number (the position is updated before a frame is handed over).
         warnings: list[Problem] = []
-        event = decode_frame(data, count, strict=self.strict, warnings=warnings)
+        if type(data) is bytes:
+            event = decode_event_bytes(data, count, self.strict, warnings)
+        else:
+            event = decode_frame(data, count, strict=self.strict, warnings=warnings)
         for warning in warnings:
             log.warning("frame %d: %s", count, warning)
         return cast(Received, event)
