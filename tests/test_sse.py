@@ -184,6 +184,16 @@ def test_an_lf_stream_in_any_chunking_decodes_the_same(cuts: list[int]) -> None:
     assert [f for f in frames if isinstance(f, SSEMessage)] == [SSEMessage(b"d", id="9")]
 
 
+def test_an_lf_stream_one_frame_per_chunk_decodes_the_same() -> None:
+    """Decoder: each frame in a chunk of its own (as a server that writes every event on its
+    own sends them), decodes the same."""
+    frames = [f + b"\n\n" for f in LF_STREAM.split(b"\n\n")[:-1]]
+    assert b"".join(frames) == LF_STREAM
+    chunks = [b"", *frames, b""]
+    assert decode_chunks(chunks) == LF_EXPECTED
+    assert decode_chunks([b"data: first\n\n", *chunks]) == [SSEMessage(b"first"), *LF_EXPECTED]
+
+
 def test_feed_frames_gives_plain_frames_as_bytes() -> None:
     """Decoder: feed_frames hands a frame with nothing but data over as its data, and a frame
     with an id, event or retry as an SSEMessage; feed gives SSEMessage for all of them."""

@@ -117,6 +117,18 @@ class SSEDecoder:
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
         parts = self._parts
+        if (
+            not parts
+            and chunk[:6] == b"data: "
+            and chunk.find(b"\n") == len(chunk) - 2
+            and chunk[-1:] == b"\n"
+            and self._size == 0
+            and not self._start
+            and len(chunk) < self.max_frame_bytes
+            and b"\r" not in chunk
+        ):
+            # Exactly one frame of one data line (a server that writes each event on its own).
+            return [chunk[6:-2]]
         if parts:
             if self._unfinished >= _LONG and not self._start and parts[-1][-1:] != b"\r":
                 lf = chunk.find(b"\n")
