@@ -822,9 +822,11 @@ class Conversation:
         with self._stream(pipeline, attempt):
             try:
                 first = True
+                runs = self.reducer.runs
                 async for got in items:
                     for item in got if batched else (got,):
-                        attempt.item()
+                        if len(runs) != attempt.runs:  # a run ended (attempt.item's own test)
+                            attempt.item()
                         if first:
                             first = False
                             if input is not None:
