@@ -318,7 +318,9 @@ def wheel(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Decode/encode/SSE benchmarks, then the transport benchmark (a 100,000-event run through
-    uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios. Then 50
+    uvicorn over loopback), side by side with ag-ui-protocol 1.0.0; prints ratios; and its client
+    side (`--client`: Conversation.run and HttpAgent.run against an httpx + pydantic peer, from a
+    server that coalesces its writes and from one that writes each event on its own). Then 50
     sequential short runs with a default HttpAgent against an explicit shared httpx client
     (benchmarks/client.py), and the binary transport against JSON (benchmarks/proto.py): speed
     both ways and bytes on the wire.
@@ -346,6 +348,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
     quick = ["--quick"] if "--quick" in session.posargs else []
     session.run("python", "benchmarks/transport.py", *quick)
+    session.run("python", "benchmarks/transport.py", "--client", *quick)
     session.run("python", "benchmarks/client.py", *quick)
     session.run("python", "benchmarks/proto.py", *quick)
     session.run("python", "benchmarks/memory.py", *quick)

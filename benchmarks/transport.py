@@ -1,7 +1,9 @@
 """Transport benchmark: a 100,000-event run over uvicorn and loopback, agui against the official SDK.
 
 Usage: ``python benchmarks/transport.py [--rounds N] [--quick] [--events N] [--metrics] [--profile]``
-(``nox -s bench`` runs it after the codec benchmarks).
+(``nox -s bench`` runs it after the codec benchmarks), and ``python benchmarks/transport.py --client
+[--rounds N] [--events N] [--client-server agui|per-send]`` for the client side (below);
+``--profile-client agui|per-send`` profiles ``Conversation.run`` (cProfile) reading the run.
 
 Two servers, each under uvicorn on 127.0.0.1 in its own subprocess, stream the same run: RUN_STARTED,
 TEXT_MESSAGE_START, token-sized TEXT_MESSAGE_CONTENT deltas, TEXT_MESSAGE_END, RUN_FINISHED. The
@@ -31,6 +33,19 @@ does not gate. Results also go to ``.bench/transport.json``.
 
 ``--profile`` instead runs the agui server under cProfile for a few requests and prints where its
 time goes.
+
+``--client`` measures the client side: the run (of ``--events`` events, and of a tenth of that, to
+show the rate does not depend on the run's length) from two servers, ``AgentApp`` (which coalesces
+queued frames into writes of up to 64 KiB: ~300 body chunks per 100,000 events) and ``per-send``, a
+raw ASGI app that sends ONE event per ``http.response.body`` (one HTTP chunk per event, as a
+model's token stream flushed token by token arrives), each read four ways, the readers' order
+rotating round by round and the servers' alternating: ``raw`` (aiter_raw, frames counted: the
+ceiling of any client), ``peer`` (httpx ``aiter_lines`` + pydantic ``TypeAdapter(ag_ui.core.Event)
+.validate_json`` per data line: what a user of the official Python SDK, which has no client,
+writes), ``HttpAgent`` (``HttpAgent.run``, every event decoded) and ``Conversation``
+(``Conversation().run(HttpAgent(url))``: decoded, verified, applied to the messages). It reports
+medians with [min-max] over the rounds, the client's CPU per event, and Conversation / peer paired
+round by round; results go to ``.bench/transport_client.json``.
 """
 
 import argparse
