@@ -322,7 +322,9 @@ def bench(session: nox.Session) -> None:
     uvicorn over loopback: the 1.0 path, the era path of a client without protocolVersion,
     metrics and tracing on), side by side with ag-ui-protocol 1.0.0 and with a node:http server
     on @ag-ui/encoder 1.0.0 (tests/crosscheck's npm packages, installed into .crosscheck; left
-    out without node); prints ratios. Then 50
+    out without node); prints ratios; and its client
+    side (`--client`: Conversation.run and HttpAgent.run against an httpx + pydantic peer, from a
+    server that coalesces its writes and from one that writes each event on its own). Then 50
     sequential short runs with a default HttpAgent against an explicit shared httpx client
     (benchmarks/client.py), and the binary transport against JSON (benchmarks/proto.py): speed
     both ways and bytes on the wire.
@@ -360,6 +362,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
     quick = ["--quick"] if "--quick" in session.posargs else []
     session.run("python", "benchmarks/transport.py", "--metrics", "--tracing", *quick)
+    session.run("python", "benchmarks/transport.py", "--client", *quick)
     session.run("python", "benchmarks/client.py", *quick)
     session.run("python", "benchmarks/proto.py", *quick)
     session.run("python", "benchmarks/memory.py", *quick)

@@ -1,7 +1,9 @@
 """Transport benchmark: a 100,000-event run over uvicorn and loopback, agui against the official SDK.
 
 Usage: ``python benchmarks/transport.py [--rounds N] [--quick] [--events N] [--metrics] [--profile]``
-(``nox -s bench`` runs it after the codec benchmarks).
+(``nox -s bench`` runs it after the codec benchmarks), and ``python benchmarks/transport.py --client
+[--rounds N] [--events N] [--client-server agui|per-send]`` for the client side (below);
+``--profile-client agui|per-send`` profiles ``Conversation.run`` (cProfile) reading the run.
 
 Two servers, each under uvicorn on 127.0.0.1 in its own subprocess, stream the same run: RUN_STARTED,
 TEXT_MESSAGE_START, token-sized TEXT_MESSAGE_CONTENT deltas, TEXT_MESSAGE_END, RUN_FINISHED. The
@@ -31,6 +33,19 @@ does not gate. Results also go to ``.bench/transport.json``.
 
 ``--profile`` instead runs the agui server under cProfile for a few requests and prints where its
 time goes.
+
+``--client`` measures the client side: the run (of ``--events`` events, and of a tenth of that, to
+show the rate does not depend on the run's length) from two servers, ``AgentApp`` (which coalesces
+queued frames into writes of up to 64 KiB: ~300 body chunks per 100,000 events) and ``per-send``, a
+raw ASGI app that sends ONE event per ``http.response.body`` (one HTTP chunk per event, as a
+model's token stream flushed token by token arrives), each read four ways, the readers' order
+rotating round by round and the servers' alternating: ``raw`` (aiter_raw, frames counted: the
+ceiling of any client), ``peer`` (httpx ``aiter_lines`` + pydantic ``TypeAdapter(ag_ui.core.Event)
+.validate_json`` per data line: what a user of the official Python SDK, which has no client,
+writes), ``HttpAgent`` (``HttpAgent.run``, every event decoded) and ``Conversation``
+(``Conversation().run(HttpAgent(url))``: decoded, verified, applied to the messages). It reports
+medians with [min-max] over the rounds, the client's CPU per event, and Conversation / peer paired
+round by round; results go to ``.bench/transport_client.json``.
 """
 
 import argparse
@@ -210,12 +225,64 @@ def official_app(events: int) -> Any:
     return app
 
 
+def per_send_app(events: int) -> Any:
+    """A raw ASGI app that streams the same run with ONE event per `http.response.body` send (each
+    a chunk of its own on the wire), as an agent flushing a model's tokens one at a time does;
+    every frame is built with agui's encoder as it goes. The run's length is
+    `forwardedProps.events` when given, else `events`."""
+    from agui import (
+        RunFinishedEvent,
+        RunStartedEvent,
+        TextMessageContentEvent,
+        TextMessageEndEvent,
+        TextMessageRole,
+        TextMessageStartEvent,
+    )
+    from agui.wire.sse import sse_frame
+
+    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["method"] != "POST":
+            await send({"type": "http.response.start", "status": 405, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = orjson.loads(body)
+        props = request.get("forwardedProps")
+        count = props.get("events", events) if isinstance(props, dict) else events
+        thread_id, run_id = request["threadId"], request["runId"]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+        async def one(event: Any) -> None:
+            await send({"type": "http.response.body", "body": sse_frame(event), "more_body": True})
+
+        await one(RunStartedEvent(thread_id=thread_id, run_id=run_id))
+        await one(TextMessageStartEvent(message_id=MESSAGE_ID, role=TextMessageRole.ASSISTANT))
+        for i in range(count - 4):
+            await one(TextMessageContentEvent(message_id=MESSAGE_ID, delta=delta(i)))
+        await one(TextMessageEndEvent(message_id=MESSAGE_ID))
+        await one(RunFinishedEvent(thread_id=thread_id, run_id=run_id))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    return app
+
+
 def serve(kind: str, events: int, keepalive: float | None, profile: str | None) -> None:
     """The server subprocess: bind a free loopback port, print it, serve until SIGINT/SIGTERM."""
     import uvicorn
 
     if kind == "official":
         app = official_app(events)
+    elif kind == "per-send":
+        app = per_send_app(events)
     else:  # agui, era (the same app: the request differs), metrics, tracing
         app = agui_app(events, keepalive, metrics=kind == "metrics", tracing=kind == "tracing")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
@@ -708,6 +775,265 @@ def profile(case: str, events: int, keepalive: float | None, requests: int = 3) 
         stats.sort_stats("cumulative").print_stats(25)
 
 
+# ── the client side: Conversation.run against a peer, two ways of writing ────────────────────
+
+CLIENT_SERVERS = ("agui", "per-send")
+"""agui: AgentApp, which coalesces queued frames into few large writes; per-send: one event per
+ASGI send, so one HTTP chunk per event (a model's token stream flushed as it comes)."""
+READERS = ("raw", "peer", "HttpAgent", "Conversation")
+CLIENT_TARGET = 150_000  # Conversation events/s on the long run, from either server
+
+
+def _body(events: int) -> bytes:
+    value = orjson.loads(request_body())
+    value["forwardedProps"] = {"events": events}
+    return orjson.dumps(value)
+
+
+async def read_peer(client: httpx.AsyncClient, server: Server, body: bytes) -> Sample:
+    """What a user of the official Python SDK writes, which has no client: httpx's line iterator,
+    each `data:` line validated into an ag_ui.core event by pydantic (TypeAdapter(Event))."""
+    adapter = _peer_adapter()
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    ccpu0 = time.process_time()
+    t0 = time.perf_counter()
+    first = 0.0
+    count = 0
+    validate = adapter.validate_json
+    async with client.stream("POST", server.url, content=body, headers=headers) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                validate(line[6:])
+                if not count:
+                    first = time.perf_counter()
+                count += 1
+    end = time.perf_counter()
+    return Sample(count, end - t0, first - t0, None, time.process_time() - ccpu0)
+
+
+_ADAPTER: Any = None
+
+
+def _peer_adapter() -> Any:
+    global _ADAPTER
+    if _ADAPTER is None:
+        from ag_ui.core import Event
+        from pydantic import TypeAdapter
+
+        _ADAPTER = TypeAdapter(Event)
+    return _ADAPTER
+
+
+async def read_conversation(
+    client: httpx.AsyncClient, server: Server, events: int
+) -> tuple[Sample, agui.Conversation]:
+    """The run through `Conversation().run(HttpAgent(url))`: decoded, verified, applied."""
+    agent = agui.HttpAgent(server.url, client=client)
+    conversation = agui.Conversation()
+    ccpu0 = time.process_time()
+    t0 = time.perf_counter()
+    result = await conversation.run(agent, "hi", forwarded_props={"events": events})
+    end = time.perf_counter()
+    if result.outcome != "success":
+        raise SystemExit(f"benchmarks: {server.kind}: the run ended {result.outcome}")
+    return Sample(events, end - t0, 0.0, None, time.process_time() - ccpu0), conversation
+
+
+async def _read(reader: str, client: httpx.AsyncClient, server: Server, events: int) -> Sample:
+    if reader == "raw":
+        return await read_raw(client, server, _body(events))
+    if reader == "peer":
+        return await read_peer(client, server, _body(events))
+    if reader == "HttpAgent":
+        run_input = agui.decode(_body(events), agui.RunAgentInput, strict=True)
+        return (await read_agent(client, server, run_input))[0]
+    return (await read_conversation(client, server, events))[0]
+
+
+def _has_peer() -> bool:
+    return util.find_spec("ag_ui") is not None and util.find_spec("pydantic") is not None
+
+
+async def measure_client(
+    lengths: Sequence[int],
+    rounds: int,
+    keepalive: float | None,
+    say: Callable[[str], None],
+    kinds: tuple[str, ...] = CLIENT_SERVERS,
+) -> dict[tuple[str, int, str], list[Sample]]:
+    """Samples per (server, run length, reader), interleaved: in a round each server in turn
+    (the order flips every round) reads each length with every reader (the readers' order
+    rotates round by round)."""
+    readers = READERS if _has_peer() else tuple(r for r in READERS if r != "peer")
+    servers = {kind: Server(kind, max(lengths), keepalive) for kind in kinds}
+    limits = httpx.Limits(max_connections=1)
+    timeout = httpx.Timeout(120.0, connect=10.0)
+    clients = {k: httpx.AsyncClient(limits=limits, timeout=timeout) for k in kinds}
+    samples: dict[tuple[str, int, str], list[Sample]] = {}
+    try:
+        for kind in kinds:
+            await servers[kind].ready(clients[kind])
+        for kind in kinds:  # the gate, which also warms the servers and the connections
+            for n in lengths:
+                _, conversation = await read_conversation(clients[kind], servers[kind], n)
+                text = conversation.messages[-1].content
+                if text != "".join(delta(i) for i in range(n - 4)):
+                    raise SystemExit(f"benchmarks: {kind}: the message is not the expected text")
+                raw = await read_raw(clients[kind], servers[kind], _body(n))
+                if raw.events != n:
+                    raise SystemExit(f"benchmarks: {kind}: {raw.events} frames, expected {n}")
+        say(f"gate: both servers' runs of {', '.join(f'{n:,}' for n in lengths)} events applied")
+        for r in range(rounds):
+            order = kinds if r % 2 == 0 else kinds[::-1]
+            shift = r % len(readers)
+            rotated = readers[shift:] + readers[:shift]
+            for kind in order:
+                for n in lengths:
+                    for reader in rotated:
+                        sample = await _read(reader, clients[kind], servers[kind], n)
+                        if sample.events != n:
+                            raise SystemExit(f"benchmarks: {kind} {reader}: {sample.events} events")
+                        samples.setdefault((kind, n, reader), []).append(sample)
+            say(
+                f"round {r + 1}/{rounds}: "
+                + "  ".join(
+                    f"{k} {samples[k, lengths[0], 'Conversation'][-1].rate:,.0f}" for k in kinds
+                )
+                + " Conversation ev/s"
+            )
+        return samples
+    finally:
+        for client in clients.values():
+            await client.aclose()
+        for server in servers.values():
+            server.stop()
+
+
+def client_report(
+    samples: dict[tuple[str, int, str], list[Sample]],
+    lengths: Sequence[int],
+    rounds: int,
+    load: float,
+    kinds: tuple[str, ...] = CLIENT_SERVERS,
+) -> tuple[str, dict[str, Any]]:
+    med = statistics.median
+    lines = [
+        f"Client: runs of {', '.join(f'{n:,}' for n in lengths)} events, POST -> uvicorn -> "
+        f"127.0.0.1 -> this process; median of {rounds} interleaved rounds [min-max]",
+        f"Server and client are separate processes sharing the {os.cpu_count()} CPU cores.",
+        "",
+        f"{'server':<10}{'events':>9}  {'reader':<14}{'events/s':>10} {'[min-max]':<17}"
+        f"{'client CPU µs/ev':>17}{'chunks':>9}",
+    ]
+    table: dict[str, Any] = {}
+    for kind in kinds:
+        for n in lengths:
+            for reader in READERS:
+                got = samples.get((kind, n, reader))
+                if not got:
+                    continue
+                rates = [s.rate for s in got]
+                cpu = med(s.client_cpu_s / s.events for s in got) * 1e6
+                chunks = f"{med(s.reads for s in got):,.0f}" if reader == "raw" else ""
+                lines.append(
+                    f"{kind:<10}{n:>9,}  {reader:<14}{med(rates):>10,.0f} "
+                    f"{f'[{min(rates):,.0f}-{max(rates):,.0f}]':<17}{cpu:>17.2f}{chunks:>9}"
+                )
+                table[f"{kind} {n} {reader}"] = {
+                    "rate": med(rates),
+                    "rates": [round(x) for x in rates],
+                    "client_cpu_us": cpu,
+                }
+            conv = samples.get((kind, n, "Conversation"))
+            peer = samples.get((kind, n, "peer"))
+            if conv and peer:
+                ratio = med(c.rate / p.rate for c, p in zip(conv, peer, strict=True))
+                lines.append(f"{'':<21}Conversation / peer (paired): {ratio:.2f}x")
+                table[f"{kind} {n} Conversation/peer"] = ratio
+    long = max(lengths)
+    for kind in kinds:
+        rate = med(s.rate for s in samples[kind, long, "Conversation"])
+        verdict = "PASS" if rate >= CLIENT_TARGET else "FAIL"
+        lines.append(
+            f"{kind}: Conversation {rate:,.0f} events/s on the {long:,}-event run: {verdict} "
+            f"(target >= {CLIENT_TARGET:,})"
+        )
+    lines += [
+        "",
+        "raw: the body read with httpx aiter_raw, frames counted, nothing decoded (the server's",
+        "rate, the ceiling of any client); peer: httpx aiter_lines + pydantic TypeAdapter(ag_ui.core",
+        "Event).validate_json per data line (the official Python SDK has no client); HttpAgent:",
+        "agui.HttpAgent.run, every event decoded; Conversation: Conversation().run(HttpAgent(url)),",
+        "every event decoded, verified and applied to the conversation's messages.",
+        "events/s = events / (request sent -> last event handled). chunks: the HTTP body chunks",
+        "httpx hands over per run.",
+        f"Load average when the benchmark started: {load:.2f}. httpx {_version('httpx')}, "
+        f"httpcore {_version('httpcore')}, h11 {_version('h11')}, uvicorn {_version('uvicorn')}, "
+        f"ag-ui-protocol {_version('ag-ui-protocol')}, pydantic {_version('pydantic')}, "
+        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}.",
+    ]
+    return "\n".join(lines), table
+
+
+def client_main(
+    events: int, rounds: int, keepalive: float | None, kinds: tuple[str, ...] = CLIENT_SERVERS
+) -> int:
+    started = time.perf_counter()
+    lengths = (events, max(5, events // 10))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    samples = asyncio.run(
+        measure_client(lengths, rounds, keepalive, lambda s: print(s, file=sys.stderr), kinds)
+    )
+    text, table = client_report(samples, lengths, rounds, load, kinds)
+    print(text)
+    write_results(
+        RESULTS_DIR / "transport_client.json",
+        {
+            "lengths": list(lengths),
+            "rounds": rounds,
+            "cpus": os.cpu_count(),
+            "load_average": load,
+            "results": table,
+            "seconds": round(time.perf_counter() - started, 1),
+        },
+    )
+    return 0
+
+
+async def _profile_client_runs(server: Server, events: int, runs: int) -> list[Sample]:
+    limits = httpx.Limits(max_connections=1)
+    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0)) as client:
+        await server.ready(client)
+        await read_conversation(client, server, events)  # warm-up
+        import cProfile
+
+        profiler = cProfile.Profile()
+        out = []
+        profiler.enable()
+        for _ in range(runs):
+            out.append((await read_conversation(client, server, events))[0])
+        profiler.disable()
+        profiler.dump_stats(str(RESULTS_DIR / "client.prof"))
+        return out
+
+
+def profile_client(kind: str, events: int, keepalive: float | None, runs: int = 2) -> None:
+    """Conversation.run under cProfile (this process), reading from `kind`'s server."""
+    import pstats
+
+    RESULTS_DIR.mkdir(exist_ok=True)
+    server = Server(kind, events, keepalive)
+    try:
+        samples = asyncio.run(_profile_client_runs(server, events, runs))
+    finally:
+        server.stop()
+    rates = ", ".join(f"{s.rate:,.0f}" for s in samples)
+    print(f"Conversation.run under cProfile, {runs} runs of {events:,} events from {kind}: {rates}")
+    stats = pstats.Stats(str(RESULTS_DIR / "client.prof"))
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(30)
+
+
 # ── entry point ──────────────────────────────────────────────────────────────────────────────
 
 
@@ -749,7 +1075,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated cases to run (of agui, era, official, node, metrics, tracing); "
         "agui is always run",
     )
-    parser.add_argument("--serve", choices=(*CASES, *EXTRA_CASES), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--client",
+        action="store_true",
+        help="the client side instead: Conversation.run, HttpAgent.run and a peer reading the "
+        "run from a server that coalesces its writes and from one that sends one event per write",
+    )
+    parser.add_argument(
+        "--client-server",
+        choices=CLIENT_SERVERS,
+        action="append",
+        help="with --client: only this server (repeatable; default both)",
+    )
+    parser.add_argument(
+        "--profile-client",
+        choices=CLIENT_SERVERS,
+        help="profile Conversation.run (cProfile) reading the run from this server",
+    )
+    parser.add_argument(
+        "--serve", choices=(*CASES, *EXTRA_CASES, "per-send"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--profile-to", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     events = args.events or (20_000 if args.quick else 100_000)
@@ -761,6 +1106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.profile:
         profile(args.profile, events, args.keepalive)
         return 0
+    if args.profile_client:
+        profile_client(args.profile_client, events, args.keepalive)
+        return 0
+    if args.client:
+        kinds = tuple(args.client_server or CLIENT_SERVERS)
+        return client_main(events, args.rounds, args.keepalive, kinds)
     cases = [*CASES, *(c for c in EXTRA_CASES if getattr(args, c))]
     if args.only:
         wanted = {c.strip() for c in args.only.split(",")} | {"agui"}

@@ -434,6 +434,31 @@ def test_a_final_frame_without_its_blank_line_is_still_an_event(serve: Serve, mo
     assert [type(e) for e in events] == [agui.RunStartedEvent, agui.RunFinishedEvent]
 
 
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_a_content_encoded_stream_is_decoded(serve: Serve, mode: str) -> None:
+    """Client: an answer with Content-Encoding (gzip) is read decoded; one without it is read as
+    httpx's raw chunks (the frames are the same either way)."""
+    import gzip
+
+    frames = STARTED + b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
+    body = gzip.compress(frames)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for at in range(0, len(body), 7):  # the compressed bytes in small pieces
+            chunk = body[at : at + 7]
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    for url in (serve(app), serve(raw_app([frames]))):
+        events: list[Any] = []
+        drain(HttpAgent(url), mode, events)
+        assert [type(e) for e in events] == [agui.RunStartedEvent, agui.RunFinishedEvent]
+
+
 def test_timeout_applies_between_reads_and_keep_alives_reset_it(serve: Serve) -> None:
     """Client: the timeout bounds a silent read (a TransportError naming the URL, caused by
     httpx's ReadTimeout), and the server's keep-alive comments keep a quiet but healthy run

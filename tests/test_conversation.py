@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import uuid
@@ -492,6 +493,68 @@ def test_pipeline_without_a_conversation() -> None:
     delivered = pipeline.run([RUN, {"type": "STATE_SNAPSHOT", "snapshot": 0}, DONE])
     assert [e.type for e in delivered] == ["RUN_STARTED", "STATE_SNAPSHOT", "RUN_FINISHED"]
     assert pipeline.reducer.state == 0
+
+
+def _walk_stream(pipeline: Pipeline, items: list[Any]) -> list[Any]:
+    """What a pipeline makes of a stream: each event delivered (as JSON), the error that stops
+    it (its text and frame), then the warnings, the runs, the messages and the state."""
+    seen: list[Any] = []
+    try:
+        for item in items:
+            seen += [agui.to_json(e) for e in pipeline.steps(item)]
+        seen += [agui.to_json(e) for e in pipeline.finish()]
+    except (ProtocolError, agui.StreamError) as exc:
+        seen.append(("error", str(exc), getattr(exc, "frame", None)))
+    reducer = pipeline.reducer
+    made = [
+        seen,
+        [(w.kind, w.message, w.pointer, w.event) for w in reducer.warnings],
+        [(r.outcome, r.error_message, r.pending_tool_call_ids) for r in reducer.runs],
+        reducer.messages_json(),
+        reducer.state,
+    ]
+    # The ids minted for a legacy producer's reasoning are random: named by their order instead.
+    text = json.dumps(made, default=list)
+    minted = re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text)
+    for number, uuid_ in enumerate(dict.fromkeys(minted)):
+        text = text.replace(uuid_, f"minted-{number}")
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+def test_the_pipelines_fast_path_changes_nothing() -> None:
+    """Every conformance case's stream, and streams that break the rules around an open
+    message (content after RUN_ERROR, after its END, in a chunk lane, of a subagent), go through
+    the default pipeline (deltas of an open stream skip the stages) exactly as through the same
+    stages passed explicitly (every event through each stage)."""
+    from agui.stream.chunks import ChunkExpander
+    from agui.stream.verify import Verifier
+
+    from .conformance.runner import frames, load_cases
+
+    start = {"type": "TEXT_MESSAGE_START", "messageId": "m"}
+    content = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"}
+    end = {"type": "TEXT_MESSAGE_END", "messageId": "m"}
+    streams = [frames(case) for case in load_cases()]
+    streams += [
+        [RUN, start, content, {"type": "RUN_ERROR", "message": "boom"}, content],
+        [RUN, start, content, end, content, DONE],
+        [RUN, start, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "c", "delta": "a"}, content],
+        [RUN, start, {**content, "subagentRunId": "s"}, end, DONE],
+        [RUN, {"type": "TOOL_CALL_START", "toolCallId": "t", "toolCallName": "f"}]
+        + [{"type": "TOOL_CALL_ARGS", "toolCallId": "t", "delta": "{"}] * 3
+        + [
+            {"type": "TOOL_CALL_END", "toolCallId": "t"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "t", "delta": "}"},
+        ],
+        [RUN, {"type": "REASONING_MESSAGE_START", "messageId": "r", "role": "reasoning"}]
+        + [{"type": "REASONING_MESSAGE_CONTENT", "messageId": "r", "delta": "hm"}] * 2
+        + [{"type": "REASONING_MESSAGE_END", "messageId": "r"}, DONE],
+    ]
+    assert len(streams) > 100
+    for items in streams:
+        quick = _walk_stream(Pipeline(), items)
+        slow = _walk_stream(Pipeline(stages=[ChunkExpander(), Verifier()]), items)
+        assert quick == slow, items
 
 
 # ── running an agent ─────────────────────────────────────────────────────────────────────────

@@ -240,3 +240,74 @@ def test_errors_and_warnings_number_events_from_one_as_received() -> None:
     with pytest.raises(agui.StreamError) as frame_error:
         Pipeline().run([RUN, DONE, b"{not json"])
     assert frame_error.value.frame == 3 and "frame 3" in str(frame_error.value)
+
+
+# ── HttpAgent's frames in bulk (a list per network chunk) ─────────────────────────────────
+
+
+TEXT = [
+    RUN,
+    {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+    *({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": d} for d in "abc"),
+    {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+    DONE,
+]
+
+
+def test_run_reads_an_http_agents_frames_in_bulk_and_applies_each_in_order(serve: Serve) -> None:
+    """Conversation.run takes HttpAgent's frames a chunk at a time (one chunk holds the whole run
+    here): on_event still sees each event with the conversation as of that event, in order."""
+    url = serve(sse_app(TEXT))
+    seen: list[tuple[str, str]] = []
+
+    def on_event(event: Any) -> None:
+        text = [m.content for m in conversation.messages if isinstance(m, agui.AssistantMessage)]
+        seen.append((event.type.value, "".join(t or "" for t in text)))
+
+    conversation = Conversation("t", keep_events=True, on_event=on_event)
+    result = asyncio.run(conversation.run(agui.HttpAgent(url), "hi"))
+    assert result.outcome == "success"
+    assert [s[0] for s in seen] == [e["type"] for e in TEXT]
+    assert [s[1] for s in seen] == ["", "", "a", "ab", "abc", "abc", "abc"]
+    assert [e.type.value for e in conversation.events] == [e["type"] for e in TEXT]
+    assert user_texts(conversation) == ["hi"]
+
+
+def test_a_frame_that_breaks_mid_chunk_is_rejected_after_those_before_it(serve: Serve) -> None:
+    """A broken frame inside a chunk: the frames before it are applied (and seen by on_event),
+    then the run is rejected naming it, as when each frame comes on its own."""
+    body = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in TEXT[:3])
+    body += b"data: {not json\n\n"
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    seen: list[str] = []
+    conversation = Conversation(
+        "t", keep_partial=True, on_event=lambda e: seen.append(e.type.value)
+    )
+    with pytest.raises(agui.StreamError) as caught:
+        asyncio.run(conversation.run(agui.HttpAgent(serve(app)), "hi"))
+    assert caught.value.frame == 4
+    assert seen == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+    assert conversation.runs[-1].outcome == "truncated"
+
+
+def test_an_http_agent_whose_frames_are_overridden_is_read_through_them(serve: Serve) -> None:
+    """A subclass of HttpAgent that overrides `frames` is read through its own `frames`."""
+    url = serve(sse_app(TEXT))
+
+    class Upper(agui.HttpAgent):
+        async def frames(self, input: Any, *, position: Any = None) -> Any:  # type: ignore[override]
+            async for data in super().frames(input, position=position):
+                yield (
+                    data.replace(b'"delta": "', b'"delta": "x') if isinstance(data, bytes) else data
+                )
+
+    conversation = Conversation("t")
+    asyncio.run(conversation.run(Upper(url), "hi"))
+    assert conversation.messages[-1].content == "xaxbxc"

@@ -134,6 +134,86 @@ def test_any_chunking_decodes_the_same(cuts: list[int]) -> None:
     assert decode_chunks(chunks) == EXPECTED
 
 
+LF_STREAM = (
+    b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"a"}\n\n'
+    + b"data: b\n\n"
+    + b": keep-alive\n\n"
+    + b"data: c\n\n"
+    + b"id: 9\ndata: d\n\n"
+    + b"data: e\n\n\n"
+    + b"data: f\ndata: g\n\n"
+    + b"data:h\n\n"
+    + b"data: \n\n"
+    + b"data: i\n\n"
+)
+"""LF only, as AG-UI servers write: plain one-line data frames (the decoder's fast path) among
+frames that are not (a comment, an id, an extra blank line, two data lines, no space)."""
+
+LF_EXPECTED = [
+    SSEMessage(b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"a"}'),
+    SSEMessage(b"b"),
+    SSEMessage(b"c"),
+    SSEMessage(b"d", id="9"),
+    SSEMessage(b"e"),
+    SSEMessage(b"f\ng"),
+    SSEMessage(b"h"),
+    SSEMessage(b""),
+    SSEMessage(b"i"),
+]
+
+
+@pytest.mark.parametrize("where", range(len(LF_STREAM) + 1))
+def test_an_lf_stream_split_anywhere_decodes_the_same(where: int) -> None:
+    """Decoder: an LF-only stream of plain data frames and others, in one chunk or split at any
+    byte, decodes as the standard says."""
+    assert decode_chunks([LF_STREAM]) == LF_EXPECTED
+    assert decode_chunks([LF_STREAM[:where], LF_STREAM[where:]]) == LF_EXPECTED
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, len(LF_STREAM)), max_size=12))
+def test_an_lf_stream_in_any_chunking_decodes_the_same(cuts: list[int]) -> None:
+    """Decoder: the LF-only stream in any chunking decodes the same, with feed and with
+    feed_frames (which gives a frame of data alone as its bytes)."""
+    bounds = [0, *sorted(cuts), len(LF_STREAM)]
+    chunks = [LF_STREAM[a:b] for a, b in itertools.pairwise(bounds)]
+    assert decode_chunks(chunks) == LF_EXPECTED
+    decoder = SSEDecoder()
+    frames = [f for chunk in chunks for f in decoder.feed_frames(chunk)] + decoder.close()
+    assert [f if isinstance(f, SSEMessage) else SSEMessage(f) for f in frames] == LF_EXPECTED
+    assert [f for f in frames if isinstance(f, SSEMessage)] == [SSEMessage(b"d", id="9")]
+
+
+def test_an_lf_stream_one_frame_per_chunk_decodes_the_same() -> None:
+    """Decoder: each frame in a chunk of its own (as a server that writes every event on its
+    own sends them), decodes the same."""
+    frames = [f + b"\n\n" for f in LF_STREAM.split(b"\n\n")[:-1]]
+    assert b"".join(frames) == LF_STREAM
+    chunks = [b"", *frames, b""]
+    assert decode_chunks(chunks) == LF_EXPECTED
+    assert decode_chunks([b"data: first\n\n", *chunks]) == [SSEMessage(b"first"), *LF_EXPECTED]
+
+
+def test_feed_frames_gives_plain_frames_as_bytes() -> None:
+    """Decoder: feed_frames hands a frame with nothing but data over as its data, and a frame
+    with an id, event or retry as an SSEMessage; feed gives SSEMessage for all of them."""
+    stream = b"data: a\n\nid: 1\ndata: b\n\nevent: x\ndata: c\n\nretry: 5\ndata: d\n\ndata: e\n\n"
+    assert SSEDecoder().feed_frames(stream) == [
+        b"a",
+        SSEMessage(b"b", id="1"),
+        SSEMessage(b"c", event="x"),
+        SSEMessage(b"d", retry=5),
+        b"e",
+    ]
+    assert SSEDecoder().feed(stream) == [
+        SSEMessage(b"a"),
+        SSEMessage(b"b", id="1"),
+        SSEMessage(b"c", event="x"),
+        SSEMessage(b"d", retry=5),
+        SSEMessage(b"e"),
+    ]
+
+
 def test_messages_are_dispatched_as_soon_as_their_blank_line_arrives() -> None:
     """Decoder: feed() returns a message in the call that completes it, not later."""
     decoder = SSEDecoder()
@@ -204,11 +284,22 @@ def test_the_limit_is_per_frame() -> None:
     assert decode_chunks([frame * 50], max_frame_bytes=100) == [SSEMessage(b"x" * 60)] * 50
 
 
-@pytest.mark.parametrize("limit", range(90, 112))
-def test_whether_a_frame_fits_does_not_depend_on_the_chunking(limit: int) -> None:
+@pytest.mark.parametrize("line_end", [b"\r\n", b"\n"])
+@pytest.mark.parametrize("limit", range(78, 112))
+def test_whether_a_frame_fits_does_not_depend_on_the_chunking(limit: int, line_end: bytes) -> None:
     """Decoder: near the limit, a stream is accepted or refused the same way at every split
     (a frame must not be refused only because the network cut it in the wrong place)."""
-    stream = b": note\ndata: " + b"x" * 90 + b"\r\n\r\n" + b"data: " + b"y" * 80 + b"\n\n"
+    stream = (
+        b": note\ndata: "
+        + b"x" * 90
+        + line_end * 2
+        + b"data: "
+        + b"y" * 80
+        + b"\n\n"
+        + b"data: "
+        + b"z" * 70
+        + b"\n\n"
+    )
 
     def outcome(chunks: list[bytes]) -> list[SSEMessage] | str:
         try:

@@ -67,7 +67,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
 from contextlib import aclosing, closing
 from datetime import UTC, datetime
 from types import TracebackType
@@ -99,14 +99,14 @@ from agui.errors import (
     Timeout,
     TransportError,
 )
-from agui.wire.codec import decode, decode_frame, encode
+from agui.wire.codec import decode, decode_event_bytes, decode_frame, encode
 from agui.wire.proto import (
     DEFAULT_MAX_PROTO_FRAME_BYTES,
     PROTO_MEDIA_TYPE,
     ProtoFrameDecoder,
     decode_proto_json,
 )
-from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder
+from agui.wire.sse import DEFAULT_MAX_FRAME_BYTES, SSEDecoder, SSEMessage
 
 if TYPE_CHECKING:  # the thread API's answers load with its first call (and agui.store with them)
     from agui.http.threads import DeletedThread, Thread, ThreadPage
@@ -645,7 +645,7 @@ class HttpAgent:
         from a protobuf frame (not yet checked against the spec). It ends at the run's terminal
         event. A stream with event ids is resumed when it breaks off, if the server says it can
         (see the module docstring); `position` shows where it is."""
-        return self._stream(self._post(input, position))
+        return cast(AsyncGenerator[Frame, None], self._stream(self._post(input, position)))
 
     def frames_sync(
         self, input: RunAgentInput, *, position: StreamPosition | None = None
@@ -660,7 +660,9 @@ class HttpAgent:
         event, or those after the event id `after` (sent as Last-Event-ID), following the run
         live until its terminal event. Resumed when it breaks off, as `frames` is. HttpError 404
         for a run the server does not hold, 400 for a cursor the run never produced."""
-        return self._stream(self._rejoin(run_id, after, position))
+        return cast(
+            AsyncGenerator[Frame, None], self._stream(self._rejoin(run_id, after, position))
+        )
 
     def rejoin_frames_sync(
         self, run_id: str, *, after: str | None = None, position: StreamPosition | None = None
@@ -682,7 +684,9 @@ class HttpAgent:
         it ends. HttpError 404 for a thread the server holds nothing of. The live run's frames
         carry ids (the history's do not): a cut inside it is resumed as in `frames`; a cut in
         the history is a TransportError (connect again)."""
-        return self._stream(self._connect(thread_id, history, position))
+        return cast(
+            AsyncGenerator[Frame, None], self._stream(self._connect(thread_id, history, position))
+        )
 
     def connect_frames_sync(
         self,
@@ -695,7 +699,18 @@ class HttpAgent:
         """The same as `connect_frames`, for code without an event loop."""
         return self._stream_sync(self._connect(thread_id, history, position))
 
-    async def _stream(self, request: _Request) -> AsyncGenerator[Frame, None]:
+    def _frame_batches(self, input: RunAgentInput) -> AsyncGenerator[list[Frame], None] | None:
+        """`frames(input)` as a list of frames per network chunk, for a consumer that takes
+        them in bulk (Conversation.run: an async step per chunk, not per frame); None when a
+        subclass overrides `frames` (what that yields is what counts)."""
+        if type(self).frames is not HttpAgent.frames:
+            return None
+        return cast(
+            AsyncGenerator[list[Frame], None], self._stream(self._post(input, None), batched=True)
+        )
+
+    async def _stream(self, request: _Request, batched: bool = False) -> AsyncGenerator[Any, None]:
+        """The request's frames, one by one (or, `batched`, a list of those of each chunk)."""
         client, own, temporary = await self._async_client()
         resumer = _Resumer(self, request)
         try:
@@ -713,8 +728,8 @@ class HttpAgent:
                         if not response.is_success:
                             raise _http_error(response, await _error_body_async(response))
                         frames = resumer.opened(response)
-                        # (httpx's aiter_bytes is an async generator, typed as an iterator)
-                        chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+                        # (httpx's aiter_raw and aiter_bytes are async generators, typed as iterators)
+                        chunks = cast(AsyncGenerator[bytes, None], _aiter_body(response))
                         async with aclosing(chunks):
                             while True:
                                 if resumer.over():
@@ -729,10 +744,22 @@ class HttpAgent:
                                     chunk = await anext(chunks, None)
                                 if chunk is None:
                                     break
-                                for data in frames.feed(chunk):
-                                    yield data
+                                if not batched:
+                                    for data in frames.feed(chunk):
+                                        yield data
+                                    continue
+                                batch: list[Frame] = []
+                                try:
+                                    for data in frames.feed(chunk):
+                                        batch.append(data)
+                                except StreamError:
+                                    if batch:  # the frames before the broken one first
+                                        yield batch
+                                    raise
+                                if batch:
+                                    yield batch
                         for data in frames.close(partial=not resumer.wanted()):
-                            yield data
+                            yield [data] if batched else data
                 except (httpx.HTTPError, httpx.InvalidURL, HttpError) as exc:
                     wait: float | None = resumer.broke(exc, seen)
                 else:
@@ -763,7 +790,7 @@ class HttpAgent:
                     frames = resumer.opened(response)
                     short = _ShortReads(response)
                     try:
-                        for chunk in response.iter_bytes():
+                        for chunk in _iter_body(response):
                             yield from frames.feed(chunk)
                             # The run is over: what comes at once is read, a silence ends the
                             # stream and closes the response (see the async stream).
@@ -837,7 +864,10 @@ class HttpAgent:
     def _event(self, data: Frame, count: int) -> Received:
         # `count`: the frame's number (the position is updated before a frame is handed over).
         warnings: list[Problem] = []
-        event = decode_frame(data, count, strict=self.strict, warnings=warnings)
+        if type(data) is bytes:
+            event = decode_event_bytes(data, count, self.strict, warnings)
+        else:
+            event = decode_frame(data, count, strict=self.strict, warnings=warnings)
         for warning in warnings:
             log.warning("frame %d: %s", count, warning)
         return cast(Received, event)
@@ -1341,12 +1371,18 @@ class _Frames:
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         position = self.position
         try:
-            messages = self.sse.feed(chunk)
+            messages = self.sse.feed_frames(chunk)
         except SSEError as exc:
             at = position.frames + 1
             raise StreamError(f"frame {at}: {exc}", frame=at) from None
         for message in messages:
             position.frames += 1
+            if type(message) is bytes:  # a frame of data alone
+                if b'"RUN_' in message:
+                    _lifecycle(position, message, None)
+                yield message
+                continue
+            assert isinstance(message, SSEMessage)
             if message.id is not None:
                 position.last_event_id = message.id
             data = message.data
@@ -1407,6 +1443,22 @@ class _ProtoFrames:
         except ProtoStreamError as exc:
             raise StreamError(str(exc), frame=self.position.frames + 1) from None
         return iter(())
+
+
+def _aiter_body(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive: httpx's raw chunks when the answer is not
+    content-encoded (one iterator less per chunk, which counts when a server writes each event
+    on its own), else decoded (gzip, ...)."""
+    if "content-encoding" in response.headers:
+        return response.aiter_bytes()
+    return response.aiter_raw()
+
+
+def _iter_body(response: httpx.Response) -> Iterator[bytes]:
+    """`_aiter_body` for the sync client."""
+    if "content-encoding" in response.headers:
+        return response.iter_bytes()
+    return response.iter_raw()
 
 
 async def _error_body_async(response: httpx.Response) -> bytes:

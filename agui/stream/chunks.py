@@ -180,6 +180,17 @@ class ChunkExpander:
             return [*self._close(event.subagent_run_id), event]
         return [event]  # ends nothing: RAW, ACTIVITY_*, ..., unknown and newer events
 
+    def passes(
+        self, event: TextMessageContentEvent | ToolCallArgsEvent | ReasoningMessageContentEvent
+    ) -> bool:
+        """Whether `feed(event)`, for a delta (TEXT_MESSAGE_CONTENT, TOOL_CALL_ARGS,
+        REASONING_MESSAGE_CONTENT), would pass it on alone: no chunk stream is open in its lane.
+        If so, the event counts as fed (a pipeline's fast path for the bulk of a run)."""
+        if event.subagent_run_id in self._lanes:
+            return False
+        self._index += 1
+        return True
+
     def finish(self) -> list[Item]:
         """End of stream: pending lanes are dropped, no END is synthesized."""
         self._lanes.clear()

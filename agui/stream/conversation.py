@@ -676,6 +676,9 @@ class Conversation:
                 forwarded_props=forwarded_props,
                 resume=resume,
             )
+        batches = _batches(agent, input)
+        if batches is not None:
+            return await self._apply(batches, input, _strict(agent), batched=True)
         return await self._apply(_source(agent, input), input, _strict(agent))
 
     def stream(
@@ -801,14 +804,48 @@ class Conversation:
     # ── applying one stream ──────────────────────────────────────────────────────────────────
 
     async def _apply(
-        self, items: AsyncIterable[Any], input: RunAgentInput | None, strict: bool
+        self,
+        items: AsyncIterable[Any],
+        input: RunAgentInput | None,
+        strict: bool,
+        *,
+        batched: bool = False,
     ) -> RunResult:
-        """Apply one stream read asynchronously; its last run's result."""
+        """Apply one stream read asynchronously; its last run's result. (`_events` without an
+        async generator of its own between the source and the pipeline: one less step per
+        event; `batched`: the source yields lists of items, one async step per list.)"""
         attempt = _Attempt(self.reducer, self.keep_partial)
-        events = self._events(items, input, strict, attempt)
-        async with aclosing(events):
-            async for _ in events:
-                pass
+        pipeline = Pipeline(self.reducer, strict=strict)
+        steps = pipeline.steps
+        kept = self.events if self.keep_events else None
+        on_event, on_frame = self.on_event, self.on_frame  # as they are when the stream starts
+        with self._stream(pipeline, attempt):
+            try:
+                first = True
+                runs = self.reducer.runs
+                async for got in items:
+                    for item in got if batched else (got,):
+                        if len(runs) != attempt.runs:  # a run ended (attempt.item's own test)
+                            attempt.item()
+                        if first:
+                            first = False
+                            if input is not None:
+                                self._join(input)
+                        if on_frame is not None:
+                            on_frame(_frame_bytes(item))
+                        for event in steps(item):
+                            if kept is not None:
+                                kept.append(event)
+                            if on_event is not None:
+                                answer = on_event(event)
+                                if answer is not None and inspect.isawaitable(answer):
+                                    await answer
+            finally:
+                if isinstance(items, AsyncGenerator):
+                    await items.aclose()
+            for event in pipeline.finish():  # what the stages add at the end (by default none)
+                self._applied(event)
+            attempt.result()
         return self.runs[-1]
 
     async def _events(
@@ -947,6 +984,16 @@ class Conversation:
             "warnings": [warning_json(w) for w in self.warnings],
             "pendingInterrupts": [to_json(i) for i in self.pending_interrupts],
         }
+
+
+def _batches(agent: Agent, input: RunAgentInput) -> AsyncIterator[list[Any]] | None:
+    """The frames of a run of `agent` a list per network chunk, when it offers them so (an
+    HttpAgent whose `frames` is its own); else None."""
+    batches = getattr(agent, "_frame_batches", None)
+    if batches is None or not isinstance(agent, FrameSource):
+        return None
+    got: AsyncIterator[list[Any]] | None = batches(input)
+    return got
 
 
 def _source(agent: Agent, input: RunAgentInput) -> AsyncIterator[Any]:

@@ -25,14 +25,21 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 import orjson
-from agui_generated import DecodeError, Problem, UnknownEvent
+from agui_generated import (
+    DecodeError,
+    Problem,
+    ReasoningMessageContentEvent,
+    TextMessageContentEvent,
+    ToolCallArgsEvent,
+    UnknownEvent,
+)
 
 from agui.errors import AguiError, ProtocolError, StreamError
 from agui.stream.chunks import ChunkExpander
 from agui.stream.reducer import TRUNCATED, Reducer
 from agui.stream.verify import Verifier
 from agui.stream.warning import StreamWarning
-from agui.wire.codec import decode_frame
+from agui.wire.codec import decode_event_bytes, decode_frame
 from agui.wire.eras import LegacyReader, needs_upgrade
 
 __all__ = ["NO_EVENTS", "Pipeline", "StrictSource", "describe"]
@@ -40,6 +47,11 @@ __all__ = ["NO_EVENTS", "Pipeline", "StrictSource", "describe"]
 log = logging.getLogger("agui.stream")
 
 NO_EVENTS = "The stream ended without any event: no run was reported."
+
+_STREAMED: frozenset[type] = frozenset(
+    (TextMessageContentEvent, ToolCallArgsEvent, ReasoningMessageContentEvent)
+)
+"""The bulk of a run: the deltas of a message, a tool call's arguments, a reasoning message."""
 
 
 class Stage(Protocol):
@@ -95,8 +107,11 @@ class Pipeline:
         self.reducer = reducer if reducer is not None else Reducer()
         self.strict = strict
         """Decode text and objects strictly: unknown members are errors instead of warnings."""
+        # With the default stages, a delta of a stream that is open (the bulk of a run) goes
+        # straight to the reducer when both stages say they would only pass it on.
+        self._quick: tuple[ChunkExpander, Verifier] | None = None
         if stages is None:
-            stages = (ChunkExpander(), Verifier())
+            stages = self._quick = (ChunkExpander(), Verifier())
         self.stages: list[Stage] = list(stages)
         """The stages between decoding and the reducer (default: a new ChunkExpander and
         Verifier)."""
@@ -114,6 +129,7 @@ class Pipeline:
         self.received = 0
         """How many items were fed."""
         self._drained = [0] * len(self.stages)
+        self._problems: list[Problem] = []  # what decoding a frame found (empty but for a few)
         self._legacy = LegacyReader()
 
     @property
@@ -137,7 +153,8 @@ class Pipeline:
         `on_event` called) just before it is yielded, and the item's next event waits until the
         next is asked for, so a consumer that reads the reducer at each event sees it as of that
         event. Raises as `feed` does; a consumer that stops early leaves the item's remaining
-        events unapplied (the stream is then to be aborted)."""
+        events unapplied (the stream is then to be aborted). The item is decoded, and a delta of
+        an open stream (the bulk of a run, one event) applied, when `steps` is called."""
         self.received += 1
         at = self.received
         try:
@@ -146,7 +163,21 @@ class Pipeline:
             self.reducer.abort(describe(exc))
             raise
         if event is None:
-            return
+            return iter(())
+        quick = self._quick
+        if (
+            quick is not None
+            and type(event) in _STREAMED
+            and quick[0].passes(event)
+            and quick[1].admits(event)
+        ):
+            self.reducer.feed(event, at=at)
+            if self.on_event is not None:
+                self.on_event(event)
+            return iter((event,))
+        return self._steps(event, at)
+
+    def _steps(self, event: Any, at: int) -> Iterator[Any]:
         try:
             yield from self._walk(event, 0, at)
         except ProtocolError as exc:
@@ -181,13 +212,25 @@ class Pipeline:
     # ── stages ───────────────────────────────────────────────────────────────────────────────
 
     def _decode(self, item: Any, at: int) -> Any:
-        problems: list[Problem] = []
+        if type(item) is bytes and (self.strict or not needs_upgrade(item)):
+            # A frame's JSON with nothing to upgrade (nearly every item of a stream).
+            problems = self._problems
+            event = decode_event_bytes(item, at, self.strict, problems)
+            if not problems and not isinstance(event, UnknownEvent):
+                return event
+            self._problems = []
+            return self._reported(event, problems, at)
+        problems = []
         if not self.strict:
             item = self._upgrade(item, at)
         if isinstance(item, bytes | bytearray | memoryview | str | dict):
             event = decode_frame(item, at, strict=self.strict, warnings=problems)
         else:
             event = item
+        return self._reported(event, problems, at)
+
+    def _reported(self, event: Any, problems: list[Problem], at: int) -> Any:
+        """A decoded item's warnings reported: None for an event of an unknown type (dropped)."""
         if isinstance(event, UnknownEvent):
             self._warn(
                 StreamWarning(

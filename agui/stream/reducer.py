@@ -136,6 +136,10 @@ _ACTIVITY_TYPE = wire_name(ActivityMessage, "activity_type")
 _ASSISTANT = Role.ASSISTANT.value
 _ACTIVITY = Role.ACTIVITY.value
 _MESSAGE_CLASSES: Mapping[str, Any] = TAGS["Message"]
+_STREAMED: frozenset[type] = frozenset(
+    (TextMessageContentEvent, ReasoningMessageContentEvent, ToolCallArgsEvent)
+)
+"""The events that append to a text (their pieces are joined when read, not on every event)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -245,6 +249,7 @@ class Reducer:
         self._calls: dict[str, tuple[Wire, Wire]] = {}  # toolCallId -> (tool call, its message)
         # (id(target), key) -> (target, key, joined blocks, pieces since the last block)
         self._buffers: dict[tuple[int, str], tuple[Wire, str, list[str], list[str]]] = {}
+        self._last: tuple[Wire, str, list[str], list[str]] | None = None  # the last one extended
         self._index = -1
         self._at: int | None = None
         self._run: tuple[str, str] | None = None
@@ -347,19 +352,18 @@ class Reducer:
         (from 1; a Pipeline passes it), used in warnings; else events are counted as fed."""
         self._index += 1
         self._at = self._index + 1 if at is None else at
-        if isinstance(
+        kind = type(event)
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            if kind not in _STREAMED:
+                self._flush()
+            handler(event)
+        elif isinstance(
             event, TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
         ):
             raise ProtocolError(
                 f"{event.type.value} must be transformed before being applied", event=self._at
             )
-        handler = self._handlers.get(type(event))
-        if handler is not None:
-            if not isinstance(
-                event, TextMessageContentEvent | ReasoningMessageContentEvent | ToolCallArgsEvent
-            ):
-                self._flush()
-            handler(event)
         return [event]
 
     def finish(self) -> list[Any]:
@@ -418,10 +422,13 @@ class Reducer:
         self._merge(message, message, event.metadata)
 
     def _text_content(self, event: TextMessageContentEvent | ReasoningMessageContentEvent) -> None:
-        message = self._target(event.type.value, event.message_id)
+        message = self._by_id.get(event.message_id)
+        if message is None or message[_ROLE] == _ACTIVITY:
+            message = self._target(event.type.value, event.message_id)
         if message is not None:
             self._extend(message, _CONTENT, event.delta, message)
-            self._merge(message, message, event.metadata)
+            if event.metadata is not None:
+                self._merge(message, message, event.metadata)
 
     def _text_end(self, event: TextMessageEndEvent | ReasoningMessageEndEvent) -> None:
         message = self._target(event.type.value, event.message_id)
@@ -429,6 +436,8 @@ class Reducer:
             self._merge(message, message, event.metadata)
 
     def _target(self, kind: str, message_id: str) -> Wire | None:
+        """The message an event continues; None (with a warning) when there is none, or it is
+        an activity message."""
         message = self._by_id.get(message_id)
         if message is None:
             self._warn("missing", f"{kind}: no message found with ID '{message_id}'", "/messageId")
@@ -761,22 +770,27 @@ class Reducer:
     def _extend(self, target: Wire, key: str, delta: str, owner: Wire) -> None:
         """Append to a string member of `target` (inside the message `owner`); pieces are joined
         lazily, so long streams stay linear, and in blocks, so they stay compact."""
-        slot = (id(target), key)
-        buffer = self._buffers.get(slot)
-        if buffer is None:
-            base = target.get(key)
-            self._buffers[slot] = (target, key, [base if isinstance(base, str) else ""], [delta])
-            self._touch(owner)
-        else:
-            pieces = buffer[3]
-            pieces.append(delta)
-            if len(pieces) >= _PIECES:
-                buffer[2].append("".join(pieces))
-                pieces.clear()
-            if self._view is not None:
+        buffer = self._last
+        if buffer is None or buffer[0] is not target or buffer[1] != key:
+            slot = (id(target), key)
+            buffer = self._buffers.get(slot)
+            if buffer is None:
+                base = target.get(key)
+                buffer = (target, key, [base if isinstance(base, str) else ""], [delta])
+                self._buffers[slot] = self._last = buffer
                 self._touch(owner)
+                return
+            self._last = buffer
+        pieces = buffer[3]
+        pieces.append(delta)
+        if len(pieces) >= _PIECES:
+            buffer[2].append("".join(pieces))
+            pieces.clear()
+        if self._view is not None:
+            self._touch(owner)
 
     def _flush(self) -> None:
+        self._last = None
         for target, key, blocks, pieces in self._buffers.values():
             blocks += pieces
             target[key] = "".join(blocks)

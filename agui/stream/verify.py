@@ -169,6 +169,25 @@ class Verifier:
             return event.subagent_run_id is None and event.message_id in self._reasoning
         return False
 
+    def admits(
+        self, event: TextMessageContentEvent | ToolCallArgsEvent | ReasoningMessageContentEvent
+    ) -> bool:
+        """Whether `feed(event)` would admit the delta without changing anything: the run has
+        not errored and `continues_open_stream(event)`. If so, the event counts as fed (a
+        pipeline's fast path for the bulk of a run); if not, `feed` decides."""
+        if self._errored or event.subagent_run_id is not None:
+            return False
+        if type(event) is TextMessageContentEvent:
+            open_ = event.message_id in self._messages
+        elif type(event) is ToolCallArgsEvent:
+            open_ = event.tool_call_id in self._tool_calls
+        else:
+            open_ = self.continues_open_stream(event)
+        if not open_:
+            return False
+        self._index += 1
+        return True
+
     def closing_events(self) -> list[Event]:
         """The events that close everything open, in an order `feed` admits, each attributed to
         the subagent that opened it: REASONING_MESSAGE_END, REASONING_END, TEXT_MESSAGE_END,

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import attrs
 import orjson
 from agui_generated import DecodeError, Event, Problem, UnknownEvent
-from agui_generated._runtime import document_nests_deeper, dumps_checked, json_fragment, report
+from agui_generated._runtime import (
+    _SHALLOW_TEXT,
+    document_nests_deeper,
+    dumps_checked,
+    json_fragment,
+    report,
+)
 from agui_generated.codec import (
     DEFINITIONS,
     DISCRIMINATORS,
@@ -54,6 +60,7 @@ T = TypeVar("T")
 # Bound here, not looked up per call: the compiler calls a method of an imported name as an
 # attribute (a new bound method each time), which costs a tenth of encoding a small event.
 _orjson_dumps = orjson.dumps
+_loads = orjson.loads
 _encoder_of = _ENCODERS.get
 _FRAGMENTS = json_fragment
 
@@ -93,12 +100,13 @@ def decode(
     every problem with its JSON pointer.
     """
     try:
-        value = orjson.loads(data)
+        value = _loads(data)
     except orjson.JSONDecodeError as exc:
         raise DecodeError([Problem("", "json", f"not valid JSON: {exc}")]) from None
     # A document no deeper than the limit (nearly all: most are too short or have too few
     # brackets to be) cannot hold a value deeper than it; only a deeper one has its values measured.
-    deep = document_nests_deeper(data, value)
+    # (A short text cannot: that test is inlined here, a call costs a tenth of a small event.)
+    deep = len(data) > _SHALLOW_TEXT and document_nests_deeper(data, value)
     result, found = decode_value(value, cls, strict, cls is Event, deep)
     if found:
         return report(result, found, value, warnings)
@@ -205,6 +213,21 @@ def decode_frame(
             frame=frame,
             problems=exc.problems,
         ) from None
+
+
+def decode_event_bytes(data: bytes, frame: int, strict: bool, warnings: list[Problem]) -> Any:
+    """`decode_frame` of a frame's JSON bytes (the hot path of a stream: one call, no keywords);
+    the warnings, if any, are appended to `warnings`."""
+    try:
+        value = _loads(data)
+        deep = len(data) > _SHALLOW_TEXT and document_nests_deeper(data, value)
+        result, found = decode_value(value, Event, strict, True, deep)
+    except (orjson.JSONDecodeError, DecodeError):
+        # Not an event: decode_frame says why, as it does for every stream.
+        return decode_frame(data, frame, strict=strict, warnings=warnings)
+    if found:
+        return report(result, found, value, warnings)
+    return result
 
 
 def wire_name(cls: type, attribute: str) -> str:

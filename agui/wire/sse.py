@@ -131,6 +131,15 @@ class SSEDecoder:
         self._error: SSEError | None = None  # raised on the next call, after the frames before it
 
     def feed(self, chunk: bytes) -> list[SSEMessage]:
+        """The messages `chunk` completes."""
+        return [
+            m if type(m) is SSEMessage else SSEMessage(m, None, None, None)  # type: ignore[arg-type]
+            for m in self.feed_frames(chunk)
+        ]
+
+    def feed_frames(self, chunk: bytes) -> list[bytes | SSEMessage]:
+        """`feed`, with each message that has nothing but data given as its data (bytes, no
+        SSEMessage made: the frames of an AG-UI stream), and the others as SSEMessage."""
         if self._error is not None:
             raise self._error
         if self._skip_lf and chunk:
@@ -138,6 +147,18 @@ class SSEDecoder:
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
         parts = self._parts
+        if (
+            not parts
+            and chunk[:6] == b"data: "
+            and chunk.find(b"\n") == len(chunk) - 2
+            and chunk[-1:] == b"\n"
+            and self._size == 0
+            and not self._start
+            and len(chunk) < self.max_frame_bytes
+            and b"\r" not in chunk
+        ):
+            # Exactly one frame of one data line (a server that writes each event on its own).
+            return [chunk[6:-2]]
         if parts:
             if self._unfinished >= _LONG and not self._start and parts[-1][-1:] != b"\r":
                 lf = chunk.find(b"\n")
@@ -160,7 +181,7 @@ class SSEDecoder:
                         elif chunk[end + 1] == 10:
                             end += 1
                     rest = chunk[end + 1 :]
-                    return self.feed(rest) if rest else []
+                    return self.feed_frames(rest) if rest else []
             parts.append(chunk)
             buf = _join(parts)  # once per line that spans chunks
         else:
@@ -172,7 +193,20 @@ class SSEDecoder:
             if buf.startswith(_BOM):
                 buf = buf[3:]
             self._start = False
-        out: list[SSEMessage] = []
+        if self._size == 0 and len(buf) < self.max_frame_bytes and b"\r" not in buf:
+            # At a frame's start, the common stream: frames of one `data: ` line each, LF only.
+            # Every newline is one of the "\n\n" that end frames, so no frame has another line
+            # (a frame and its line end are shorter than the chunk, so within the limit).
+            frames = buf.split(b"\n\n")
+            tail = frames.pop()
+            if b"\n" not in tail and buf.count(b"\n") == 2 * len(frames):
+                for frame in frames:
+                    if frame[:6] != b"data: ":
+                        break
+                else:
+                    self._keep(tail)
+                    return [frame[6:] for frame in frames]
+        out: list[bytes | SSEMessage] = []
         if b"\r" in buf:
             lines = buf.splitlines(keepends=True)
             last = lines[-1] if lines else b""
@@ -193,7 +227,10 @@ class SSEDecoder:
                     data = self._data
                     if data:
                         joined = data[0] if len(data) == 1 else b"\n".join(data)
-                        out.append(SSEMessage(joined, self._event, self._id, self._retry))
+                        if self._event is None and self._id is None and self._retry is None:
+                            out.append(joined)
+                        else:
+                            out.append(SSEMessage(joined, self._event, self._id, self._retry))
                         self._data = []
                     self._size = 0
                     self._event = self._id = None
@@ -262,7 +299,7 @@ class SSEDecoder:
         self._line(b"", out)
         return out
 
-    def _line(self, line: bytes, out: list[SSEMessage]) -> None:
+    def _line(self, line: bytes, out: list[Any]) -> None:
         if not line:
             if self._data:
                 out.append(SSEMessage(b"\n".join(self._data), self._event, self._id, self._retry))
