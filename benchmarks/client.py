@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,7 +36,15 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
-from common import RESULTS_DIR, machine, quartiles, versions, write_results
+from common import (
+    RESULTS_DIR,
+    machine,
+    quartiles,
+    serve_on_loopback,
+    stop_process,
+    versions,
+    write_results,
+)
 
 try:
     import agui
@@ -58,23 +64,10 @@ async def short_agent(run_input: agui.RunAgentInput) -> AsyncIterator[Any]:
 
 
 def serve() -> None:
-    """The server subprocess: bind a free loopback port, print it, serve until SIGINT."""
-    import uvicorn
-
-    # IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on the accepted connections (it does
-    # only for sockets whose proto says TCP): without it, every request on a reused keep-alive
-    # connection waits ~40 ms for the client's delayed ACK (Nagle), which would hide the pool.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    print(sock.getsockname()[1], flush=True)
+    """The server subprocess: bind a free loopback port, print it, serve until SIGINT (with
+    TCP_NODELAY: a delayed ACK on a reused connection would hide the pool)."""
     app = agui.AgentApp(short_agent, path=PATH)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT that stopped it
-        pass
+    serve_on_loopback(app)
 
 
 class Server:
@@ -100,13 +93,7 @@ class Server:
                 time.sleep(0.05)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 

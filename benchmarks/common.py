@@ -1,5 +1,6 @@
 """What the benchmark scripts share: where results go, the versions and machine a run reports, the
-paired official/agui ratios, the markdown table, and a measurement in a fresh interpreter.
+paired official/agui ratios, the markdown table, a measurement in a fresh interpreter, and a
+server subprocess on a free loopback port.
 
 Each script runs as ``python benchmarks/X.py``, so it imports this module as ``common`` (as it
 imports ``corpus``).
@@ -10,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -111,3 +114,47 @@ def print_markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -
             c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
         ]
         print("| " + " | ".join(cells) + " |")
+
+
+def serve_on_loopback(app: Any, profile: str | None = None, **config: Any) -> None:
+    """A server subprocess's body: bind a free loopback port, print it (the parent reads the
+    first line), serve `app` under uvicorn until SIGINT; with `profile`, under cProfile, whose
+    statistics go to that file."""
+    import uvicorn
+
+    # IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on the accepted connections (it does
+    # only for sockets whose proto says TCP): without it, every request on a reused keep-alive
+    # connection waits ~40 ms for the client's delayed ACK (Nagle).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    print(sock.getsockname()[1], flush=True)
+    server = uvicorn.Server(
+        uvicorn.Config(app, **{"log_level": "warning", "access_log": False, **config})
+    )
+    profiler = None
+    if profile is not None:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT that stopped it
+        pass
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 15) -> None:
+    """Stop a server subprocess as Ctrl-C would, killing it if it does not end in `timeout`."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -31,7 +31,6 @@ import argparse
 import os
 import queue
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -42,7 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common import RESULTS_DIR, machine, print_markdown_table, versions, write_results
+from common import RESULTS_DIR, machine, print_markdown_table, stop_process, versions, write_results
 
 RESULTS = RESULTS_DIR / "console.json"
 CHROMIUM = os.environ.get("AGUI_CHROMIUM", "/usr/bin/chromium")
@@ -164,13 +163,7 @@ class Server:
                 return found.group(1)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(STARTUP)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, STARTUP)
 
 
 def one_round(browser: Any, url: str, count: int) -> dict[str, Any]:

@@ -69,7 +69,7 @@ from typing import Any
 import httpx
 import orjson
 import transport
-from common import RESULTS_DIR, write_results
+from common import RESULTS_DIR, serve_on_loopback, write_results
 from transport import (
     MESSAGE_ID,
     Sample,
@@ -101,7 +101,6 @@ MiB = 1024 * 1024
 
 def serve(kind: str, events: int, store: str | None) -> None:
     """The server subprocess: bind a free loopback port, print it, serve until SIGINT/SIGTERM."""
-    import uvicorn
 
     if kind == "official":
         app = transport.official_app(events)
@@ -114,16 +113,7 @@ def serve(kind: str, events: int, store: str | None) -> None:
         )
     else:
         app = transport.agui_app(events, store=store)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    print(sock.getsockname()[1], flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT that stopped it
-        pass
+    serve_on_loopback(app)
 
 
 def memory_kib(pid: int) -> dict[str, int]:

@@ -54,8 +54,6 @@ import asyncio
 import json
 import os
 import resource
-import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -75,6 +73,8 @@ from common import (
     quartiles,
     ratio_cell,
     run_json,
+    serve_on_loopback,
+    stop_process,
     target_cell,
     versions,
     write_results,
@@ -221,21 +221,11 @@ async def paced_agent(run_input: Any) -> AsyncIterator[Any]:
 def serve() -> None:
     """The server subprocess (--serve): bind a free loopback port, print it, serve PACED_AGENT
     until SIGINT."""
-    import uvicorn
 
     import agui
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    print(sock.getsockname()[1], flush=True)
     app = agui.AgentApp(paced_agent, path=PATH)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT that stopped it
-        pass
+    serve_on_loopback(app)
 
 
 def agui_command() -> list[str]:
@@ -395,13 +385,7 @@ class Startup:
             if getattr(self, "agent", None) is not None:
                 runner.run(self.agent.aclose())
             runner.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 

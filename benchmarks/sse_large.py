@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from typing import Any
 
-from common import RESULTS_DIR, write_results
+from common import RESULTS_DIR, serve_on_loopback, write_results
 
 MIB = 1024 * 1024
 CHUNK = 64 * 1024
@@ -61,7 +60,6 @@ def chunks(data: bytes, size: int = CHUNK) -> list[bytes]:
 def serve(size: int) -> None:
     """Bind a free loopback port, print it, answer every request with the frame (SSE, in 64 KiB
     body chunks) until SIGINT/SIGTERM."""
-    import uvicorn
 
     body = chunks(frame(size))
 
@@ -76,18 +74,7 @@ def serve(size: int) -> None:
             await send({"type": "http.response.body", "body": piece, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    print(sock.getsockname()[1], flush=True)
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    )
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT that stopped it
-        pass
+    serve_on_loopback(app, lifespan="off")
 
 
 def start_server(size: int) -> tuple[subprocess.Popen[str], str]:

@@ -53,8 +53,6 @@ import asyncio
 import os
 import platform
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -68,7 +66,7 @@ from typing import Any
 
 import httpx
 import orjson
-from common import RESULTS_DIR, write_results
+from common import RESULTS_DIR, serve_on_loopback, stop_process, write_results
 
 try:
     import agui
@@ -277,7 +275,6 @@ def per_send_app(events: int) -> Any:
 
 def serve(kind: str, events: int, keepalive: float | None, profile: str | None) -> None:
     """The server subprocess: bind a free loopback port, print it, serve until SIGINT/SIGTERM."""
-    import uvicorn
 
     if kind == "official":
         app = official_app(events)
@@ -285,26 +282,7 @@ def serve(kind: str, events: int, keepalive: float | None, profile: str | None) 
         app = per_send_app(events)
     else:  # agui, era (the same app: the request differs), metrics, tracing
         app = agui_app(events, keepalive, metrics=kind == "metrics", tracing=kind == "tracing")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    print(sock.getsockname()[1], flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    profiler = None
-    if profile is not None:
-        import cProfile
-
-        profiler = cProfile.Profile()
-        profiler.enable()
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT that stopped it
-        pass
-    finally:
-        if profiler is not None:
-            profiler.disable()
-            profiler.dump_stats(profile)
+    serve_on_loopback(app, profile)
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -372,13 +350,7 @@ class Server:
                 await asyncio.sleep(0.05)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 
