@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -41,6 +40,7 @@ from common import (
     machine,
     quartiles,
     serve_on_loopback,
+    spawn_server,
     stop_process,
     versions,
     write_results,
@@ -72,15 +72,8 @@ def serve() -> None:
 
 class Server:
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.stop()
-            raise SystemExit("benchmarks: the server did not start")
-        self.url = f"http://127.0.0.1:{int(line)}{PATH}"
+        self.proc, port = spawn_server([sys.executable, __file__, "--serve"])
+        self.url = f"http://127.0.0.1:{port}{PATH}"
         deadline = time.monotonic() + 20
         while True:
             try:

@@ -149,6 +149,21 @@ def serve_on_loopback(app: Any, profile: str | None = None, **config: Any) -> No
             profiler.dump_stats(profile)
 
 
+def spawn_server(
+    argv: Sequence[str], what: str = "the server", env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], int]:
+    """Start a server subprocess that prints its port on its first line (serve_on_loopback);
+    the process and the port. Exits the benchmark, naming `what`, if no port comes."""
+    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.strip().isdigit():
+        proc.kill()
+        proc.wait()
+        raise SystemExit(f"benchmarks: {what} did not start")
+    return proc, int(line)
+
+
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 15) -> None:
     """Stop a server subprocess as Ctrl-C would, killing it if it does not end in `timeout`."""
     if proc.poll() is None:

@@ -74,6 +74,7 @@ from common import (
     ratio_cell,
     run_json,
     serve_on_loopback,
+    spawn_server,
     stop_process,
     target_cell,
     versions,
@@ -244,15 +245,8 @@ class Startup:
         self.envs = {"warm": environment()}
         if "cold" in self.caches:
             self.envs["cold"] = self._cold_environment(folder / "pycache")
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.stop()
-            raise SystemExit("imports: the server did not start")
-        self.url = f"http://127.0.0.1:{int(line)}{PATH}"
+        self.proc, port = spawn_server([sys.executable, __file__, "--serve"])
+        self.url = f"http://127.0.0.1:{port}{PATH}"
         self.runner = asyncio.Runner()
         import agui
 

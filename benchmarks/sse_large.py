@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any
 
-from common import RESULTS_DIR, serve_on_loopback, write_results
+from common import RESULTS_DIR, serve_on_loopback, spawn_server, write_results
 
 MIB = 1024 * 1024
 CHUNK = 64 * 1024
@@ -78,16 +78,8 @@ def serve(size: int) -> None:
 
 
 def start_server(size: int) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(size)], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.strip().isdigit():
-        proc.kill()
-        proc.wait()
-        raise SystemExit("benchmarks: the SSE server did not start")
-    return proc, f"http://127.0.0.1:{int(line)}/agent"
+    proc, port = spawn_server([sys.executable, __file__, "--serve", str(size)], "the SSE server")
+    return proc, f"http://127.0.0.1:{port}/agent"
 
 
 # ── the client ────────────────────────────────────────────────────────────────────────────────

@@ -66,7 +66,7 @@ from typing import Any
 
 import httpx
 import orjson
-from common import RESULTS_DIR, serve_on_loopback, stop_process, write_results
+from common import RESULTS_DIR, serve_on_loopback, spawn_server, stop_process, write_results
 
 try:
     import agui
@@ -323,14 +323,8 @@ class Server:
     def _start(self, kind: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         """Start `argv`, a server that prints its port on its first line."""
         self.kind = kind
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.proc.kill()
-            self.proc.wait()
-            raise SystemExit(f"benchmarks: the {kind} server did not start")
-        self.base = f"http://127.0.0.1:{int(line)}"
+        self.proc, port = spawn_server(argv, f"the {kind} server", env)
+        self.base = f"http://127.0.0.1:{port}"
         self.url = self.base + PATH
 
     def cpu_seconds(self) -> float | None:
