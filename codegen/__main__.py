@@ -21,6 +21,7 @@ every slot shipped, so that its number is permanent (see docs/binary-transport.m
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
 import sys
 from pathlib import Path
 
@@ -84,8 +85,13 @@ def existing_files(out: Path = GENERATED) -> set[str]:
     return {
         p.relative_to(out).as_posix()
         for p in out.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
+        if p.is_file() and "__pycache__" not in p.parts and not compiled(p)
     }
+
+
+def compiled(path: Path) -> bool:
+    """An extension module the build compiled in place (an editable install's): no output."""
+    return path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
 def differences(files: dict[str, str], out: Path = GENERATED, spec: Path = SPEC_PATH) -> list[str]:

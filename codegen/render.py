@@ -78,11 +78,26 @@ LEDGER = "../spec/proto-ledger.txt"
 """The number ledger is an input and an output: the key is relative to generated/ like the rest."""
 # made by datamodel-code-generator from the rendered schema (codegen/pydantic_binding.py)
 PYDANTIC_MODELS = f"{PYDANTIC}/models.py"
-STATIC = {f"{PACKAGE}/py.typed": "", f"{PYDANTIC}/py.typed": ""}
+STATIC = {
+    f"{PACKAGE}/py.typed": "",
+    f"{PYDANTIC}/py.typed": "",
+    f"{PACKAGE}/_construct.pyi": (
+        '"""The compiled constructor (_construct.c), where the build made it."""\n'
+        "\n"
+        "from collections.abc import Callable\n"
+        "from typing import Any\n"
+        "\n"
+        "def constructor(cls: type, names: tuple[str, ...], /) -> Callable[..., Any]: ...\n"
+    ),
+}
 FORMATS_SOURCE = Path(__file__).resolve().parent / "formats.py"
 """The string formats' one implementation, copied into the generated tree as it is (`_formats.py`:
 the generated packages import nothing of codegen, which the wheel does not ship)."""
 FORMATS_OUTPUT = f"{PACKAGE}/_formats.py"
+CONSTRUCT_SOURCE = Path(__file__).resolve().parent / "construct.c"
+"""The decoders' compiled constructor, copied as it is (`_construct.c`): the wheel's build hook
+(codegen/build_hook.py) compiles it where a C compiler is."""
+CONSTRUCT_OUTPUT = f"{PACKAGE}/_construct.c"
 
 MAX_JSON_DEPTH = 128
 """The deepest an any-JSON value may nest, in levels of arrays and objects (the value itself is
@@ -269,4 +284,8 @@ def render(spec: Spec, ledger: str | None = None) -> dict[str, str]:
     )
     files = ruff_format(raw)
     files.update(STATIC)
+    files[CONSTRUCT_OUTPUT] = (
+        f"/*\n{header(spec, ' *')}: a copy of codegen/construct.c.\n */\n"
+        + CONSTRUCT_SOURCE.read_text()
+    )
     return files

@@ -25,10 +25,12 @@ from agui_generated._runtime import (
     report,
 )
 from agui_generated.codec import (
+    AGAIN,
     DEFINITIONS,
     DISCRIMINATORS,
     ENCODERS as _ENCODERS,
     TAGS,
+    decode_event,
     decode_value,
     encode_fragments,
     encode_value,
@@ -107,6 +109,10 @@ def decode(
     # brackets to be) cannot hold a value deeper than it; only a deeper one has its values measured.
     # (A short text cannot: that test is inlined here, a call costs a tenth of a small event.)
     deep = len(data) > _SHALLOW_TEXT and document_nests_deeper(data, value)
+    if cls is Event:
+        result = decode_event(value, strict, deep)
+        if result is not AGAIN:
+            return result
     result, found = decode_value(value, cls, strict, cls is Event, deep)
     if found:
         return report(result, found, value, warnings)
@@ -221,6 +227,9 @@ def decode_event_bytes(data: bytes, frame: int, strict: bool, warnings: list[Pro
     try:
         value = _loads(data)
         deep = len(data) > _SHALLOW_TEXT and document_nests_deeper(data, value)
+        result = decode_event(value, strict, deep)
+        if result is not AGAIN:
+            return result
         result, found = decode_value(value, Event, strict, True, deep)
     except (orjson.JSONDecodeError, DecodeError):
         # Not an event: decode_frame says why, as it does for every stream.

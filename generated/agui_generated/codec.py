@@ -240,6 +240,30 @@ _S_TextPart_text = TextPart.__dict__["text"].__set__
 _S_TextPart_metadata = TextPart.__dict__["metadata"].__set__
 
 
+def _b_TextPart(
+    v_id: Any,
+    v_text: Any,
+    v_metadata: Any,
+) -> TextPart:
+    """A TextPart of checked values, made without __init__."""
+    o = _new(TextPart)
+    _S_TextPart_id(o, v_id)
+    _S_TextPart_text(o, v_text)
+    _S_TextPart_metadata(o, v_metadata)
+    return o
+
+
+_B_TextPart = _rt.constructor(
+    TextPart,
+    (
+        "id",
+        "text",
+        "metadata",
+    ),
+    _b_TextPart,
+)
+
+
 def _d_TextPart(d: dict[str, Any], at: At, cx: Ctx) -> TextPart:
     v_text = d.get("text")
     if type(v_text) is not str:
@@ -264,11 +288,11 @@ def _d_TextPart(d: dict[str, Any], at: At, cx: Ctx) -> TextPart:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_TextPart, _O_TextPart, False)
-    o = _new(TextPart)
-    _S_TextPart_id(o, v_id)
-    _S_TextPart_text(o, v_text)
-    _S_TextPart_metadata(o, v_metadata)
-    return o
+    return _B_TextPart(
+        v_id,
+        v_text,
+        v_metadata,
+    )
 
 
 def _e_TextPart(o: TextPart, jv: JsonWriter) -> dict[str, Any]:
@@ -302,6 +326,27 @@ _S_DataSource_value = DataSource.__dict__["value"].__set__
 _S_DataSource_mime_type = DataSource.__dict__["mime_type"].__set__
 
 
+def _b_DataSource(
+    v_value: Any,
+    v_mime_type: Any,
+) -> DataSource:
+    """A DataSource of checked values, made without __init__."""
+    o = _new(DataSource)
+    _S_DataSource_value(o, v_value)
+    _S_DataSource_mime_type(o, v_mime_type)
+    return o
+
+
+_B_DataSource = _rt.constructor(
+    DataSource,
+    (
+        "value",
+        "mime_type",
+    ),
+    _b_DataSource,
+)
+
+
 def _d_DataSource(d: dict[str, Any], at: At, cx: Ctx) -> DataSource:
     v_value = d.get("value")
     if type(v_value) is not str:
@@ -314,10 +359,10 @@ def _d_DataSource(d: dict[str, Any], at: At, cx: Ctx) -> DataSource:
     n = 3
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_DataSource, _O_DataSource, False)
-    o = _new(DataSource)
-    _S_DataSource_value(o, v_value)
-    _S_DataSource_mime_type(o, v_mime_type)
-    return o
+    return _B_DataSource(
+        v_value,
+        v_mime_type,
+    )
 
 
 def _e_DataSource(o: DataSource, jv: JsonWriter) -> dict[str, Any]:
@@ -346,6 +391,27 @@ _S_UrlSource_value = UrlSource.__dict__["value"].__set__
 _S_UrlSource_mime_type = UrlSource.__dict__["mime_type"].__set__
 
 
+def _b_UrlSource(
+    v_value: Any,
+    v_mime_type: Any,
+) -> UrlSource:
+    """A UrlSource of checked values, made without __init__."""
+    o = _new(UrlSource)
+    _S_UrlSource_value(o, v_value)
+    _S_UrlSource_mime_type(o, v_mime_type)
+    return o
+
+
+_B_UrlSource = _rt.constructor(
+    UrlSource,
+    (
+        "value",
+        "mime_type",
+    ),
+    _b_UrlSource,
+)
+
+
 def _d_UrlSource(d: dict[str, Any], at: At, cx: Ctx) -> UrlSource:
     v_value = d.get("value")
     if type(v_value) is not str:
@@ -363,10 +429,10 @@ def _d_UrlSource(d: dict[str, Any], at: At, cx: Ctx) -> UrlSource:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_UrlSource, _O_UrlSource, False)
-    o = _new(UrlSource)
-    _S_UrlSource_value(o, v_value)
-    _S_UrlSource_mime_type(o, v_mime_type)
-    return o
+    return _B_UrlSource(
+        v_value,
+        v_mime_type,
+    )
 
 
 def _e_UrlSource(o: UrlSource, jv: JsonWriter) -> dict[str, Any]:
@@ -397,6 +463,30 @@ _S_FileSource_provider = FileSource.__dict__["provider"].__set__
 _S_FileSource_mime_type = FileSource.__dict__["mime_type"].__set__
 
 
+def _b_FileSource(
+    v_value: Any,
+    v_provider: Any,
+    v_mime_type: Any,
+) -> FileSource:
+    """A FileSource of checked values, made without __init__."""
+    o = _new(FileSource)
+    _S_FileSource_value(o, v_value)
+    _S_FileSource_provider(o, v_provider)
+    _S_FileSource_mime_type(o, v_mime_type)
+    return o
+
+
+_B_FileSource = _rt.constructor(
+    FileSource,
+    (
+        "value",
+        "provider",
+        "mime_type",
+    ),
+    _b_FileSource,
+)
+
+
 def _d_FileSource(d: dict[str, Any], at: At, cx: Ctx) -> FileSource:
     v_value = d.get("value")
     if type(v_value) is not str:
@@ -421,11 +511,11 @@ def _d_FileSource(d: dict[str, Any], at: At, cx: Ctx) -> FileSource:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_FileSource, _O_FileSource, False)
-    o = _new(FileSource)
-    _S_FileSource_value(o, v_value)
-    _S_FileSource_provider(o, v_provider)
-    _S_FileSource_mime_type(o, v_mime_type)
-    return o
+    return _B_FileSource(
+        v_value,
+        v_provider,
+        v_mime_type,
+    )
 
 
 def _e_FileSource(o: FileSource, jv: JsonWriter) -> dict[str, Any]:
@@ -486,6 +576,30 @@ _S_ImagePart_source = ImagePart.__dict__["source"].__set__
 _S_ImagePart_metadata = ImagePart.__dict__["metadata"].__set__
 
 
+def _b_ImagePart(
+    v_id: Any,
+    v_source: Any,
+    v_metadata: Any,
+) -> ImagePart:
+    """A ImagePart of checked values, made without __init__."""
+    o = _new(ImagePart)
+    _S_ImagePart_id(o, v_id)
+    _S_ImagePart_source(o, v_source)
+    _S_ImagePart_metadata(o, v_metadata)
+    return o
+
+
+_B_ImagePart = _rt.constructor(
+    ImagePart,
+    (
+        "id",
+        "source",
+        "metadata",
+    ),
+    _b_ImagePart,
+)
+
+
 def _d_ImagePart(d: dict[str, Any], at: At, cx: Ctx) -> ImagePart:
     v_source = d.get("source")
     if type(v_source) is dict:
@@ -512,11 +626,11 @@ def _d_ImagePart(d: dict[str, Any], at: At, cx: Ctx) -> ImagePart:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ImagePart, _O_ImagePart, False)
-    o = _new(ImagePart)
-    _S_ImagePart_id(o, v_id)
-    _S_ImagePart_source(o, v_source)
-    _S_ImagePart_metadata(o, v_metadata)
-    return o
+    return _B_ImagePart(
+        v_id,
+        v_source,
+        v_metadata,
+    )
 
 
 def _e_ImagePart(o: ImagePart, jv: JsonWriter) -> dict[str, Any]:
@@ -556,6 +670,30 @@ _S_AudioPart_source = AudioPart.__dict__["source"].__set__
 _S_AudioPart_metadata = AudioPart.__dict__["metadata"].__set__
 
 
+def _b_AudioPart(
+    v_id: Any,
+    v_source: Any,
+    v_metadata: Any,
+) -> AudioPart:
+    """A AudioPart of checked values, made without __init__."""
+    o = _new(AudioPart)
+    _S_AudioPart_id(o, v_id)
+    _S_AudioPart_source(o, v_source)
+    _S_AudioPart_metadata(o, v_metadata)
+    return o
+
+
+_B_AudioPart = _rt.constructor(
+    AudioPart,
+    (
+        "id",
+        "source",
+        "metadata",
+    ),
+    _b_AudioPart,
+)
+
+
 def _d_AudioPart(d: dict[str, Any], at: At, cx: Ctx) -> AudioPart:
     v_source = d.get("source")
     if type(v_source) is dict:
@@ -582,11 +720,11 @@ def _d_AudioPart(d: dict[str, Any], at: At, cx: Ctx) -> AudioPart:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_AudioPart, _O_AudioPart, False)
-    o = _new(AudioPart)
-    _S_AudioPart_id(o, v_id)
-    _S_AudioPart_source(o, v_source)
-    _S_AudioPart_metadata(o, v_metadata)
-    return o
+    return _B_AudioPart(
+        v_id,
+        v_source,
+        v_metadata,
+    )
 
 
 def _e_AudioPart(o: AudioPart, jv: JsonWriter) -> dict[str, Any]:
@@ -626,6 +764,30 @@ _S_VideoPart_source = VideoPart.__dict__["source"].__set__
 _S_VideoPart_metadata = VideoPart.__dict__["metadata"].__set__
 
 
+def _b_VideoPart(
+    v_id: Any,
+    v_source: Any,
+    v_metadata: Any,
+) -> VideoPart:
+    """A VideoPart of checked values, made without __init__."""
+    o = _new(VideoPart)
+    _S_VideoPart_id(o, v_id)
+    _S_VideoPart_source(o, v_source)
+    _S_VideoPart_metadata(o, v_metadata)
+    return o
+
+
+_B_VideoPart = _rt.constructor(
+    VideoPart,
+    (
+        "id",
+        "source",
+        "metadata",
+    ),
+    _b_VideoPart,
+)
+
+
 def _d_VideoPart(d: dict[str, Any], at: At, cx: Ctx) -> VideoPart:
     v_source = d.get("source")
     if type(v_source) is dict:
@@ -652,11 +814,11 @@ def _d_VideoPart(d: dict[str, Any], at: At, cx: Ctx) -> VideoPart:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_VideoPart, _O_VideoPart, False)
-    o = _new(VideoPart)
-    _S_VideoPart_id(o, v_id)
-    _S_VideoPart_source(o, v_source)
-    _S_VideoPart_metadata(o, v_metadata)
-    return o
+    return _B_VideoPart(
+        v_id,
+        v_source,
+        v_metadata,
+    )
 
 
 def _e_VideoPart(o: VideoPart, jv: JsonWriter) -> dict[str, Any]:
@@ -696,6 +858,30 @@ _S_DocumentPart_source = DocumentPart.__dict__["source"].__set__
 _S_DocumentPart_metadata = DocumentPart.__dict__["metadata"].__set__
 
 
+def _b_DocumentPart(
+    v_id: Any,
+    v_source: Any,
+    v_metadata: Any,
+) -> DocumentPart:
+    """A DocumentPart of checked values, made without __init__."""
+    o = _new(DocumentPart)
+    _S_DocumentPart_id(o, v_id)
+    _S_DocumentPart_source(o, v_source)
+    _S_DocumentPart_metadata(o, v_metadata)
+    return o
+
+
+_B_DocumentPart = _rt.constructor(
+    DocumentPart,
+    (
+        "id",
+        "source",
+        "metadata",
+    ),
+    _b_DocumentPart,
+)
+
+
 def _d_DocumentPart(d: dict[str, Any], at: At, cx: Ctx) -> DocumentPart:
     v_source = d.get("source")
     if type(v_source) is dict:
@@ -722,11 +908,11 @@ def _d_DocumentPart(d: dict[str, Any], at: At, cx: Ctx) -> DocumentPart:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_DocumentPart, _O_DocumentPart, False)
-    o = _new(DocumentPart)
-    _S_DocumentPart_id(o, v_id)
-    _S_DocumentPart_source(o, v_source)
-    _S_DocumentPart_metadata(o, v_metadata)
-    return o
+    return _B_DocumentPart(
+        v_id,
+        v_source,
+        v_metadata,
+    )
 
 
 def _e_DocumentPart(o: DocumentPart, jv: JsonWriter) -> dict[str, Any]:
@@ -796,6 +982,27 @@ _S_FunctionCall_name = FunctionCall.__dict__["name"].__set__
 _S_FunctionCall_arguments = FunctionCall.__dict__["arguments"].__set__
 
 
+def _b_FunctionCall(
+    v_name: Any,
+    v_arguments: Any,
+) -> FunctionCall:
+    """A FunctionCall of checked values, made without __init__."""
+    o = _new(FunctionCall)
+    _S_FunctionCall_name(o, v_name)
+    _S_FunctionCall_arguments(o, v_arguments)
+    return o
+
+
+_B_FunctionCall = _rt.constructor(
+    FunctionCall,
+    (
+        "name",
+        "arguments",
+    ),
+    _b_FunctionCall,
+)
+
+
 def _d_FunctionCall(d: dict[str, Any], at: At, cx: Ctx) -> FunctionCall:
     v_name = d.get("name")
     if type(v_name) is not str:
@@ -808,10 +1015,10 @@ def _d_FunctionCall(d: dict[str, Any], at: At, cx: Ctx) -> FunctionCall:
     n = 2
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_FunctionCall, _O_FunctionCall, False)
-    o = _new(FunctionCall)
-    _S_FunctionCall_name(o, v_name)
-    _S_FunctionCall_arguments(o, v_arguments)
-    return o
+    return _B_FunctionCall(
+        v_name,
+        v_arguments,
+    )
 
 
 def _e_FunctionCall(o: FunctionCall, jv: JsonWriter) -> dict[str, Any]:
@@ -843,6 +1050,33 @@ _S_ToolCall_id = ToolCall.__dict__["id"].__set__
 _S_ToolCall_function = ToolCall.__dict__["function"].__set__
 _S_ToolCall_encrypted_value = ToolCall.__dict__["encrypted_value"].__set__
 _S_ToolCall_metadata = ToolCall.__dict__["metadata"].__set__
+
+
+def _b_ToolCall(
+    v_id: Any,
+    v_function: Any,
+    v_encrypted_value: Any,
+    v_metadata: Any,
+) -> ToolCall:
+    """A ToolCall of checked values, made without __init__."""
+    o = _new(ToolCall)
+    _S_ToolCall_id(o, v_id)
+    _S_ToolCall_function(o, v_function)
+    _S_ToolCall_encrypted_value(o, v_encrypted_value)
+    _S_ToolCall_metadata(o, v_metadata)
+    return o
+
+
+_B_ToolCall = _rt.constructor(
+    ToolCall,
+    (
+        "id",
+        "function",
+        "encrypted_value",
+        "metadata",
+    ),
+    _b_ToolCall,
+)
 
 
 def _d_ToolCall(d: dict[str, Any], at: At, cx: Ctx) -> ToolCall:
@@ -879,12 +1113,12 @@ def _d_ToolCall(d: dict[str, Any], at: At, cx: Ctx) -> ToolCall:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolCall, _O_ToolCall, False)
-    o = _new(ToolCall)
-    _S_ToolCall_id(o, v_id)
-    _S_ToolCall_function(o, v_function)
-    _S_ToolCall_encrypted_value(o, v_encrypted_value)
-    _S_ToolCall_metadata(o, v_metadata)
-    return o
+    return _B_ToolCall(
+        v_id,
+        v_function,
+        v_encrypted_value,
+        v_metadata,
+    )
 
 
 def _e_ToolCall(o: ToolCall, jv: JsonWriter) -> dict[str, Any]:
@@ -933,6 +1167,39 @@ _S_DeveloperMessage_metadata = DeveloperMessage.__dict__["metadata"].__set__
 _S_DeveloperMessage_content = DeveloperMessage.__dict__["content"].__set__
 
 
+def _b_DeveloperMessage(
+    v_subagent_run_id: Any,
+    v_id: Any,
+    v_name: Any,
+    v_encrypted_value: Any,
+    v_metadata: Any,
+    v_content: Any,
+) -> DeveloperMessage:
+    """A DeveloperMessage of checked values, made without __init__."""
+    o = _new(DeveloperMessage)
+    _S_DeveloperMessage_subagent_run_id(o, v_subagent_run_id)
+    _S_DeveloperMessage_id(o, v_id)
+    _S_DeveloperMessage_name(o, v_name)
+    _S_DeveloperMessage_encrypted_value(o, v_encrypted_value)
+    _S_DeveloperMessage_metadata(o, v_metadata)
+    _S_DeveloperMessage_content(o, v_content)
+    return o
+
+
+_B_DeveloperMessage = _rt.constructor(
+    DeveloperMessage,
+    (
+        "subagent_run_id",
+        "id",
+        "name",
+        "encrypted_value",
+        "metadata",
+        "content",
+    ),
+    _b_DeveloperMessage,
+)
+
+
 def _d_DeveloperMessage(d: dict[str, Any], at: At, cx: Ctx) -> DeveloperMessage:
     v_id = d.get("id")
     if type(v_id) is not str:
@@ -977,14 +1244,14 @@ def _d_DeveloperMessage(d: dict[str, Any], at: At, cx: Ctx) -> DeveloperMessage:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_DeveloperMessage, _O_DeveloperMessage, False)
-    o = _new(DeveloperMessage)
-    _S_DeveloperMessage_subagent_run_id(o, v_subagent_run_id)
-    _S_DeveloperMessage_id(o, v_id)
-    _S_DeveloperMessage_name(o, v_name)
-    _S_DeveloperMessage_encrypted_value(o, v_encrypted_value)
-    _S_DeveloperMessage_metadata(o, v_metadata)
-    _S_DeveloperMessage_content(o, v_content)
-    return o
+    return _B_DeveloperMessage(
+        v_subagent_run_id,
+        v_id,
+        v_name,
+        v_encrypted_value,
+        v_metadata,
+        v_content,
+    )
 
 
 def _e_DeveloperMessage(o: DeveloperMessage, jv: JsonWriter) -> dict[str, Any]:
@@ -1041,6 +1308,39 @@ _S_SystemMessage_metadata = SystemMessage.__dict__["metadata"].__set__
 _S_SystemMessage_content = SystemMessage.__dict__["content"].__set__
 
 
+def _b_SystemMessage(
+    v_subagent_run_id: Any,
+    v_id: Any,
+    v_name: Any,
+    v_encrypted_value: Any,
+    v_metadata: Any,
+    v_content: Any,
+) -> SystemMessage:
+    """A SystemMessage of checked values, made without __init__."""
+    o = _new(SystemMessage)
+    _S_SystemMessage_subagent_run_id(o, v_subagent_run_id)
+    _S_SystemMessage_id(o, v_id)
+    _S_SystemMessage_name(o, v_name)
+    _S_SystemMessage_encrypted_value(o, v_encrypted_value)
+    _S_SystemMessage_metadata(o, v_metadata)
+    _S_SystemMessage_content(o, v_content)
+    return o
+
+
+_B_SystemMessage = _rt.constructor(
+    SystemMessage,
+    (
+        "subagent_run_id",
+        "id",
+        "name",
+        "encrypted_value",
+        "metadata",
+        "content",
+    ),
+    _b_SystemMessage,
+)
+
+
 def _d_SystemMessage(d: dict[str, Any], at: At, cx: Ctx) -> SystemMessage:
     v_id = d.get("id")
     if type(v_id) is not str:
@@ -1085,14 +1385,14 @@ def _d_SystemMessage(d: dict[str, Any], at: At, cx: Ctx) -> SystemMessage:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_SystemMessage, _O_SystemMessage, False)
-    o = _new(SystemMessage)
-    _S_SystemMessage_subagent_run_id(o, v_subagent_run_id)
-    _S_SystemMessage_id(o, v_id)
-    _S_SystemMessage_name(o, v_name)
-    _S_SystemMessage_encrypted_value(o, v_encrypted_value)
-    _S_SystemMessage_metadata(o, v_metadata)
-    _S_SystemMessage_content(o, v_content)
-    return o
+    return _B_SystemMessage(
+        v_subagent_run_id,
+        v_id,
+        v_name,
+        v_encrypted_value,
+        v_metadata,
+        v_content,
+    )
 
 
 def _e_SystemMessage(o: SystemMessage, jv: JsonWriter) -> dict[str, Any]:
@@ -1148,6 +1448,42 @@ _S_AssistantMessage_encrypted_value = AssistantMessage.__dict__["encrypted_value
 _S_AssistantMessage_metadata = AssistantMessage.__dict__["metadata"].__set__
 _S_AssistantMessage_content = AssistantMessage.__dict__["content"].__set__
 _S_AssistantMessage_tool_calls = AssistantMessage.__dict__["tool_calls"].__set__
+
+
+def _b_AssistantMessage(
+    v_subagent_run_id: Any,
+    v_id: Any,
+    v_name: Any,
+    v_encrypted_value: Any,
+    v_metadata: Any,
+    v_content: Any,
+    v_tool_calls: Any,
+) -> AssistantMessage:
+    """A AssistantMessage of checked values, made without __init__."""
+    o = _new(AssistantMessage)
+    _S_AssistantMessage_subagent_run_id(o, v_subagent_run_id)
+    _S_AssistantMessage_id(o, v_id)
+    _S_AssistantMessage_name(o, v_name)
+    _S_AssistantMessage_encrypted_value(o, v_encrypted_value)
+    _S_AssistantMessage_metadata(o, v_metadata)
+    _S_AssistantMessage_content(o, v_content)
+    _S_AssistantMessage_tool_calls(o, v_tool_calls)
+    return o
+
+
+_B_AssistantMessage = _rt.constructor(
+    AssistantMessage,
+    (
+        "subagent_run_id",
+        "id",
+        "name",
+        "encrypted_value",
+        "metadata",
+        "content",
+        "tool_calls",
+    ),
+    _b_AssistantMessage,
+)
 
 
 def _d_AssistantMessage(d: dict[str, Any], at: At, cx: Ctx) -> AssistantMessage:
@@ -1213,15 +1549,15 @@ def _d_AssistantMessage(d: dict[str, Any], at: At, cx: Ctx) -> AssistantMessage:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_AssistantMessage, _O_AssistantMessage, False)
-    o = _new(AssistantMessage)
-    _S_AssistantMessage_subagent_run_id(o, v_subagent_run_id)
-    _S_AssistantMessage_id(o, v_id)
-    _S_AssistantMessage_name(o, v_name)
-    _S_AssistantMessage_encrypted_value(o, v_encrypted_value)
-    _S_AssistantMessage_metadata(o, v_metadata)
-    _S_AssistantMessage_content(o, v_content)
-    _S_AssistantMessage_tool_calls(o, v_tool_calls)
-    return o
+    return _B_AssistantMessage(
+        v_subagent_run_id,
+        v_id,
+        v_name,
+        v_encrypted_value,
+        v_metadata,
+        v_content,
+        v_tool_calls,
+    )
 
 
 def _e_AssistantMessage(o: AssistantMessage, jv: JsonWriter) -> dict[str, Any]:
@@ -1291,6 +1627,39 @@ _S_UserMessage_metadata = UserMessage.__dict__["metadata"].__set__
 _S_UserMessage_content = UserMessage.__dict__["content"].__set__
 
 
+def _b_UserMessage(
+    v_subagent_run_id: Any,
+    v_id: Any,
+    v_name: Any,
+    v_encrypted_value: Any,
+    v_metadata: Any,
+    v_content: Any,
+) -> UserMessage:
+    """A UserMessage of checked values, made without __init__."""
+    o = _new(UserMessage)
+    _S_UserMessage_subagent_run_id(o, v_subagent_run_id)
+    _S_UserMessage_id(o, v_id)
+    _S_UserMessage_name(o, v_name)
+    _S_UserMessage_encrypted_value(o, v_encrypted_value)
+    _S_UserMessage_metadata(o, v_metadata)
+    _S_UserMessage_content(o, v_content)
+    return o
+
+
+_B_UserMessage = _rt.constructor(
+    UserMessage,
+    (
+        "subagent_run_id",
+        "id",
+        "name",
+        "encrypted_value",
+        "metadata",
+        "content",
+    ),
+    _b_UserMessage,
+)
+
+
 def _d_UserMessage(d: dict[str, Any], at: At, cx: Ctx) -> UserMessage:
     v_id = d.get("id")
     if type(v_id) is not str:
@@ -1339,14 +1708,14 @@ def _d_UserMessage(d: dict[str, Any], at: At, cx: Ctx) -> UserMessage:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_UserMessage, _O_UserMessage, False)
-    o = _new(UserMessage)
-    _S_UserMessage_subagent_run_id(o, v_subagent_run_id)
-    _S_UserMessage_id(o, v_id)
-    _S_UserMessage_name(o, v_name)
-    _S_UserMessage_encrypted_value(o, v_encrypted_value)
-    _S_UserMessage_metadata(o, v_metadata)
-    _S_UserMessage_content(o, v_content)
-    return o
+    return _B_UserMessage(
+        v_subagent_run_id,
+        v_id,
+        v_name,
+        v_encrypted_value,
+        v_metadata,
+        v_content,
+    )
 
 
 def _e_UserMessage(o: UserMessage, jv: JsonWriter) -> dict[str, Any]:
@@ -1416,6 +1785,42 @@ _S_ToolMessage_encrypted_value = ToolMessage.__dict__["encrypted_value"].__set__
 _S_ToolMessage_metadata = ToolMessage.__dict__["metadata"].__set__
 
 
+def _b_ToolMessage(
+    v_subagent_run_id: Any,
+    v_id: Any,
+    v_content: Any,
+    v_tool_call_id: Any,
+    v_error: Any,
+    v_encrypted_value: Any,
+    v_metadata: Any,
+) -> ToolMessage:
+    """A ToolMessage of checked values, made without __init__."""
+    o = _new(ToolMessage)
+    _S_ToolMessage_subagent_run_id(o, v_subagent_run_id)
+    _S_ToolMessage_id(o, v_id)
+    _S_ToolMessage_content(o, v_content)
+    _S_ToolMessage_tool_call_id(o, v_tool_call_id)
+    _S_ToolMessage_error(o, v_error)
+    _S_ToolMessage_encrypted_value(o, v_encrypted_value)
+    _S_ToolMessage_metadata(o, v_metadata)
+    return o
+
+
+_B_ToolMessage = _rt.constructor(
+    ToolMessage,
+    (
+        "subagent_run_id",
+        "id",
+        "content",
+        "tool_call_id",
+        "error",
+        "encrypted_value",
+        "metadata",
+    ),
+    _b_ToolMessage,
+)
+
+
 def _d_ToolMessage(d: dict[str, Any], at: At, cx: Ctx) -> ToolMessage:
     v_id = d.get("id")
     if type(v_id) is not str:
@@ -1468,15 +1873,15 @@ def _d_ToolMessage(d: dict[str, Any], at: At, cx: Ctx) -> ToolMessage:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolMessage, _O_ToolMessage, False)
-    o = _new(ToolMessage)
-    _S_ToolMessage_subagent_run_id(o, v_subagent_run_id)
-    _S_ToolMessage_id(o, v_id)
-    _S_ToolMessage_content(o, v_content)
-    _S_ToolMessage_tool_call_id(o, v_tool_call_id)
-    _S_ToolMessage_error(o, v_error)
-    _S_ToolMessage_encrypted_value(o, v_encrypted_value)
-    _S_ToolMessage_metadata(o, v_metadata)
-    return o
+    return _B_ToolMessage(
+        v_subagent_run_id,
+        v_id,
+        v_content,
+        v_tool_call_id,
+        v_error,
+        v_encrypted_value,
+        v_metadata,
+    )
 
 
 def _e_ToolMessage(o: ToolMessage, jv: JsonWriter) -> dict[str, Any]:
@@ -1546,6 +1951,36 @@ _S_ActivityMessage_content = ActivityMessage.__dict__["content"].__set__
 _S_ActivityMessage_metadata = ActivityMessage.__dict__["metadata"].__set__
 
 
+def _b_ActivityMessage(
+    v_subagent_run_id: Any,
+    v_id: Any,
+    v_activity_type: Any,
+    v_content: Any,
+    v_metadata: Any,
+) -> ActivityMessage:
+    """A ActivityMessage of checked values, made without __init__."""
+    o = _new(ActivityMessage)
+    _S_ActivityMessage_subagent_run_id(o, v_subagent_run_id)
+    _S_ActivityMessage_id(o, v_id)
+    _S_ActivityMessage_activity_type(o, v_activity_type)
+    _S_ActivityMessage_content(o, v_content)
+    _S_ActivityMessage_metadata(o, v_metadata)
+    return o
+
+
+_B_ActivityMessage = _rt.constructor(
+    ActivityMessage,
+    (
+        "subagent_run_id",
+        "id",
+        "activity_type",
+        "content",
+        "metadata",
+    ),
+    _b_ActivityMessage,
+)
+
+
 def _d_ActivityMessage(d: dict[str, Any], at: At, cx: Ctx) -> ActivityMessage:
     v_id = d.get("id")
     if type(v_id) is not str:
@@ -1582,13 +2017,13 @@ def _d_ActivityMessage(d: dict[str, Any], at: At, cx: Ctx) -> ActivityMessage:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ActivityMessage, _O_ActivityMessage, False)
-    o = _new(ActivityMessage)
-    _S_ActivityMessage_subagent_run_id(o, v_subagent_run_id)
-    _S_ActivityMessage_id(o, v_id)
-    _S_ActivityMessage_activity_type(o, v_activity_type)
-    _S_ActivityMessage_content(o, v_content)
-    _S_ActivityMessage_metadata(o, v_metadata)
-    return o
+    return _B_ActivityMessage(
+        v_subagent_run_id,
+        v_id,
+        v_activity_type,
+        v_content,
+        v_metadata,
+    )
 
 
 def _e_ActivityMessage(o: ActivityMessage, jv: JsonWriter) -> dict[str, Any]:
@@ -1636,6 +2071,36 @@ _S_ReasoningMessage_encrypted_value = ReasoningMessage.__dict__["encrypted_value
 _S_ReasoningMessage_metadata = ReasoningMessage.__dict__["metadata"].__set__
 
 
+def _b_ReasoningMessage(
+    v_subagent_run_id: Any,
+    v_id: Any,
+    v_content: Any,
+    v_encrypted_value: Any,
+    v_metadata: Any,
+) -> ReasoningMessage:
+    """A ReasoningMessage of checked values, made without __init__."""
+    o = _new(ReasoningMessage)
+    _S_ReasoningMessage_subagent_run_id(o, v_subagent_run_id)
+    _S_ReasoningMessage_id(o, v_id)
+    _S_ReasoningMessage_content(o, v_content)
+    _S_ReasoningMessage_encrypted_value(o, v_encrypted_value)
+    _S_ReasoningMessage_metadata(o, v_metadata)
+    return o
+
+
+_B_ReasoningMessage = _rt.constructor(
+    ReasoningMessage,
+    (
+        "subagent_run_id",
+        "id",
+        "content",
+        "encrypted_value",
+        "metadata",
+    ),
+    _b_ReasoningMessage,
+)
+
+
 def _d_ReasoningMessage(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningMessage:
     v_id = d.get("id")
     if type(v_id) is not str:
@@ -1673,13 +2138,13 @@ def _d_ReasoningMessage(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningMessage:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ReasoningMessage, _O_ReasoningMessage, False)
-    o = _new(ReasoningMessage)
-    _S_ReasoningMessage_subagent_run_id(o, v_subagent_run_id)
-    _S_ReasoningMessage_id(o, v_id)
-    _S_ReasoningMessage_content(o, v_content)
-    _S_ReasoningMessage_encrypted_value(o, v_encrypted_value)
-    _S_ReasoningMessage_metadata(o, v_metadata)
-    return o
+    return _B_ReasoningMessage(
+        v_subagent_run_id,
+        v_id,
+        v_content,
+        v_encrypted_value,
+        v_metadata,
+    )
 
 
 def _e_ReasoningMessage(o: ReasoningMessage, jv: JsonWriter) -> dict[str, Any]:
@@ -1757,6 +2222,18 @@ _S_AddOperation_value = AddOperation.__dict__["value"].__set__
 _S_AddOperation_extra = AddOperation.__dict__["extra"].__set__
 
 
+def _b_AddOperation(v_path: Any, v_value: Any, v_extra: Any) -> AddOperation:
+    """A AddOperation of checked values, made without __init__."""
+    o = _new(AddOperation)
+    _S_AddOperation_path(o, v_path)
+    _S_AddOperation_value(o, v_value)
+    _S_AddOperation_extra(o, v_extra)
+    return o
+
+
+_B_AddOperation = _rt.constructor(AddOperation, ("path", "value", "extra"), _b_AddOperation)
+
+
 def _d_AddOperation(d: dict[str, Any], at: At, cx: Ctx) -> AddOperation:
     v_path = d.get("path")
     if type(v_path) is not str:
@@ -1776,11 +2253,7 @@ def _d_AddOperation(d: dict[str, Any], at: At, cx: Ctx) -> AddOperation:
         if n != len(d) or cx.problems
         else None
     )
-    o = _new(AddOperation)
-    _S_AddOperation_path(o, v_path)
-    _S_AddOperation_value(o, v_value)
-    _S_AddOperation_extra(o, v_extra)
-    return o
+    return _B_AddOperation(v_path, v_value, v_extra)
 
 
 def _e_AddOperation(o: AddOperation, jv: JsonWriter) -> dict[str, Any]:
@@ -1812,6 +2285,17 @@ _S_RemoveOperation_path = RemoveOperation.__dict__["path"].__set__
 _S_RemoveOperation_extra = RemoveOperation.__dict__["extra"].__set__
 
 
+def _b_RemoveOperation(v_path: Any, v_extra: Any) -> RemoveOperation:
+    """A RemoveOperation of checked values, made without __init__."""
+    o = _new(RemoveOperation)
+    _S_RemoveOperation_path(o, v_path)
+    _S_RemoveOperation_extra(o, v_extra)
+    return o
+
+
+_B_RemoveOperation = _rt.constructor(RemoveOperation, ("path", "extra"), _b_RemoveOperation)
+
+
 def _d_RemoveOperation(d: dict[str, Any], at: At, cx: Ctx) -> RemoveOperation:
     v_path = d.get("path")
     if type(v_path) is not str:
@@ -1825,10 +2309,7 @@ def _d_RemoveOperation(d: dict[str, Any], at: At, cx: Ctx) -> RemoveOperation:
         if n != len(d) or cx.problems
         else None
     )
-    o = _new(RemoveOperation)
-    _S_RemoveOperation_path(o, v_path)
-    _S_RemoveOperation_extra(o, v_extra)
-    return o
+    return _B_RemoveOperation(v_path, v_extra)
 
 
 def _e_RemoveOperation(o: RemoveOperation, jv: JsonWriter) -> dict[str, Any]:
@@ -1858,6 +2339,20 @@ _S_ReplaceOperation_value = ReplaceOperation.__dict__["value"].__set__
 _S_ReplaceOperation_extra = ReplaceOperation.__dict__["extra"].__set__
 
 
+def _b_ReplaceOperation(v_path: Any, v_value: Any, v_extra: Any) -> ReplaceOperation:
+    """A ReplaceOperation of checked values, made without __init__."""
+    o = _new(ReplaceOperation)
+    _S_ReplaceOperation_path(o, v_path)
+    _S_ReplaceOperation_value(o, v_value)
+    _S_ReplaceOperation_extra(o, v_extra)
+    return o
+
+
+_B_ReplaceOperation = _rt.constructor(
+    ReplaceOperation, ("path", "value", "extra"), _b_ReplaceOperation
+)
+
+
 def _d_ReplaceOperation(d: dict[str, Any], at: At, cx: Ctx) -> ReplaceOperation:
     v_path = d.get("path")
     if type(v_path) is not str:
@@ -1877,11 +2372,7 @@ def _d_ReplaceOperation(d: dict[str, Any], at: At, cx: Ctx) -> ReplaceOperation:
         if n != len(d) or cx.problems
         else None
     )
-    o = _new(ReplaceOperation)
-    _S_ReplaceOperation_path(o, v_path)
-    _S_ReplaceOperation_value(o, v_value)
-    _S_ReplaceOperation_extra(o, v_extra)
-    return o
+    return _B_ReplaceOperation(v_path, v_value, v_extra)
 
 
 def _e_ReplaceOperation(o: ReplaceOperation, jv: JsonWriter) -> dict[str, Any]:
@@ -1914,6 +2405,18 @@ _S_MoveOperation_path = MoveOperation.__dict__["path"].__set__
 _S_MoveOperation_extra = MoveOperation.__dict__["extra"].__set__
 
 
+def _b_MoveOperation(v_from_: Any, v_path: Any, v_extra: Any) -> MoveOperation:
+    """A MoveOperation of checked values, made without __init__."""
+    o = _new(MoveOperation)
+    _S_MoveOperation_from_(o, v_from_)
+    _S_MoveOperation_path(o, v_path)
+    _S_MoveOperation_extra(o, v_extra)
+    return o
+
+
+_B_MoveOperation = _rt.constructor(MoveOperation, ("from_", "path", "extra"), _b_MoveOperation)
+
+
 def _d_MoveOperation(d: dict[str, Any], at: At, cx: Ctx) -> MoveOperation:
     v_from_ = d.get("from")
     if type(v_from_) is not str:
@@ -1933,11 +2436,7 @@ def _d_MoveOperation(d: dict[str, Any], at: At, cx: Ctx) -> MoveOperation:
         if n != len(d) or cx.problems
         else None
     )
-    o = _new(MoveOperation)
-    _S_MoveOperation_from_(o, v_from_)
-    _S_MoveOperation_path(o, v_path)
-    _S_MoveOperation_extra(o, v_extra)
-    return o
+    return _B_MoveOperation(v_from_, v_path, v_extra)
 
 
 def _e_MoveOperation(o: MoveOperation, jv: JsonWriter) -> dict[str, Any]:
@@ -1971,6 +2470,18 @@ _S_CopyOperation_path = CopyOperation.__dict__["path"].__set__
 _S_CopyOperation_extra = CopyOperation.__dict__["extra"].__set__
 
 
+def _b_CopyOperation(v_from_: Any, v_path: Any, v_extra: Any) -> CopyOperation:
+    """A CopyOperation of checked values, made without __init__."""
+    o = _new(CopyOperation)
+    _S_CopyOperation_from_(o, v_from_)
+    _S_CopyOperation_path(o, v_path)
+    _S_CopyOperation_extra(o, v_extra)
+    return o
+
+
+_B_CopyOperation = _rt.constructor(CopyOperation, ("from_", "path", "extra"), _b_CopyOperation)
+
+
 def _d_CopyOperation(d: dict[str, Any], at: At, cx: Ctx) -> CopyOperation:
     v_from_ = d.get("from")
     if type(v_from_) is not str:
@@ -1990,11 +2501,7 @@ def _d_CopyOperation(d: dict[str, Any], at: At, cx: Ctx) -> CopyOperation:
         if n != len(d) or cx.problems
         else None
     )
-    o = _new(CopyOperation)
-    _S_CopyOperation_from_(o, v_from_)
-    _S_CopyOperation_path(o, v_path)
-    _S_CopyOperation_extra(o, v_extra)
-    return o
+    return _B_CopyOperation(v_from_, v_path, v_extra)
 
 
 def _e_CopyOperation(o: CopyOperation, jv: JsonWriter) -> dict[str, Any]:
@@ -2028,6 +2535,18 @@ _S_TestOperation_value = TestOperation.__dict__["value"].__set__
 _S_TestOperation_extra = TestOperation.__dict__["extra"].__set__
 
 
+def _b_TestOperation(v_path: Any, v_value: Any, v_extra: Any) -> TestOperation:
+    """A TestOperation of checked values, made without __init__."""
+    o = _new(TestOperation)
+    _S_TestOperation_path(o, v_path)
+    _S_TestOperation_value(o, v_value)
+    _S_TestOperation_extra(o, v_extra)
+    return o
+
+
+_B_TestOperation = _rt.constructor(TestOperation, ("path", "value", "extra"), _b_TestOperation)
+
+
 def _d_TestOperation(d: dict[str, Any], at: At, cx: Ctx) -> TestOperation:
     v_path = d.get("path")
     if type(v_path) is not str:
@@ -2047,11 +2566,7 @@ def _d_TestOperation(d: dict[str, Any], at: At, cx: Ctx) -> TestOperation:
         if n != len(d) or cx.problems
         else None
     )
-    o = _new(TestOperation)
-    _S_TestOperation_path(o, v_path)
-    _S_TestOperation_value(o, v_value)
-    _S_TestOperation_extra(o, v_extra)
-    return o
+    return _B_TestOperation(v_path, v_value, v_extra)
 
 
 def _e_TestOperation(o: TestOperation, jv: JsonWriter) -> dict[str, Any]:
@@ -2116,6 +2631,33 @@ _S_Tool_parameters = Tool.__dict__["parameters"].__set__
 _S_Tool_metadata = Tool.__dict__["metadata"].__set__
 
 
+def _b_Tool(
+    v_name: Any,
+    v_description: Any,
+    v_parameters: Any,
+    v_metadata: Any,
+) -> Tool:
+    """A Tool of checked values, made without __init__."""
+    o = _new(Tool)
+    _S_Tool_name(o, v_name)
+    _S_Tool_description(o, v_description)
+    _S_Tool_parameters(o, v_parameters)
+    _S_Tool_metadata(o, v_metadata)
+    return o
+
+
+_B_Tool = _rt.constructor(
+    Tool,
+    (
+        "name",
+        "description",
+        "parameters",
+        "metadata",
+    ),
+    _b_Tool,
+)
+
+
 def _d_Tool(d: dict[str, Any], at: At, cx: Ctx) -> Tool:
     v_name = d.get("name")
     if type(v_name) is not str:
@@ -2146,12 +2688,12 @@ def _d_Tool(d: dict[str, Any], at: At, cx: Ctx) -> Tool:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_Tool, _O_Tool, False)
-    o = _new(Tool)
-    _S_Tool_name(o, v_name)
-    _S_Tool_description(o, v_description)
-    _S_Tool_parameters(o, v_parameters)
-    _S_Tool_metadata(o, v_metadata)
-    return o
+    return _B_Tool(
+        v_name,
+        v_description,
+        v_parameters,
+        v_metadata,
+    )
 
 
 def _e_Tool(o: Tool, jv: JsonWriter) -> dict[str, Any]:
@@ -2188,6 +2730,27 @@ _S_Context_description = Context.__dict__["description"].__set__
 _S_Context_value = Context.__dict__["value"].__set__
 
 
+def _b_Context(
+    v_description: Any,
+    v_value: Any,
+) -> Context:
+    """A Context of checked values, made without __init__."""
+    o = _new(Context)
+    _S_Context_description(o, v_description)
+    _S_Context_value(o, v_value)
+    return o
+
+
+_B_Context = _rt.constructor(
+    Context,
+    (
+        "description",
+        "value",
+    ),
+    _b_Context,
+)
+
+
 def _d_Context(d: dict[str, Any], at: At, cx: Ctx) -> Context:
     v_description = d.get("description")
     if type(v_description) is not str:
@@ -2200,10 +2763,10 @@ def _d_Context(d: dict[str, Any], at: At, cx: Ctx) -> Context:
     n = 2
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_Context, _O_Context, False)
-    o = _new(Context)
-    _S_Context_description(o, v_description)
-    _S_Context_value(o, v_value)
-    return o
+    return _B_Context(
+        v_description,
+        v_value,
+    )
 
 
 def _e_Context(o: Context, jv: JsonWriter) -> dict[str, Any]:
@@ -2231,6 +2794,33 @@ _S_ResumeEntry_interrupt_id = ResumeEntry.__dict__["interrupt_id"].__set__
 _S_ResumeEntry_status = ResumeEntry.__dict__["status"].__set__
 _S_ResumeEntry_payload = ResumeEntry.__dict__["payload"].__set__
 _S_ResumeEntry_metadata = ResumeEntry.__dict__["metadata"].__set__
+
+
+def _b_ResumeEntry(
+    v_interrupt_id: Any,
+    v_status: Any,
+    v_payload: Any,
+    v_metadata: Any,
+) -> ResumeEntry:
+    """A ResumeEntry of checked values, made without __init__."""
+    o = _new(ResumeEntry)
+    _S_ResumeEntry_interrupt_id(o, v_interrupt_id)
+    _S_ResumeEntry_status(o, v_status)
+    _S_ResumeEntry_payload(o, v_payload)
+    _S_ResumeEntry_metadata(o, v_metadata)
+    return o
+
+
+_B_ResumeEntry = _rt.constructor(
+    ResumeEntry,
+    (
+        "interrupt_id",
+        "status",
+        "payload",
+        "metadata",
+    ),
+    _b_ResumeEntry,
+)
 
 
 def _d_ResumeEntry(d: dict[str, Any], at: At, cx: Ctx) -> ResumeEntry:
@@ -2264,12 +2854,12 @@ def _d_ResumeEntry(d: dict[str, Any], at: At, cx: Ctx) -> ResumeEntry:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ResumeEntry, _O_ResumeEntry, False)
-    o = _new(ResumeEntry)
-    _S_ResumeEntry_interrupt_id(o, v_interrupt_id)
-    _S_ResumeEntry_status(o, v_status)
-    _S_ResumeEntry_payload(o, v_payload)
-    _S_ResumeEntry_metadata(o, v_metadata)
-    return o
+    return _B_ResumeEntry(
+        v_interrupt_id,
+        v_status,
+        v_payload,
+        v_metadata,
+    )
 
 
 def _e_ResumeEntry(o: ResumeEntry, jv: JsonWriter) -> dict[str, Any]:
@@ -2324,6 +2914,51 @@ _S_RunAgentInput_tools = RunAgentInput.__dict__["tools"].__set__
 _S_RunAgentInput_context = RunAgentInput.__dict__["context"].__set__
 _S_RunAgentInput_forwarded_props = RunAgentInput.__dict__["forwarded_props"].__set__
 _S_RunAgentInput_resume = RunAgentInput.__dict__["resume"].__set__
+
+
+def _b_RunAgentInput(
+    v_thread_id: Any,
+    v_run_id: Any,
+    v_protocol_version: Any,
+    v_parent_run_id: Any,
+    v_state: Any,
+    v_messages: Any,
+    v_tools: Any,
+    v_context: Any,
+    v_forwarded_props: Any,
+    v_resume: Any,
+) -> RunAgentInput:
+    """A RunAgentInput of checked values, made without __init__."""
+    o = _new(RunAgentInput)
+    _S_RunAgentInput_thread_id(o, v_thread_id)
+    _S_RunAgentInput_run_id(o, v_run_id)
+    _S_RunAgentInput_protocol_version(o, v_protocol_version)
+    _S_RunAgentInput_parent_run_id(o, v_parent_run_id)
+    _S_RunAgentInput_state(o, v_state)
+    _S_RunAgentInput_messages(o, v_messages)
+    _S_RunAgentInput_tools(o, v_tools)
+    _S_RunAgentInput_context(o, v_context)
+    _S_RunAgentInput_forwarded_props(o, v_forwarded_props)
+    _S_RunAgentInput_resume(o, v_resume)
+    return o
+
+
+_B_RunAgentInput = _rt.constructor(
+    RunAgentInput,
+    (
+        "thread_id",
+        "run_id",
+        "protocol_version",
+        "parent_run_id",
+        "state",
+        "messages",
+        "tools",
+        "context",
+        "forwarded_props",
+        "resume",
+    ),
+    _b_RunAgentInput,
+)
 
 
 def _d_RunAgentInput(d: dict[str, Any], at: At, cx: Ctx) -> RunAgentInput:
@@ -2422,18 +3057,18 @@ def _d_RunAgentInput(d: dict[str, Any], at: At, cx: Ctx) -> RunAgentInput:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_RunAgentInput, _O_RunAgentInput, False)
-    o = _new(RunAgentInput)
-    _S_RunAgentInput_thread_id(o, v_thread_id)
-    _S_RunAgentInput_run_id(o, v_run_id)
-    _S_RunAgentInput_protocol_version(o, v_protocol_version)
-    _S_RunAgentInput_parent_run_id(o, v_parent_run_id)
-    _S_RunAgentInput_state(o, v_state)
-    _S_RunAgentInput_messages(o, v_messages)
-    _S_RunAgentInput_tools(o, v_tools)
-    _S_RunAgentInput_context(o, v_context)
-    _S_RunAgentInput_forwarded_props(o, v_forwarded_props)
-    _S_RunAgentInput_resume(o, v_resume)
-    return o
+    return _B_RunAgentInput(
+        v_thread_id,
+        v_run_id,
+        v_protocol_version,
+        v_parent_run_id,
+        v_state,
+        v_messages,
+        v_tools,
+        v_context,
+        v_forwarded_props,
+        v_resume,
+    )
 
 
 def _e_RunAgentInput(o: RunAgentInput, jv: JsonWriter) -> dict[str, Any]:
@@ -2547,6 +3182,45 @@ _S_Interrupt_expires_at = Interrupt.__dict__["expires_at"].__set__
 _S_Interrupt_metadata = Interrupt.__dict__["metadata"].__set__
 
 
+def _b_Interrupt(
+    v_subagent_run_id: Any,
+    v_id: Any,
+    v_reason: Any,
+    v_message: Any,
+    v_tool_call_id: Any,
+    v_response_schema: Any,
+    v_expires_at: Any,
+    v_metadata: Any,
+) -> Interrupt:
+    """A Interrupt of checked values, made without __init__."""
+    o = _new(Interrupt)
+    _S_Interrupt_subagent_run_id(o, v_subagent_run_id)
+    _S_Interrupt_id(o, v_id)
+    _S_Interrupt_reason(o, v_reason)
+    _S_Interrupt_message(o, v_message)
+    _S_Interrupt_tool_call_id(o, v_tool_call_id)
+    _S_Interrupt_response_schema(o, v_response_schema)
+    _S_Interrupt_expires_at(o, v_expires_at)
+    _S_Interrupt_metadata(o, v_metadata)
+    return o
+
+
+_B_Interrupt = _rt.constructor(
+    Interrupt,
+    (
+        "subagent_run_id",
+        "id",
+        "reason",
+        "message",
+        "tool_call_id",
+        "response_schema",
+        "expires_at",
+        "metadata",
+    ),
+    _b_Interrupt,
+)
+
+
 def _d_Interrupt(d: dict[str, Any], at: At, cx: Ctx) -> Interrupt:
     v_id = d.get("id")
     if type(v_id) is not str:
@@ -2607,16 +3281,16 @@ def _d_Interrupt(d: dict[str, Any], at: At, cx: Ctx) -> Interrupt:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_Interrupt, _O_Interrupt, False)
-    o = _new(Interrupt)
-    _S_Interrupt_subagent_run_id(o, v_subagent_run_id)
-    _S_Interrupt_id(o, v_id)
-    _S_Interrupt_reason(o, v_reason)
-    _S_Interrupt_message(o, v_message)
-    _S_Interrupt_tool_call_id(o, v_tool_call_id)
-    _S_Interrupt_response_schema(o, v_response_schema)
-    _S_Interrupt_expires_at(o, v_expires_at)
-    _S_Interrupt_metadata(o, v_metadata)
-    return o
+    return _B_Interrupt(
+        v_subagent_run_id,
+        v_id,
+        v_reason,
+        v_message,
+        v_tool_call_id,
+        v_response_schema,
+        v_expires_at,
+        v_metadata,
+    )
 
 
 def _e_Interrupt(o: Interrupt, jv: JsonWriter) -> dict[str, Any]:
@@ -2673,6 +3347,20 @@ _S_RunFinishedSuccessOutcome_pending_tool_call_ids = RunFinishedSuccessOutcome._
 ].__set__
 
 
+def _b_RunFinishedSuccessOutcome(
+    v_pending_tool_call_ids: Any,
+) -> RunFinishedSuccessOutcome:
+    """A RunFinishedSuccessOutcome of checked values, made without __init__."""
+    o = _new(RunFinishedSuccessOutcome)
+    _S_RunFinishedSuccessOutcome_pending_tool_call_ids(o, v_pending_tool_call_ids)
+    return o
+
+
+_B_RunFinishedSuccessOutcome = _rt.constructor(
+    RunFinishedSuccessOutcome, ("pending_tool_call_ids",), _b_RunFinishedSuccessOutcome
+)
+
+
 def _d_RunFinishedSuccessOutcome(d: dict[str, Any], at: At, cx: Ctx) -> RunFinishedSuccessOutcome:
     n = 1
     if len(d) == n:
@@ -2690,9 +3378,9 @@ def _d_RunFinishedSuccessOutcome(d: dict[str, Any], at: At, cx: Ctx) -> RunFinis
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_RunFinishedSuccessOutcome, _O_RunFinishedSuccessOutcome, False)
-    o = _new(RunFinishedSuccessOutcome)
-    _S_RunFinishedSuccessOutcome_pending_tool_call_ids(o, v_pending_tool_call_ids)
-    return o
+    return _B_RunFinishedSuccessOutcome(
+        v_pending_tool_call_ids,
+    )
 
 
 def _e_RunFinishedSuccessOutcome(o: RunFinishedSuccessOutcome, jv: JsonWriter) -> dict[str, Any]:
@@ -2721,6 +3409,20 @@ _S_RunFinishedInterruptOutcome_interrupts = RunFinishedInterruptOutcome.__dict__
 ].__set__
 
 
+def _b_RunFinishedInterruptOutcome(
+    v_interrupts: Any,
+) -> RunFinishedInterruptOutcome:
+    """A RunFinishedInterruptOutcome of checked values, made without __init__."""
+    o = _new(RunFinishedInterruptOutcome)
+    _S_RunFinishedInterruptOutcome_interrupts(o, v_interrupts)
+    return o
+
+
+_B_RunFinishedInterruptOutcome = _rt.constructor(
+    RunFinishedInterruptOutcome, ("interrupts",), _b_RunFinishedInterruptOutcome
+)
+
+
 def _d_RunFinishedInterruptOutcome(
     d: dict[str, Any], at: At, cx: Ctx
 ) -> RunFinishedInterruptOutcome:
@@ -2742,9 +3444,9 @@ def _d_RunFinishedInterruptOutcome(
     n = 2
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_RunFinishedInterruptOutcome, _O_RunFinishedInterruptOutcome, False)
-    o = _new(RunFinishedInterruptOutcome)
-    _S_RunFinishedInterruptOutcome_interrupts(o, v_interrupts)
-    return o
+    return _B_RunFinishedInterruptOutcome(
+        v_interrupts,
+    )
 
 
 def _e_RunFinishedInterruptOutcome(
@@ -2778,14 +3480,24 @@ _K_RunFinishedCancelledOutcome: Final[frozenset[str]] = frozenset(["type"])
 _O_RunFinishedCancelledOutcome: Final[frozenset[str]] = frozenset([])
 
 
+def _b_RunFinishedCancelledOutcome() -> RunFinishedCancelledOutcome:
+    """A RunFinishedCancelledOutcome of checked values, made without __init__."""
+    o = _new(RunFinishedCancelledOutcome)
+    return o
+
+
+_B_RunFinishedCancelledOutcome = _rt.constructor(
+    RunFinishedCancelledOutcome, (), _b_RunFinishedCancelledOutcome
+)
+
+
 def _d_RunFinishedCancelledOutcome(
     d: dict[str, Any], at: At, cx: Ctx
 ) -> RunFinishedCancelledOutcome:
     n = 1
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_RunFinishedCancelledOutcome, _O_RunFinishedCancelledOutcome, False)
-    o = _new(RunFinishedCancelledOutcome)
-    return o
+    return _B_RunFinishedCancelledOutcome()
 
 
 def _e_RunFinishedCancelledOutcome(
@@ -2832,6 +3544,17 @@ _K_SubagentFinishedSuccessOutcome: Final[frozenset[str]] = frozenset(["type"])
 _O_SubagentFinishedSuccessOutcome: Final[frozenset[str]] = frozenset([])
 
 
+def _b_SubagentFinishedSuccessOutcome() -> SubagentFinishedSuccessOutcome:
+    """A SubagentFinishedSuccessOutcome of checked values, made without __init__."""
+    o = _new(SubagentFinishedSuccessOutcome)
+    return o
+
+
+_B_SubagentFinishedSuccessOutcome = _rt.constructor(
+    SubagentFinishedSuccessOutcome, (), _b_SubagentFinishedSuccessOutcome
+)
+
+
 def _d_SubagentFinishedSuccessOutcome(
     d: dict[str, Any], at: At, cx: Ctx
 ) -> SubagentFinishedSuccessOutcome:
@@ -2840,8 +3563,7 @@ def _d_SubagentFinishedSuccessOutcome(
         _rt.extra(
             cx, d, at, _K_SubagentFinishedSuccessOutcome, _O_SubagentFinishedSuccessOutcome, False
         )
-    o = _new(SubagentFinishedSuccessOutcome)
-    return o
+    return _B_SubagentFinishedSuccessOutcome()
 
 
 def _e_SubagentFinishedSuccessOutcome(
@@ -2864,6 +3586,20 @@ _O_SubagentFinishedSuspendedOutcome: Final[frozenset[str]] = frozenset(["interru
 _S_SubagentFinishedSuspendedOutcome_interrupt_ids = SubagentFinishedSuspendedOutcome.__dict__[
     "interrupt_ids"
 ].__set__
+
+
+def _b_SubagentFinishedSuspendedOutcome(
+    v_interrupt_ids: Any,
+) -> SubagentFinishedSuspendedOutcome:
+    """A SubagentFinishedSuspendedOutcome of checked values, made without __init__."""
+    o = _new(SubagentFinishedSuspendedOutcome)
+    _S_SubagentFinishedSuspendedOutcome_interrupt_ids(o, v_interrupt_ids)
+    return o
+
+
+_B_SubagentFinishedSuspendedOutcome = _rt.constructor(
+    SubagentFinishedSuspendedOutcome, ("interrupt_ids",), _b_SubagentFinishedSuspendedOutcome
+)
 
 
 def _d_SubagentFinishedSuspendedOutcome(
@@ -2890,9 +3626,9 @@ def _d_SubagentFinishedSuspendedOutcome(
             _O_SubagentFinishedSuspendedOutcome,
             False,
         )
-    o = _new(SubagentFinishedSuspendedOutcome)
-    _S_SubagentFinishedSuspendedOutcome_interrupt_ids(o, v_interrupt_ids)
-    return o
+    return _B_SubagentFinishedSuspendedOutcome(
+        v_interrupt_ids,
+    )
 
 
 def _e_SubagentFinishedSuspendedOutcome(
@@ -2975,6 +3711,45 @@ _S_TokenUsage_cached_input_tokens = TokenUsage.__dict__["cached_input_tokens"]._
 _S_TokenUsage_cache_write_input_tokens = TokenUsage.__dict__["cache_write_input_tokens"].__set__
 
 
+def _b_TokenUsage(
+    v_provider: Any,
+    v_model: Any,
+    v_input_tokens: Any,
+    v_output_tokens: Any,
+    v_total_tokens: Any,
+    v_reasoning_tokens: Any,
+    v_cached_input_tokens: Any,
+    v_cache_write_input_tokens: Any,
+) -> TokenUsage:
+    """A TokenUsage of checked values, made without __init__."""
+    o = _new(TokenUsage)
+    _S_TokenUsage_provider(o, v_provider)
+    _S_TokenUsage_model(o, v_model)
+    _S_TokenUsage_input_tokens(o, v_input_tokens)
+    _S_TokenUsage_output_tokens(o, v_output_tokens)
+    _S_TokenUsage_total_tokens(o, v_total_tokens)
+    _S_TokenUsage_reasoning_tokens(o, v_reasoning_tokens)
+    _S_TokenUsage_cached_input_tokens(o, v_cached_input_tokens)
+    _S_TokenUsage_cache_write_input_tokens(o, v_cache_write_input_tokens)
+    return o
+
+
+_B_TokenUsage = _rt.constructor(
+    TokenUsage,
+    (
+        "provider",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "reasoning_tokens",
+        "cached_input_tokens",
+        "cache_write_input_tokens",
+    ),
+    _b_TokenUsage,
+)
+
+
 def _d_TokenUsage(d: dict[str, Any], at: At, cx: Ctx) -> TokenUsage:
     n = 0
     if len(d) == n:
@@ -3050,16 +3825,16 @@ def _d_TokenUsage(d: dict[str, Any], at: At, cx: Ctx) -> TokenUsage:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_TokenUsage, _O_TokenUsage, False)
-    o = _new(TokenUsage)
-    _S_TokenUsage_provider(o, v_provider)
-    _S_TokenUsage_model(o, v_model)
-    _S_TokenUsage_input_tokens(o, v_input_tokens)
-    _S_TokenUsage_output_tokens(o, v_output_tokens)
-    _S_TokenUsage_total_tokens(o, v_total_tokens)
-    _S_TokenUsage_reasoning_tokens(o, v_reasoning_tokens)
-    _S_TokenUsage_cached_input_tokens(o, v_cached_input_tokens)
-    _S_TokenUsage_cache_write_input_tokens(o, v_cache_write_input_tokens)
-    return o
+    return _B_TokenUsage(
+        v_provider,
+        v_model,
+        v_input_tokens,
+        v_output_tokens,
+        v_total_tokens,
+        v_reasoning_tokens,
+        v_cached_input_tokens,
+        v_cache_write_input_tokens,
+    )
 
 
 def _e_TokenUsage(o: TokenUsage, jv: JsonWriter) -> dict[str, Any]:
@@ -3128,6 +3903,42 @@ _S_TextMessageStartEvent_role = TextMessageStartEvent.__dict__["role"].__set__
 _S_TextMessageStartEvent_name = TextMessageStartEvent.__dict__["name"].__set__
 
 
+def _b_TextMessageStartEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+    v_role: Any,
+    v_name: Any,
+) -> TextMessageStartEvent:
+    """A TextMessageStartEvent of checked values, made without __init__."""
+    o = _new(TextMessageStartEvent)
+    _S_TextMessageStartEvent_timestamp(o, v_timestamp)
+    _S_TextMessageStartEvent_raw_event(o, v_raw_event)
+    _S_TextMessageStartEvent_metadata(o, v_metadata)
+    _S_TextMessageStartEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_TextMessageStartEvent_message_id(o, v_message_id)
+    _S_TextMessageStartEvent_role(o, v_role)
+    _S_TextMessageStartEvent_name(o, v_name)
+    return o
+
+
+_B_TextMessageStartEvent = _rt.constructor(
+    TextMessageStartEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+        "role",
+        "name",
+    ),
+    _b_TextMessageStartEvent,
+)
+
+
 def _d_TextMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageStartEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -3186,15 +3997,15 @@ def _d_TextMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageS
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_TextMessageStartEvent, _O_TextMessageStartEvent, False)
-    o = _new(TextMessageStartEvent)
-    _S_TextMessageStartEvent_timestamp(o, v_timestamp)
-    _S_TextMessageStartEvent_raw_event(o, v_raw_event)
-    _S_TextMessageStartEvent_metadata(o, v_metadata)
-    _S_TextMessageStartEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_TextMessageStartEvent_message_id(o, v_message_id)
-    _S_TextMessageStartEvent_role(o, v_role)
-    _S_TextMessageStartEvent_name(o, v_name)
-    return o
+    return _B_TextMessageStartEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+        v_role,
+        v_name,
+    )
 
 
 def _e_TextMessageStartEvent(o: TextMessageStartEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -3259,6 +4070,39 @@ _S_TextMessageContentEvent_message_id = TextMessageContentEvent.__dict__["messag
 _S_TextMessageContentEvent_delta = TextMessageContentEvent.__dict__["delta"].__set__
 
 
+def _b_TextMessageContentEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+    v_delta: Any,
+) -> TextMessageContentEvent:
+    """A TextMessageContentEvent of checked values, made without __init__."""
+    o = _new(TextMessageContentEvent)
+    _S_TextMessageContentEvent_timestamp(o, v_timestamp)
+    _S_TextMessageContentEvent_raw_event(o, v_raw_event)
+    _S_TextMessageContentEvent_metadata(o, v_metadata)
+    _S_TextMessageContentEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_TextMessageContentEvent_message_id(o, v_message_id)
+    _S_TextMessageContentEvent_delta(o, v_delta)
+    return o
+
+
+_B_TextMessageContentEvent = _rt.constructor(
+    TextMessageContentEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+        "delta",
+    ),
+    _b_TextMessageContentEvent,
+)
+
+
 def _d_TextMessageContentEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageContentEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -3306,14 +4150,14 @@ def _d_TextMessageContentEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessag
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_TextMessageContentEvent, _O_TextMessageContentEvent, False)
-    o = _new(TextMessageContentEvent)
-    _S_TextMessageContentEvent_timestamp(o, v_timestamp)
-    _S_TextMessageContentEvent_raw_event(o, v_raw_event)
-    _S_TextMessageContentEvent_metadata(o, v_metadata)
-    _S_TextMessageContentEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_TextMessageContentEvent_message_id(o, v_message_id)
-    _S_TextMessageContentEvent_delta(o, v_delta)
-    return o
+    return _B_TextMessageContentEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+        v_delta,
+    )
 
 
 def _e_TextMessageContentEvent(o: TextMessageContentEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -3368,6 +4212,36 @@ _S_TextMessageEndEvent_subagent_run_id = TextMessageEndEvent.__dict__["subagent_
 _S_TextMessageEndEvent_message_id = TextMessageEndEvent.__dict__["message_id"].__set__
 
 
+def _b_TextMessageEndEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+) -> TextMessageEndEvent:
+    """A TextMessageEndEvent of checked values, made without __init__."""
+    o = _new(TextMessageEndEvent)
+    _S_TextMessageEndEvent_timestamp(o, v_timestamp)
+    _S_TextMessageEndEvent_raw_event(o, v_raw_event)
+    _S_TextMessageEndEvent_metadata(o, v_metadata)
+    _S_TextMessageEndEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_TextMessageEndEvent_message_id(o, v_message_id)
+    return o
+
+
+_B_TextMessageEndEvent = _rt.constructor(
+    TextMessageEndEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+    ),
+    _b_TextMessageEndEvent,
+)
+
+
 def _d_TextMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageEndEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -3411,13 +4285,13 @@ def _d_TextMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageEnd
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_TextMessageEndEvent, _O_TextMessageEndEvent, False)
-    o = _new(TextMessageEndEvent)
-    _S_TextMessageEndEvent_timestamp(o, v_timestamp)
-    _S_TextMessageEndEvent_raw_event(o, v_raw_event)
-    _S_TextMessageEndEvent_metadata(o, v_metadata)
-    _S_TextMessageEndEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_TextMessageEndEvent_message_id(o, v_message_id)
-    return o
+    return _B_TextMessageEndEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+    )
 
 
 def _e_TextMessageEndEvent(o: TextMessageEndEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -3479,6 +4353,45 @@ _S_TextMessageChunkEvent_message_id = TextMessageChunkEvent.__dict__["message_id
 _S_TextMessageChunkEvent_role = TextMessageChunkEvent.__dict__["role"].__set__
 _S_TextMessageChunkEvent_delta = TextMessageChunkEvent.__dict__["delta"].__set__
 _S_TextMessageChunkEvent_name = TextMessageChunkEvent.__dict__["name"].__set__
+
+
+def _b_TextMessageChunkEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+    v_role: Any,
+    v_delta: Any,
+    v_name: Any,
+) -> TextMessageChunkEvent:
+    """A TextMessageChunkEvent of checked values, made without __init__."""
+    o = _new(TextMessageChunkEvent)
+    _S_TextMessageChunkEvent_timestamp(o, v_timestamp)
+    _S_TextMessageChunkEvent_raw_event(o, v_raw_event)
+    _S_TextMessageChunkEvent_metadata(o, v_metadata)
+    _S_TextMessageChunkEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_TextMessageChunkEvent_message_id(o, v_message_id)
+    _S_TextMessageChunkEvent_role(o, v_role)
+    _S_TextMessageChunkEvent_delta(o, v_delta)
+    _S_TextMessageChunkEvent_name(o, v_name)
+    return o
+
+
+_B_TextMessageChunkEvent = _rt.constructor(
+    TextMessageChunkEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+        "role",
+        "delta",
+        "name",
+    ),
+    _b_TextMessageChunkEvent,
+)
 
 
 def _d_TextMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageChunkEvent:
@@ -3549,16 +4462,16 @@ def _d_TextMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> TextMessageC
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_TextMessageChunkEvent, _O_TextMessageChunkEvent, False)
-    o = _new(TextMessageChunkEvent)
-    _S_TextMessageChunkEvent_timestamp(o, v_timestamp)
-    _S_TextMessageChunkEvent_raw_event(o, v_raw_event)
-    _S_TextMessageChunkEvent_metadata(o, v_metadata)
-    _S_TextMessageChunkEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_TextMessageChunkEvent_message_id(o, v_message_id)
-    _S_TextMessageChunkEvent_role(o, v_role)
-    _S_TextMessageChunkEvent_delta(o, v_delta)
-    _S_TextMessageChunkEvent_name(o, v_name)
-    return o
+    return _B_TextMessageChunkEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+        v_role,
+        v_delta,
+        v_name,
+    )
 
 
 def _e_TextMessageChunkEvent(o: TextMessageChunkEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -3637,6 +4550,42 @@ _S_ToolCallStartEvent_tool_call_name = ToolCallStartEvent.__dict__["tool_call_na
 _S_ToolCallStartEvent_parent_message_id = ToolCallStartEvent.__dict__["parent_message_id"].__set__
 
 
+def _b_ToolCallStartEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_tool_call_id: Any,
+    v_tool_call_name: Any,
+    v_parent_message_id: Any,
+) -> ToolCallStartEvent:
+    """A ToolCallStartEvent of checked values, made without __init__."""
+    o = _new(ToolCallStartEvent)
+    _S_ToolCallStartEvent_timestamp(o, v_timestamp)
+    _S_ToolCallStartEvent_raw_event(o, v_raw_event)
+    _S_ToolCallStartEvent_metadata(o, v_metadata)
+    _S_ToolCallStartEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ToolCallStartEvent_tool_call_id(o, v_tool_call_id)
+    _S_ToolCallStartEvent_tool_call_name(o, v_tool_call_name)
+    _S_ToolCallStartEvent_parent_message_id(o, v_parent_message_id)
+    return o
+
+
+_B_ToolCallStartEvent = _rt.constructor(
+    ToolCallStartEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "tool_call_id",
+        "tool_call_name",
+        "parent_message_id",
+    ),
+    _b_ToolCallStartEvent,
+)
+
+
 def _d_ToolCallStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallStartEvent:
     v_tool_call_id = d.get("toolCallId")
     if type(v_tool_call_id) is not str:
@@ -3691,15 +4640,15 @@ def _d_ToolCallStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallStartEv
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolCallStartEvent, _O_ToolCallStartEvent, False)
-    o = _new(ToolCallStartEvent)
-    _S_ToolCallStartEvent_timestamp(o, v_timestamp)
-    _S_ToolCallStartEvent_raw_event(o, v_raw_event)
-    _S_ToolCallStartEvent_metadata(o, v_metadata)
-    _S_ToolCallStartEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ToolCallStartEvent_tool_call_id(o, v_tool_call_id)
-    _S_ToolCallStartEvent_tool_call_name(o, v_tool_call_name)
-    _S_ToolCallStartEvent_parent_message_id(o, v_parent_message_id)
-    return o
+    return _B_ToolCallStartEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_tool_call_id,
+        v_tool_call_name,
+        v_parent_message_id,
+    )
 
 
 def _e_ToolCallStartEvent(o: ToolCallStartEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -3760,6 +4709,39 @@ _S_ToolCallArgsEvent_tool_call_id = ToolCallArgsEvent.__dict__["tool_call_id"]._
 _S_ToolCallArgsEvent_delta = ToolCallArgsEvent.__dict__["delta"].__set__
 
 
+def _b_ToolCallArgsEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_tool_call_id: Any,
+    v_delta: Any,
+) -> ToolCallArgsEvent:
+    """A ToolCallArgsEvent of checked values, made without __init__."""
+    o = _new(ToolCallArgsEvent)
+    _S_ToolCallArgsEvent_timestamp(o, v_timestamp)
+    _S_ToolCallArgsEvent_raw_event(o, v_raw_event)
+    _S_ToolCallArgsEvent_metadata(o, v_metadata)
+    _S_ToolCallArgsEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ToolCallArgsEvent_tool_call_id(o, v_tool_call_id)
+    _S_ToolCallArgsEvent_delta(o, v_delta)
+    return o
+
+
+_B_ToolCallArgsEvent = _rt.constructor(
+    ToolCallArgsEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "tool_call_id",
+        "delta",
+    ),
+    _b_ToolCallArgsEvent,
+)
+
+
 def _d_ToolCallArgsEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallArgsEvent:
     v_tool_call_id = d.get("toolCallId")
     if type(v_tool_call_id) is not str:
@@ -3807,14 +4789,14 @@ def _d_ToolCallArgsEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallArgsEven
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolCallArgsEvent, _O_ToolCallArgsEvent, False)
-    o = _new(ToolCallArgsEvent)
-    _S_ToolCallArgsEvent_timestamp(o, v_timestamp)
-    _S_ToolCallArgsEvent_raw_event(o, v_raw_event)
-    _S_ToolCallArgsEvent_metadata(o, v_metadata)
-    _S_ToolCallArgsEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ToolCallArgsEvent_tool_call_id(o, v_tool_call_id)
-    _S_ToolCallArgsEvent_delta(o, v_delta)
-    return o
+    return _B_ToolCallArgsEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_tool_call_id,
+        v_delta,
+    )
 
 
 def _e_ToolCallArgsEvent(o: ToolCallArgsEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -3869,6 +4851,36 @@ _S_ToolCallEndEvent_subagent_run_id = ToolCallEndEvent.__dict__["subagent_run_id
 _S_ToolCallEndEvent_tool_call_id = ToolCallEndEvent.__dict__["tool_call_id"].__set__
 
 
+def _b_ToolCallEndEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_tool_call_id: Any,
+) -> ToolCallEndEvent:
+    """A ToolCallEndEvent of checked values, made without __init__."""
+    o = _new(ToolCallEndEvent)
+    _S_ToolCallEndEvent_timestamp(o, v_timestamp)
+    _S_ToolCallEndEvent_raw_event(o, v_raw_event)
+    _S_ToolCallEndEvent_metadata(o, v_metadata)
+    _S_ToolCallEndEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ToolCallEndEvent_tool_call_id(o, v_tool_call_id)
+    return o
+
+
+_B_ToolCallEndEvent = _rt.constructor(
+    ToolCallEndEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "tool_call_id",
+    ),
+    _b_ToolCallEndEvent,
+)
+
+
 def _d_ToolCallEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallEndEvent:
     v_tool_call_id = d.get("toolCallId")
     if type(v_tool_call_id) is not str:
@@ -3912,13 +4924,13 @@ def _d_ToolCallEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallEndEvent:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolCallEndEvent, _O_ToolCallEndEvent, False)
-    o = _new(ToolCallEndEvent)
-    _S_ToolCallEndEvent_timestamp(o, v_timestamp)
-    _S_ToolCallEndEvent_raw_event(o, v_raw_event)
-    _S_ToolCallEndEvent_metadata(o, v_metadata)
-    _S_ToolCallEndEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ToolCallEndEvent_tool_call_id(o, v_tool_call_id)
-    return o
+    return _B_ToolCallEndEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_tool_call_id,
+    )
 
 
 def _e_ToolCallEndEvent(o: ToolCallEndEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -3991,6 +5003,45 @@ _S_ToolCallChunkEvent_parent_message_id = ToolCallChunkEvent.__dict__["parent_me
 _S_ToolCallChunkEvent_delta = ToolCallChunkEvent.__dict__["delta"].__set__
 
 
+def _b_ToolCallChunkEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_tool_call_id: Any,
+    v_tool_call_name: Any,
+    v_parent_message_id: Any,
+    v_delta: Any,
+) -> ToolCallChunkEvent:
+    """A ToolCallChunkEvent of checked values, made without __init__."""
+    o = _new(ToolCallChunkEvent)
+    _S_ToolCallChunkEvent_timestamp(o, v_timestamp)
+    _S_ToolCallChunkEvent_raw_event(o, v_raw_event)
+    _S_ToolCallChunkEvent_metadata(o, v_metadata)
+    _S_ToolCallChunkEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ToolCallChunkEvent_tool_call_id(o, v_tool_call_id)
+    _S_ToolCallChunkEvent_tool_call_name(o, v_tool_call_name)
+    _S_ToolCallChunkEvent_parent_message_id(o, v_parent_message_id)
+    _S_ToolCallChunkEvent_delta(o, v_delta)
+    return o
+
+
+_B_ToolCallChunkEvent = _rt.constructor(
+    ToolCallChunkEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "tool_call_id",
+        "tool_call_name",
+        "parent_message_id",
+        "delta",
+    ),
+    _b_ToolCallChunkEvent,
+)
+
+
 def _d_ToolCallChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallChunkEvent:
     n = 1
     if len(d) == n:
@@ -4058,16 +5109,16 @@ def _d_ToolCallChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallChunkEv
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolCallChunkEvent, _O_ToolCallChunkEvent, False)
-    o = _new(ToolCallChunkEvent)
-    _S_ToolCallChunkEvent_timestamp(o, v_timestamp)
-    _S_ToolCallChunkEvent_raw_event(o, v_raw_event)
-    _S_ToolCallChunkEvent_metadata(o, v_metadata)
-    _S_ToolCallChunkEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ToolCallChunkEvent_tool_call_id(o, v_tool_call_id)
-    _S_ToolCallChunkEvent_tool_call_name(o, v_tool_call_name)
-    _S_ToolCallChunkEvent_parent_message_id(o, v_parent_message_id)
-    _S_ToolCallChunkEvent_delta(o, v_delta)
-    return o
+    return _B_ToolCallChunkEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_tool_call_id,
+        v_tool_call_name,
+        v_parent_message_id,
+        v_delta,
+    )
 
 
 def _e_ToolCallChunkEvent(o: ToolCallChunkEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -4147,6 +5198,45 @@ _S_ToolCallResultEvent_content = ToolCallResultEvent.__dict__["content"].__set__
 _S_ToolCallResultEvent_role = ToolCallResultEvent.__dict__["role"].__set__
 
 
+def _b_ToolCallResultEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+    v_tool_call_id: Any,
+    v_content: Any,
+    v_role: Any,
+) -> ToolCallResultEvent:
+    """A ToolCallResultEvent of checked values, made without __init__."""
+    o = _new(ToolCallResultEvent)
+    _S_ToolCallResultEvent_timestamp(o, v_timestamp)
+    _S_ToolCallResultEvent_raw_event(o, v_raw_event)
+    _S_ToolCallResultEvent_metadata(o, v_metadata)
+    _S_ToolCallResultEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ToolCallResultEvent_message_id(o, v_message_id)
+    _S_ToolCallResultEvent_tool_call_id(o, v_tool_call_id)
+    _S_ToolCallResultEvent_content(o, v_content)
+    _S_ToolCallResultEvent_role(o, v_role)
+    return o
+
+
+_B_ToolCallResultEvent = _rt.constructor(
+    ToolCallResultEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+        "tool_call_id",
+        "content",
+        "role",
+    ),
+    _b_ToolCallResultEvent,
+)
+
+
 def _d_ToolCallResultEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallResultEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -4208,16 +5298,16 @@ def _d_ToolCallResultEvent(d: dict[str, Any], at: At, cx: Ctx) -> ToolCallResult
                 v_role = _rt.const(cx, d, at, "role", "tool")
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolCallResultEvent, _O_ToolCallResultEvent, False)
-    o = _new(ToolCallResultEvent)
-    _S_ToolCallResultEvent_timestamp(o, v_timestamp)
-    _S_ToolCallResultEvent_raw_event(o, v_raw_event)
-    _S_ToolCallResultEvent_metadata(o, v_metadata)
-    _S_ToolCallResultEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ToolCallResultEvent_message_id(o, v_message_id)
-    _S_ToolCallResultEvent_tool_call_id(o, v_tool_call_id)
-    _S_ToolCallResultEvent_content(o, v_content)
-    _S_ToolCallResultEvent_role(o, v_role)
-    return o
+    return _B_ToolCallResultEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+        v_tool_call_id,
+        v_content,
+        v_role,
+    )
 
 
 def _e_ToolCallResultEvent(o: ToolCallResultEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -4295,6 +5385,36 @@ _S_StateSnapshotEvent_subagent_run_id = StateSnapshotEvent.__dict__["subagent_ru
 _S_StateSnapshotEvent_snapshot = StateSnapshotEvent.__dict__["snapshot"].__set__
 
 
+def _b_StateSnapshotEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_snapshot: Any,
+) -> StateSnapshotEvent:
+    """A StateSnapshotEvent of checked values, made without __init__."""
+    o = _new(StateSnapshotEvent)
+    _S_StateSnapshotEvent_timestamp(o, v_timestamp)
+    _S_StateSnapshotEvent_raw_event(o, v_raw_event)
+    _S_StateSnapshotEvent_metadata(o, v_metadata)
+    _S_StateSnapshotEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_StateSnapshotEvent_snapshot(o, v_snapshot)
+    return o
+
+
+_B_StateSnapshotEvent = _rt.constructor(
+    StateSnapshotEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "snapshot",
+    ),
+    _b_StateSnapshotEvent,
+)
+
+
 def _d_StateSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateSnapshotEvent:
     v_snapshot = d.get("snapshot", _MISSING)
     if v_snapshot is _MISSING:
@@ -4340,13 +5460,13 @@ def _d_StateSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateSnapshotEv
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_StateSnapshotEvent, _O_StateSnapshotEvent, False)
-    o = _new(StateSnapshotEvent)
-    _S_StateSnapshotEvent_timestamp(o, v_timestamp)
-    _S_StateSnapshotEvent_raw_event(o, v_raw_event)
-    _S_StateSnapshotEvent_metadata(o, v_metadata)
-    _S_StateSnapshotEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_StateSnapshotEvent_snapshot(o, v_snapshot)
-    return o
+    return _B_StateSnapshotEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_snapshot,
+    )
 
 
 def _e_StateSnapshotEvent(o: StateSnapshotEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -4396,6 +5516,36 @@ _S_StateDeltaEvent_subagent_run_id = StateDeltaEvent.__dict__["subagent_run_id"]
 _S_StateDeltaEvent_delta = StateDeltaEvent.__dict__["delta"].__set__
 
 
+def _b_StateDeltaEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_delta: Any,
+) -> StateDeltaEvent:
+    """A StateDeltaEvent of checked values, made without __init__."""
+    o = _new(StateDeltaEvent)
+    _S_StateDeltaEvent_timestamp(o, v_timestamp)
+    _S_StateDeltaEvent_raw_event(o, v_raw_event)
+    _S_StateDeltaEvent_metadata(o, v_metadata)
+    _S_StateDeltaEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_StateDeltaEvent_delta(o, v_delta)
+    return o
+
+
+_B_StateDeltaEvent = _rt.constructor(
+    StateDeltaEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "delta",
+    ),
+    _b_StateDeltaEvent,
+)
+
+
 def _d_StateDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateDeltaEvent:
     v_delta = d.get("delta")
     if type(v_delta) is list:
@@ -4441,13 +5591,13 @@ def _d_StateDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> StateDeltaEvent:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_StateDeltaEvent, _O_StateDeltaEvent, False)
-    o = _new(StateDeltaEvent)
-    _S_StateDeltaEvent_timestamp(o, v_timestamp)
-    _S_StateDeltaEvent_raw_event(o, v_raw_event)
-    _S_StateDeltaEvent_metadata(o, v_metadata)
-    _S_StateDeltaEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_StateDeltaEvent_delta(o, v_delta)
-    return o
+    return _B_StateDeltaEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_delta,
+    )
 
 
 def _e_StateDeltaEvent(o: StateDeltaEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -4506,6 +5656,33 @@ _S_MessagesSnapshotEvent_metadata = MessagesSnapshotEvent.__dict__["metadata"]._
 _S_MessagesSnapshotEvent_messages = MessagesSnapshotEvent.__dict__["messages"].__set__
 
 
+def _b_MessagesSnapshotEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_messages: Any,
+) -> MessagesSnapshotEvent:
+    """A MessagesSnapshotEvent of checked values, made without __init__."""
+    o = _new(MessagesSnapshotEvent)
+    _S_MessagesSnapshotEvent_timestamp(o, v_timestamp)
+    _S_MessagesSnapshotEvent_raw_event(o, v_raw_event)
+    _S_MessagesSnapshotEvent_metadata(o, v_metadata)
+    _S_MessagesSnapshotEvent_messages(o, v_messages)
+    return o
+
+
+_B_MessagesSnapshotEvent = _rt.constructor(
+    MessagesSnapshotEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "messages",
+    ),
+    _b_MessagesSnapshotEvent,
+)
+
+
 def _d_MessagesSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> MessagesSnapshotEvent:
     v_messages = d.get("messages")
     if type(v_messages) is list:
@@ -4544,12 +5721,12 @@ def _d_MessagesSnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> MessagesSnap
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_MessagesSnapshotEvent, _O_MessagesSnapshotEvent, False)
-    o = _new(MessagesSnapshotEvent)
-    _S_MessagesSnapshotEvent_timestamp(o, v_timestamp)
-    _S_MessagesSnapshotEvent_raw_event(o, v_raw_event)
-    _S_MessagesSnapshotEvent_metadata(o, v_metadata)
-    _S_MessagesSnapshotEvent_messages(o, v_messages)
-    return o
+    return _B_MessagesSnapshotEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_messages,
+    )
 
 
 def _e_MessagesSnapshotEvent(o: MessagesSnapshotEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -4619,6 +5796,45 @@ _S_ActivitySnapshotEvent_content = ActivitySnapshotEvent.__dict__["content"].__s
 _S_ActivitySnapshotEvent_replace = ActivitySnapshotEvent.__dict__["replace"].__set__
 
 
+def _b_ActivitySnapshotEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+    v_activity_type: Any,
+    v_content: Any,
+    v_replace: Any,
+) -> ActivitySnapshotEvent:
+    """A ActivitySnapshotEvent of checked values, made without __init__."""
+    o = _new(ActivitySnapshotEvent)
+    _S_ActivitySnapshotEvent_timestamp(o, v_timestamp)
+    _S_ActivitySnapshotEvent_raw_event(o, v_raw_event)
+    _S_ActivitySnapshotEvent_metadata(o, v_metadata)
+    _S_ActivitySnapshotEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ActivitySnapshotEvent_message_id(o, v_message_id)
+    _S_ActivitySnapshotEvent_activity_type(o, v_activity_type)
+    _S_ActivitySnapshotEvent_content(o, v_content)
+    _S_ActivitySnapshotEvent_replace(o, v_replace)
+    return o
+
+
+_B_ActivitySnapshotEvent = _rt.constructor(
+    ActivitySnapshotEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+        "activity_type",
+        "content",
+        "replace",
+    ),
+    _b_ActivitySnapshotEvent,
+)
+
+
 def _d_ActivitySnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivitySnapshotEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -4679,16 +5895,16 @@ def _d_ActivitySnapshotEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivitySnap
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ActivitySnapshotEvent, _O_ActivitySnapshotEvent, False)
-    o = _new(ActivitySnapshotEvent)
-    _S_ActivitySnapshotEvent_timestamp(o, v_timestamp)
-    _S_ActivitySnapshotEvent_raw_event(o, v_raw_event)
-    _S_ActivitySnapshotEvent_metadata(o, v_metadata)
-    _S_ActivitySnapshotEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ActivitySnapshotEvent_message_id(o, v_message_id)
-    _S_ActivitySnapshotEvent_activity_type(o, v_activity_type)
-    _S_ActivitySnapshotEvent_content(o, v_content)
-    _S_ActivitySnapshotEvent_replace(o, v_replace)
-    return o
+    return _B_ActivitySnapshotEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+        v_activity_type,
+        v_content,
+        v_replace,
+    )
 
 
 def _e_ActivitySnapshotEvent(o: ActivitySnapshotEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -4761,6 +5977,42 @@ _S_ActivityDeltaEvent_activity_type = ActivityDeltaEvent.__dict__["activity_type
 _S_ActivityDeltaEvent_patch = ActivityDeltaEvent.__dict__["patch"].__set__
 
 
+def _b_ActivityDeltaEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+    v_activity_type: Any,
+    v_patch: Any,
+) -> ActivityDeltaEvent:
+    """A ActivityDeltaEvent of checked values, made without __init__."""
+    o = _new(ActivityDeltaEvent)
+    _S_ActivityDeltaEvent_timestamp(o, v_timestamp)
+    _S_ActivityDeltaEvent_raw_event(o, v_raw_event)
+    _S_ActivityDeltaEvent_metadata(o, v_metadata)
+    _S_ActivityDeltaEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ActivityDeltaEvent_message_id(o, v_message_id)
+    _S_ActivityDeltaEvent_activity_type(o, v_activity_type)
+    _S_ActivityDeltaEvent_patch(o, v_patch)
+    return o
+
+
+_B_ActivityDeltaEvent = _rt.constructor(
+    ActivityDeltaEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+        "activity_type",
+        "patch",
+    ),
+    _b_ActivityDeltaEvent,
+)
+
+
 def _d_ActivityDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivityDeltaEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -4814,15 +6066,15 @@ def _d_ActivityDeltaEvent(d: dict[str, Any], at: At, cx: Ctx) -> ActivityDeltaEv
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ActivityDeltaEvent, _O_ActivityDeltaEvent, False)
-    o = _new(ActivityDeltaEvent)
-    _S_ActivityDeltaEvent_timestamp(o, v_timestamp)
-    _S_ActivityDeltaEvent_raw_event(o, v_raw_event)
-    _S_ActivityDeltaEvent_metadata(o, v_metadata)
-    _S_ActivityDeltaEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ActivityDeltaEvent_message_id(o, v_message_id)
-    _S_ActivityDeltaEvent_activity_type(o, v_activity_type)
-    _S_ActivityDeltaEvent_patch(o, v_patch)
-    return o
+    return _B_ActivityDeltaEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+        v_activity_type,
+        v_patch,
+    )
 
 
 def _e_ActivityDeltaEvent(o: ActivityDeltaEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -4893,6 +6145,39 @@ _S_RawEvent_event = RawEvent.__dict__["event"].__set__
 _S_RawEvent_source = RawEvent.__dict__["source"].__set__
 
 
+def _b_RawEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_event: Any,
+    v_source: Any,
+) -> RawEvent:
+    """A RawEvent of checked values, made without __init__."""
+    o = _new(RawEvent)
+    _S_RawEvent_timestamp(o, v_timestamp)
+    _S_RawEvent_raw_event(o, v_raw_event)
+    _S_RawEvent_metadata(o, v_metadata)
+    _S_RawEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_RawEvent_event(o, v_event)
+    _S_RawEvent_source(o, v_source)
+    return o
+
+
+_B_RawEvent = _rt.constructor(
+    RawEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "event",
+        "source",
+    ),
+    _b_RawEvent,
+)
+
+
 def _d_RawEvent(d: dict[str, Any], at: At, cx: Ctx) -> RawEvent:
     v_event = d.get("event", _MISSING)
     if v_event is _MISSING:
@@ -4945,14 +6230,14 @@ def _d_RawEvent(d: dict[str, Any], at: At, cx: Ctx) -> RawEvent:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_RawEvent, _O_RawEvent, False)
-    o = _new(RawEvent)
-    _S_RawEvent_timestamp(o, v_timestamp)
-    _S_RawEvent_raw_event(o, v_raw_event)
-    _S_RawEvent_metadata(o, v_metadata)
-    _S_RawEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_RawEvent_event(o, v_event)
-    _S_RawEvent_source(o, v_source)
-    return o
+    return _B_RawEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_event,
+        v_source,
+    )
 
 
 def _e_RawEvent(o: RawEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -5006,6 +6291,39 @@ _S_CustomEvent_name = CustomEvent.__dict__["name"].__set__
 _S_CustomEvent_value = CustomEvent.__dict__["value"].__set__
 
 
+def _b_CustomEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_name: Any,
+    v_value: Any,
+) -> CustomEvent:
+    """A CustomEvent of checked values, made without __init__."""
+    o = _new(CustomEvent)
+    _S_CustomEvent_timestamp(o, v_timestamp)
+    _S_CustomEvent_raw_event(o, v_raw_event)
+    _S_CustomEvent_metadata(o, v_metadata)
+    _S_CustomEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_CustomEvent_name(o, v_name)
+    _S_CustomEvent_value(o, v_value)
+    return o
+
+
+_B_CustomEvent = _rt.constructor(
+    CustomEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "name",
+        "value",
+    ),
+    _b_CustomEvent,
+)
+
+
 def _d_CustomEvent(d: dict[str, Any], at: At, cx: Ctx) -> CustomEvent:
     v_name = d.get("name")
     if type(v_name) is not str:
@@ -5055,14 +6373,14 @@ def _d_CustomEvent(d: dict[str, Any], at: At, cx: Ctx) -> CustomEvent:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_CustomEvent, _O_CustomEvent, False)
-    o = _new(CustomEvent)
-    _S_CustomEvent_timestamp(o, v_timestamp)
-    _S_CustomEvent_raw_event(o, v_raw_event)
-    _S_CustomEvent_metadata(o, v_metadata)
-    _S_CustomEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_CustomEvent_name(o, v_name)
-    _S_CustomEvent_value(o, v_value)
-    return o
+    return _B_CustomEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_name,
+        v_value,
+    )
 
 
 def _e_CustomEvent(o: CustomEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -5125,6 +6443,45 @@ _S_RunStartedEvent_run_id = RunStartedEvent.__dict__["run_id"].__set__
 _S_RunStartedEvent_protocol_version = RunStartedEvent.__dict__["protocol_version"].__set__
 _S_RunStartedEvent_parent_run_id = RunStartedEvent.__dict__["parent_run_id"].__set__
 _S_RunStartedEvent_input = RunStartedEvent.__dict__["input"].__set__
+
+
+def _b_RunStartedEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_thread_id: Any,
+    v_run_id: Any,
+    v_protocol_version: Any,
+    v_parent_run_id: Any,
+    v_input: Any,
+) -> RunStartedEvent:
+    """A RunStartedEvent of checked values, made without __init__."""
+    o = _new(RunStartedEvent)
+    _S_RunStartedEvent_timestamp(o, v_timestamp)
+    _S_RunStartedEvent_raw_event(o, v_raw_event)
+    _S_RunStartedEvent_metadata(o, v_metadata)
+    _S_RunStartedEvent_thread_id(o, v_thread_id)
+    _S_RunStartedEvent_run_id(o, v_run_id)
+    _S_RunStartedEvent_protocol_version(o, v_protocol_version)
+    _S_RunStartedEvent_parent_run_id(o, v_parent_run_id)
+    _S_RunStartedEvent_input(o, v_input)
+    return o
+
+
+_B_RunStartedEvent = _rt.constructor(
+    RunStartedEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "thread_id",
+        "run_id",
+        "protocol_version",
+        "parent_run_id",
+        "input",
+    ),
+    _b_RunStartedEvent,
+)
 
 
 def _d_RunStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunStartedEvent:
@@ -5190,16 +6547,16 @@ def _d_RunStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunStartedEvent:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_RunStartedEvent, _O_RunStartedEvent, False)
-    o = _new(RunStartedEvent)
-    _S_RunStartedEvent_timestamp(o, v_timestamp)
-    _S_RunStartedEvent_raw_event(o, v_raw_event)
-    _S_RunStartedEvent_metadata(o, v_metadata)
-    _S_RunStartedEvent_thread_id(o, v_thread_id)
-    _S_RunStartedEvent_run_id(o, v_run_id)
-    _S_RunStartedEvent_protocol_version(o, v_protocol_version)
-    _S_RunStartedEvent_parent_run_id(o, v_parent_run_id)
-    _S_RunStartedEvent_input(o, v_input)
-    return o
+    return _B_RunStartedEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_thread_id,
+        v_run_id,
+        v_protocol_version,
+        v_parent_run_id,
+        v_input,
+    )
 
 
 def _e_RunStartedEvent(o: RunStartedEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -5269,6 +6626,45 @@ _S_RunFinishedEvent_run_id = RunFinishedEvent.__dict__["run_id"].__set__
 _S_RunFinishedEvent_result = RunFinishedEvent.__dict__["result"].__set__
 _S_RunFinishedEvent_outcome = RunFinishedEvent.__dict__["outcome"].__set__
 _S_RunFinishedEvent_usage = RunFinishedEvent.__dict__["usage"].__set__
+
+
+def _b_RunFinishedEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_thread_id: Any,
+    v_run_id: Any,
+    v_result: Any,
+    v_outcome: Any,
+    v_usage: Any,
+) -> RunFinishedEvent:
+    """A RunFinishedEvent of checked values, made without __init__."""
+    o = _new(RunFinishedEvent)
+    _S_RunFinishedEvent_timestamp(o, v_timestamp)
+    _S_RunFinishedEvent_raw_event(o, v_raw_event)
+    _S_RunFinishedEvent_metadata(o, v_metadata)
+    _S_RunFinishedEvent_thread_id(o, v_thread_id)
+    _S_RunFinishedEvent_run_id(o, v_run_id)
+    _S_RunFinishedEvent_result(o, v_result)
+    _S_RunFinishedEvent_outcome(o, v_outcome)
+    _S_RunFinishedEvent_usage(o, v_usage)
+    return o
+
+
+_B_RunFinishedEvent = _rt.constructor(
+    RunFinishedEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "thread_id",
+        "run_id",
+        "result",
+        "outcome",
+        "usage",
+    ),
+    _b_RunFinishedEvent,
+)
 
 
 def _d_RunFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunFinishedEvent:
@@ -5345,16 +6741,16 @@ def _d_RunFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunFinishedEvent:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_RunFinishedEvent, _O_RunFinishedEvent, False)
-    o = _new(RunFinishedEvent)
-    _S_RunFinishedEvent_timestamp(o, v_timestamp)
-    _S_RunFinishedEvent_raw_event(o, v_raw_event)
-    _S_RunFinishedEvent_metadata(o, v_metadata)
-    _S_RunFinishedEvent_thread_id(o, v_thread_id)
-    _S_RunFinishedEvent_run_id(o, v_run_id)
-    _S_RunFinishedEvent_result(o, v_result)
-    _S_RunFinishedEvent_outcome(o, v_outcome)
-    _S_RunFinishedEvent_usage(o, v_usage)
-    return o
+    return _B_RunFinishedEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_thread_id,
+        v_run_id,
+        v_result,
+        v_outcome,
+        v_usage,
+    )
 
 
 def _e_RunFinishedEvent(o: RunFinishedEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -5433,6 +6829,39 @@ _S_RunErrorEvent_code = RunErrorEvent.__dict__["code"].__set__
 _S_RunErrorEvent_usage = RunErrorEvent.__dict__["usage"].__set__
 
 
+def _b_RunErrorEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_message: Any,
+    v_code: Any,
+    v_usage: Any,
+) -> RunErrorEvent:
+    """A RunErrorEvent of checked values, made without __init__."""
+    o = _new(RunErrorEvent)
+    _S_RunErrorEvent_timestamp(o, v_timestamp)
+    _S_RunErrorEvent_raw_event(o, v_raw_event)
+    _S_RunErrorEvent_metadata(o, v_metadata)
+    _S_RunErrorEvent_message(o, v_message)
+    _S_RunErrorEvent_code(o, v_code)
+    _S_RunErrorEvent_usage(o, v_usage)
+    return o
+
+
+_B_RunErrorEvent = _rt.constructor(
+    RunErrorEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "message",
+        "code",
+        "usage",
+    ),
+    _b_RunErrorEvent,
+)
+
+
 def _d_RunErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunErrorEvent:
     v_message = d.get("message")
     if type(v_message) is not str:
@@ -5492,14 +6921,14 @@ def _d_RunErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> RunErrorEvent:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_RunErrorEvent, _O_RunErrorEvent, False)
-    o = _new(RunErrorEvent)
-    _S_RunErrorEvent_timestamp(o, v_timestamp)
-    _S_RunErrorEvent_raw_event(o, v_raw_event)
-    _S_RunErrorEvent_metadata(o, v_metadata)
-    _S_RunErrorEvent_message(o, v_message)
-    _S_RunErrorEvent_code(o, v_code)
-    _S_RunErrorEvent_usage(o, v_usage)
-    return o
+    return _B_RunErrorEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_message,
+        v_code,
+        v_usage,
+    )
 
 
 def _e_RunErrorEvent(o: RunErrorEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -5560,6 +6989,36 @@ _S_StepStartedEvent_subagent_run_id = StepStartedEvent.__dict__["subagent_run_id
 _S_StepStartedEvent_step_name = StepStartedEvent.__dict__["step_name"].__set__
 
 
+def _b_StepStartedEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_step_name: Any,
+) -> StepStartedEvent:
+    """A StepStartedEvent of checked values, made without __init__."""
+    o = _new(StepStartedEvent)
+    _S_StepStartedEvent_timestamp(o, v_timestamp)
+    _S_StepStartedEvent_raw_event(o, v_raw_event)
+    _S_StepStartedEvent_metadata(o, v_metadata)
+    _S_StepStartedEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_StepStartedEvent_step_name(o, v_step_name)
+    return o
+
+
+_B_StepStartedEvent = _rt.constructor(
+    StepStartedEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "step_name",
+    ),
+    _b_StepStartedEvent,
+)
+
+
 def _d_StepStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepStartedEvent:
     v_step_name = d.get("stepName")
     if type(v_step_name) is not str:
@@ -5603,13 +7062,13 @@ def _d_StepStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepStartedEvent:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_StepStartedEvent, _O_StepStartedEvent, False)
-    o = _new(StepStartedEvent)
-    _S_StepStartedEvent_timestamp(o, v_timestamp)
-    _S_StepStartedEvent_raw_event(o, v_raw_event)
-    _S_StepStartedEvent_metadata(o, v_metadata)
-    _S_StepStartedEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_StepStartedEvent_step_name(o, v_step_name)
-    return o
+    return _B_StepStartedEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_step_name,
+    )
 
 
 def _e_StepStartedEvent(o: StepStartedEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -5660,6 +7119,36 @@ _S_StepFinishedEvent_subagent_run_id = StepFinishedEvent.__dict__["subagent_run_
 _S_StepFinishedEvent_step_name = StepFinishedEvent.__dict__["step_name"].__set__
 
 
+def _b_StepFinishedEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_step_name: Any,
+) -> StepFinishedEvent:
+    """A StepFinishedEvent of checked values, made without __init__."""
+    o = _new(StepFinishedEvent)
+    _S_StepFinishedEvent_timestamp(o, v_timestamp)
+    _S_StepFinishedEvent_raw_event(o, v_raw_event)
+    _S_StepFinishedEvent_metadata(o, v_metadata)
+    _S_StepFinishedEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_StepFinishedEvent_step_name(o, v_step_name)
+    return o
+
+
+_B_StepFinishedEvent = _rt.constructor(
+    StepFinishedEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "step_name",
+    ),
+    _b_StepFinishedEvent,
+)
+
+
 def _d_StepFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepFinishedEvent:
     v_step_name = d.get("stepName")
     if type(v_step_name) is not str:
@@ -5703,13 +7192,13 @@ def _d_StepFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> StepFinishedEven
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_StepFinishedEvent, _O_StepFinishedEvent, False)
-    o = _new(StepFinishedEvent)
-    _S_StepFinishedEvent_timestamp(o, v_timestamp)
-    _S_StepFinishedEvent_raw_event(o, v_raw_event)
-    _S_StepFinishedEvent_metadata(o, v_metadata)
-    _S_StepFinishedEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_StepFinishedEvent_step_name(o, v_step_name)
-    return o
+    return _B_StepFinishedEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_step_name,
+    )
 
 
 def _e_StepFinishedEvent(o: StepFinishedEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -5760,6 +7249,36 @@ _S_ReasoningStartEvent_subagent_run_id = ReasoningStartEvent.__dict__["subagent_
 _S_ReasoningStartEvent_message_id = ReasoningStartEvent.__dict__["message_id"].__set__
 
 
+def _b_ReasoningStartEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+) -> ReasoningStartEvent:
+    """A ReasoningStartEvent of checked values, made without __init__."""
+    o = _new(ReasoningStartEvent)
+    _S_ReasoningStartEvent_timestamp(o, v_timestamp)
+    _S_ReasoningStartEvent_raw_event(o, v_raw_event)
+    _S_ReasoningStartEvent_metadata(o, v_metadata)
+    _S_ReasoningStartEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ReasoningStartEvent_message_id(o, v_message_id)
+    return o
+
+
+_B_ReasoningStartEvent = _rt.constructor(
+    ReasoningStartEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+    ),
+    _b_ReasoningStartEvent,
+)
+
+
 def _d_ReasoningStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningStartEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -5803,13 +7322,13 @@ def _d_ReasoningStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningStart
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ReasoningStartEvent, _O_ReasoningStartEvent, False)
-    o = _new(ReasoningStartEvent)
-    _S_ReasoningStartEvent_timestamp(o, v_timestamp)
-    _S_ReasoningStartEvent_raw_event(o, v_raw_event)
-    _S_ReasoningStartEvent_metadata(o, v_metadata)
-    _S_ReasoningStartEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ReasoningStartEvent_message_id(o, v_message_id)
-    return o
+    return _B_ReasoningStartEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+    )
 
 
 def _e_ReasoningStartEvent(o: ReasoningStartEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -5862,6 +7381,36 @@ _S_ReasoningMessageStartEvent_subagent_run_id = ReasoningMessageStartEvent.__dic
 _S_ReasoningMessageStartEvent_message_id = ReasoningMessageStartEvent.__dict__["message_id"].__set__
 
 
+def _b_ReasoningMessageStartEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+) -> ReasoningMessageStartEvent:
+    """A ReasoningMessageStartEvent of checked values, made without __init__."""
+    o = _new(ReasoningMessageStartEvent)
+    _S_ReasoningMessageStartEvent_timestamp(o, v_timestamp)
+    _S_ReasoningMessageStartEvent_raw_event(o, v_raw_event)
+    _S_ReasoningMessageStartEvent_metadata(o, v_metadata)
+    _S_ReasoningMessageStartEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ReasoningMessageStartEvent_message_id(o, v_message_id)
+    return o
+
+
+_B_ReasoningMessageStartEvent = _rt.constructor(
+    ReasoningMessageStartEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+    ),
+    _b_ReasoningMessageStartEvent,
+)
+
+
 def _d_ReasoningMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningMessageStartEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -5907,13 +7456,13 @@ def _d_ReasoningMessageStartEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoni
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ReasoningMessageStartEvent, _O_ReasoningMessageStartEvent, False)
-    o = _new(ReasoningMessageStartEvent)
-    _S_ReasoningMessageStartEvent_timestamp(o, v_timestamp)
-    _S_ReasoningMessageStartEvent_raw_event(o, v_raw_event)
-    _S_ReasoningMessageStartEvent_metadata(o, v_metadata)
-    _S_ReasoningMessageStartEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ReasoningMessageStartEvent_message_id(o, v_message_id)
-    return o
+    return _B_ReasoningMessageStartEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+    )
 
 
 def _e_ReasoningMessageStartEvent(o: ReasoningMessageStartEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -5974,6 +7523,39 @@ _S_ReasoningMessageContentEvent_message_id = ReasoningMessageContentEvent.__dict
 _S_ReasoningMessageContentEvent_delta = ReasoningMessageContentEvent.__dict__["delta"].__set__
 
 
+def _b_ReasoningMessageContentEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+    v_delta: Any,
+) -> ReasoningMessageContentEvent:
+    """A ReasoningMessageContentEvent of checked values, made without __init__."""
+    o = _new(ReasoningMessageContentEvent)
+    _S_ReasoningMessageContentEvent_timestamp(o, v_timestamp)
+    _S_ReasoningMessageContentEvent_raw_event(o, v_raw_event)
+    _S_ReasoningMessageContentEvent_metadata(o, v_metadata)
+    _S_ReasoningMessageContentEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ReasoningMessageContentEvent_message_id(o, v_message_id)
+    _S_ReasoningMessageContentEvent_delta(o, v_delta)
+    return o
+
+
+_B_ReasoningMessageContentEvent = _rt.constructor(
+    ReasoningMessageContentEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+        "delta",
+    ),
+    _b_ReasoningMessageContentEvent,
+)
+
+
 def _d_ReasoningMessageContentEvent(
     d: dict[str, Any], at: At, cx: Ctx
 ) -> ReasoningMessageContentEvent:
@@ -6025,14 +7607,14 @@ def _d_ReasoningMessageContentEvent(
         _rt.extra(
             cx, d, at, _K_ReasoningMessageContentEvent, _O_ReasoningMessageContentEvent, False
         )
-    o = _new(ReasoningMessageContentEvent)
-    _S_ReasoningMessageContentEvent_timestamp(o, v_timestamp)
-    _S_ReasoningMessageContentEvent_raw_event(o, v_raw_event)
-    _S_ReasoningMessageContentEvent_metadata(o, v_metadata)
-    _S_ReasoningMessageContentEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ReasoningMessageContentEvent_message_id(o, v_message_id)
-    _S_ReasoningMessageContentEvent_delta(o, v_delta)
-    return o
+    return _B_ReasoningMessageContentEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+        v_delta,
+    )
 
 
 def _e_ReasoningMessageContentEvent(
@@ -6091,6 +7673,36 @@ _S_ReasoningMessageEndEvent_subagent_run_id = ReasoningMessageEndEvent.__dict__[
 _S_ReasoningMessageEndEvent_message_id = ReasoningMessageEndEvent.__dict__["message_id"].__set__
 
 
+def _b_ReasoningMessageEndEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+) -> ReasoningMessageEndEvent:
+    """A ReasoningMessageEndEvent of checked values, made without __init__."""
+    o = _new(ReasoningMessageEndEvent)
+    _S_ReasoningMessageEndEvent_timestamp(o, v_timestamp)
+    _S_ReasoningMessageEndEvent_raw_event(o, v_raw_event)
+    _S_ReasoningMessageEndEvent_metadata(o, v_metadata)
+    _S_ReasoningMessageEndEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ReasoningMessageEndEvent_message_id(o, v_message_id)
+    return o
+
+
+_B_ReasoningMessageEndEvent = _rt.constructor(
+    ReasoningMessageEndEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+    ),
+    _b_ReasoningMessageEndEvent,
+)
+
+
 def _d_ReasoningMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningMessageEndEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -6134,13 +7746,13 @@ def _d_ReasoningMessageEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoning
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ReasoningMessageEndEvent, _O_ReasoningMessageEndEvent, False)
-    o = _new(ReasoningMessageEndEvent)
-    _S_ReasoningMessageEndEvent_timestamp(o, v_timestamp)
-    _S_ReasoningMessageEndEvent_raw_event(o, v_raw_event)
-    _S_ReasoningMessageEndEvent_metadata(o, v_metadata)
-    _S_ReasoningMessageEndEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ReasoningMessageEndEvent_message_id(o, v_message_id)
-    return o
+    return _B_ReasoningMessageEndEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+    )
 
 
 def _e_ReasoningMessageEndEvent(o: ReasoningMessageEndEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -6192,6 +7804,39 @@ _S_ReasoningMessageChunkEvent_subagent_run_id = ReasoningMessageChunkEvent.__dic
 ].__set__
 _S_ReasoningMessageChunkEvent_message_id = ReasoningMessageChunkEvent.__dict__["message_id"].__set__
 _S_ReasoningMessageChunkEvent_delta = ReasoningMessageChunkEvent.__dict__["delta"].__set__
+
+
+def _b_ReasoningMessageChunkEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+    v_delta: Any,
+) -> ReasoningMessageChunkEvent:
+    """A ReasoningMessageChunkEvent of checked values, made without __init__."""
+    o = _new(ReasoningMessageChunkEvent)
+    _S_ReasoningMessageChunkEvent_timestamp(o, v_timestamp)
+    _S_ReasoningMessageChunkEvent_raw_event(o, v_raw_event)
+    _S_ReasoningMessageChunkEvent_metadata(o, v_metadata)
+    _S_ReasoningMessageChunkEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ReasoningMessageChunkEvent_message_id(o, v_message_id)
+    _S_ReasoningMessageChunkEvent_delta(o, v_delta)
+    return o
+
+
+_B_ReasoningMessageChunkEvent = _rt.constructor(
+    ReasoningMessageChunkEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+        "delta",
+    ),
+    _b_ReasoningMessageChunkEvent,
+)
 
 
 def _d_ReasoningMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningMessageChunkEvent:
@@ -6247,14 +7892,14 @@ def _d_ReasoningMessageChunkEvent(d: dict[str, Any], at: At, cx: Ctx) -> Reasoni
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ReasoningMessageChunkEvent, _O_ReasoningMessageChunkEvent, False)
-    o = _new(ReasoningMessageChunkEvent)
-    _S_ReasoningMessageChunkEvent_timestamp(o, v_timestamp)
-    _S_ReasoningMessageChunkEvent_raw_event(o, v_raw_event)
-    _S_ReasoningMessageChunkEvent_metadata(o, v_metadata)
-    _S_ReasoningMessageChunkEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ReasoningMessageChunkEvent_message_id(o, v_message_id)
-    _S_ReasoningMessageChunkEvent_delta(o, v_delta)
-    return o
+    return _B_ReasoningMessageChunkEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+        v_delta,
+    )
 
 
 def _e_ReasoningMessageChunkEvent(o: ReasoningMessageChunkEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -6311,6 +7956,36 @@ _S_ReasoningEndEvent_subagent_run_id = ReasoningEndEvent.__dict__["subagent_run_
 _S_ReasoningEndEvent_message_id = ReasoningEndEvent.__dict__["message_id"].__set__
 
 
+def _b_ReasoningEndEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message_id: Any,
+) -> ReasoningEndEvent:
+    """A ReasoningEndEvent of checked values, made without __init__."""
+    o = _new(ReasoningEndEvent)
+    _S_ReasoningEndEvent_timestamp(o, v_timestamp)
+    _S_ReasoningEndEvent_raw_event(o, v_raw_event)
+    _S_ReasoningEndEvent_metadata(o, v_metadata)
+    _S_ReasoningEndEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ReasoningEndEvent_message_id(o, v_message_id)
+    return o
+
+
+_B_ReasoningEndEvent = _rt.constructor(
+    ReasoningEndEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message_id",
+    ),
+    _b_ReasoningEndEvent,
+)
+
+
 def _d_ReasoningEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningEndEvent:
     v_message_id = d.get("messageId")
     if type(v_message_id) is not str:
@@ -6354,13 +8029,13 @@ def _d_ReasoningEndEvent(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningEndEven
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ReasoningEndEvent, _O_ReasoningEndEvent, False)
-    o = _new(ReasoningEndEvent)
-    _S_ReasoningEndEvent_timestamp(o, v_timestamp)
-    _S_ReasoningEndEvent_raw_event(o, v_raw_event)
-    _S_ReasoningEndEvent_metadata(o, v_metadata)
-    _S_ReasoningEndEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ReasoningEndEvent_message_id(o, v_message_id)
-    return o
+    return _B_ReasoningEndEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message_id,
+    )
 
 
 def _e_ReasoningEndEvent(o: ReasoningEndEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -6432,6 +8107,42 @@ _S_ReasoningEncryptedValueEvent_encrypted_value = ReasoningEncryptedValueEvent._
 ].__set__
 
 
+def _b_ReasoningEncryptedValueEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_subtype: Any,
+    v_entity_id: Any,
+    v_encrypted_value: Any,
+) -> ReasoningEncryptedValueEvent:
+    """A ReasoningEncryptedValueEvent of checked values, made without __init__."""
+    o = _new(ReasoningEncryptedValueEvent)
+    _S_ReasoningEncryptedValueEvent_timestamp(o, v_timestamp)
+    _S_ReasoningEncryptedValueEvent_raw_event(o, v_raw_event)
+    _S_ReasoningEncryptedValueEvent_metadata(o, v_metadata)
+    _S_ReasoningEncryptedValueEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_ReasoningEncryptedValueEvent_subtype(o, v_subtype)
+    _S_ReasoningEncryptedValueEvent_entity_id(o, v_entity_id)
+    _S_ReasoningEncryptedValueEvent_encrypted_value(o, v_encrypted_value)
+    return o
+
+
+_B_ReasoningEncryptedValueEvent = _rt.constructor(
+    ReasoningEncryptedValueEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "subtype",
+        "entity_id",
+        "encrypted_value",
+    ),
+    _b_ReasoningEncryptedValueEvent,
+)
+
+
 def _d_ReasoningEncryptedValueEvent(
     d: dict[str, Any], at: At, cx: Ctx
 ) -> ReasoningEncryptedValueEvent:
@@ -6490,15 +8201,15 @@ def _d_ReasoningEncryptedValueEvent(
         _rt.extra(
             cx, d, at, _K_ReasoningEncryptedValueEvent, _O_ReasoningEncryptedValueEvent, False
         )
-    o = _new(ReasoningEncryptedValueEvent)
-    _S_ReasoningEncryptedValueEvent_timestamp(o, v_timestamp)
-    _S_ReasoningEncryptedValueEvent_raw_event(o, v_raw_event)
-    _S_ReasoningEncryptedValueEvent_metadata(o, v_metadata)
-    _S_ReasoningEncryptedValueEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_ReasoningEncryptedValueEvent_subtype(o, v_subtype)
-    _S_ReasoningEncryptedValueEvent_entity_id(o, v_entity_id)
-    _S_ReasoningEncryptedValueEvent_encrypted_value(o, v_encrypted_value)
-    return o
+    return _B_ReasoningEncryptedValueEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_subtype,
+        v_entity_id,
+        v_encrypted_value,
+    )
 
 
 def _e_ReasoningEncryptedValueEvent(
@@ -6597,6 +8308,48 @@ _S_SubagentStartedEvent_parent_message_id = SubagentStartedEvent.__dict__[
 ].__set__
 
 
+def _b_SubagentStartedEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_name: Any,
+    v_description: Any,
+    v_parent_subagent_run_id: Any,
+    v_parent_tool_call_id: Any,
+    v_parent_message_id: Any,
+) -> SubagentStartedEvent:
+    """A SubagentStartedEvent of checked values, made without __init__."""
+    o = _new(SubagentStartedEvent)
+    _S_SubagentStartedEvent_timestamp(o, v_timestamp)
+    _S_SubagentStartedEvent_raw_event(o, v_raw_event)
+    _S_SubagentStartedEvent_metadata(o, v_metadata)
+    _S_SubagentStartedEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_SubagentStartedEvent_name(o, v_name)
+    _S_SubagentStartedEvent_description(o, v_description)
+    _S_SubagentStartedEvent_parent_subagent_run_id(o, v_parent_subagent_run_id)
+    _S_SubagentStartedEvent_parent_tool_call_id(o, v_parent_tool_call_id)
+    _S_SubagentStartedEvent_parent_message_id(o, v_parent_message_id)
+    return o
+
+
+_B_SubagentStartedEvent = _rt.constructor(
+    SubagentStartedEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "name",
+        "description",
+        "parent_subagent_run_id",
+        "parent_tool_call_id",
+        "parent_message_id",
+    ),
+    _b_SubagentStartedEvent,
+)
+
+
 def _d_SubagentStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentStartedEvent:
     v_subagent_run_id = d.get("subagentRunId")
     if type(v_subagent_run_id) is not str:
@@ -6665,17 +8418,17 @@ def _d_SubagentStartedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentStart
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_SubagentStartedEvent, _O_SubagentStartedEvent, False)
-    o = _new(SubagentStartedEvent)
-    _S_SubagentStartedEvent_timestamp(o, v_timestamp)
-    _S_SubagentStartedEvent_raw_event(o, v_raw_event)
-    _S_SubagentStartedEvent_metadata(o, v_metadata)
-    _S_SubagentStartedEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_SubagentStartedEvent_name(o, v_name)
-    _S_SubagentStartedEvent_description(o, v_description)
-    _S_SubagentStartedEvent_parent_subagent_run_id(o, v_parent_subagent_run_id)
-    _S_SubagentStartedEvent_parent_tool_call_id(o, v_parent_tool_call_id)
-    _S_SubagentStartedEvent_parent_message_id(o, v_parent_message_id)
-    return o
+    return _B_SubagentStartedEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_name,
+        v_description,
+        v_parent_subagent_run_id,
+        v_parent_tool_call_id,
+        v_parent_message_id,
+    )
 
 
 def _e_SubagentStartedEvent(o: SubagentStartedEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -6746,6 +8499,39 @@ _S_SubagentFinishedEvent_result = SubagentFinishedEvent.__dict__["result"].__set
 _S_SubagentFinishedEvent_outcome = SubagentFinishedEvent.__dict__["outcome"].__set__
 
 
+def _b_SubagentFinishedEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_result: Any,
+    v_outcome: Any,
+) -> SubagentFinishedEvent:
+    """A SubagentFinishedEvent of checked values, made without __init__."""
+    o = _new(SubagentFinishedEvent)
+    _S_SubagentFinishedEvent_timestamp(o, v_timestamp)
+    _S_SubagentFinishedEvent_raw_event(o, v_raw_event)
+    _S_SubagentFinishedEvent_metadata(o, v_metadata)
+    _S_SubagentFinishedEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_SubagentFinishedEvent_result(o, v_result)
+    _S_SubagentFinishedEvent_outcome(o, v_outcome)
+    return o
+
+
+_B_SubagentFinishedEvent = _rt.constructor(
+    SubagentFinishedEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "result",
+        "outcome",
+    ),
+    _b_SubagentFinishedEvent,
+)
+
+
 def _d_SubagentFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentFinishedEvent:
     v_subagent_run_id = d.get("subagentRunId")
     if type(v_subagent_run_id) is not str:
@@ -6800,14 +8586,14 @@ def _d_SubagentFinishedEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentFini
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_SubagentFinishedEvent, _O_SubagentFinishedEvent, False)
-    o = _new(SubagentFinishedEvent)
-    _S_SubagentFinishedEvent_timestamp(o, v_timestamp)
-    _S_SubagentFinishedEvent_raw_event(o, v_raw_event)
-    _S_SubagentFinishedEvent_metadata(o, v_metadata)
-    _S_SubagentFinishedEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_SubagentFinishedEvent_result(o, v_result)
-    _S_SubagentFinishedEvent_outcome(o, v_outcome)
-    return o
+    return _B_SubagentFinishedEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_result,
+        v_outcome,
+    )
 
 
 def _e_SubagentFinishedEvent(o: SubagentFinishedEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -6872,6 +8658,39 @@ _S_SubagentErrorEvent_message = SubagentErrorEvent.__dict__["message"].__set__
 _S_SubagentErrorEvent_code = SubagentErrorEvent.__dict__["code"].__set__
 
 
+def _b_SubagentErrorEvent(
+    v_timestamp: Any,
+    v_raw_event: Any,
+    v_metadata: Any,
+    v_subagent_run_id: Any,
+    v_message: Any,
+    v_code: Any,
+) -> SubagentErrorEvent:
+    """A SubagentErrorEvent of checked values, made without __init__."""
+    o = _new(SubagentErrorEvent)
+    _S_SubagentErrorEvent_timestamp(o, v_timestamp)
+    _S_SubagentErrorEvent_raw_event(o, v_raw_event)
+    _S_SubagentErrorEvent_metadata(o, v_metadata)
+    _S_SubagentErrorEvent_subagent_run_id(o, v_subagent_run_id)
+    _S_SubagentErrorEvent_message(o, v_message)
+    _S_SubagentErrorEvent_code(o, v_code)
+    return o
+
+
+_B_SubagentErrorEvent = _rt.constructor(
+    SubagentErrorEvent,
+    (
+        "timestamp",
+        "raw_event",
+        "metadata",
+        "subagent_run_id",
+        "message",
+        "code",
+    ),
+    _b_SubagentErrorEvent,
+)
+
+
 def _d_SubagentErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentErrorEvent:
     v_subagent_run_id = d.get("subagentRunId")
     if type(v_subagent_run_id) is not str:
@@ -6919,14 +8738,14 @@ def _d_SubagentErrorEvent(d: dict[str, Any], at: At, cx: Ctx) -> SubagentErrorEv
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_SubagentErrorEvent, _O_SubagentErrorEvent, False)
-    o = _new(SubagentErrorEvent)
-    _S_SubagentErrorEvent_timestamp(o, v_timestamp)
-    _S_SubagentErrorEvent_raw_event(o, v_raw_event)
-    _S_SubagentErrorEvent_metadata(o, v_metadata)
-    _S_SubagentErrorEvent_subagent_run_id(o, v_subagent_run_id)
-    _S_SubagentErrorEvent_message(o, v_message)
-    _S_SubagentErrorEvent_code(o, v_code)
-    return o
+    return _B_SubagentErrorEvent(
+        v_timestamp,
+        v_raw_event,
+        v_metadata,
+        v_subagent_run_id,
+        v_message,
+        v_code,
+    )
 
 
 def _e_SubagentErrorEvent(o: SubagentErrorEvent, jv: JsonWriter) -> dict[str, Any]:
@@ -7055,6 +8874,27 @@ _S_SubagentInfo_name = SubagentInfo.__dict__["name"].__set__
 _S_SubagentInfo_description = SubagentInfo.__dict__["description"].__set__
 
 
+def _b_SubagentInfo(
+    v_name: Any,
+    v_description: Any,
+) -> SubagentInfo:
+    """A SubagentInfo of checked values, made without __init__."""
+    o = _new(SubagentInfo)
+    _S_SubagentInfo_name(o, v_name)
+    _S_SubagentInfo_description(o, v_description)
+    return o
+
+
+_B_SubagentInfo = _rt.constructor(
+    SubagentInfo,
+    (
+        "name",
+        "description",
+    ),
+    _b_SubagentInfo,
+)
+
+
 def _d_SubagentInfo(d: dict[str, Any], at: At, cx: Ctx) -> SubagentInfo:
     v_name = d.get("name")
     if type(v_name) is not str:
@@ -7072,10 +8912,10 @@ def _d_SubagentInfo(d: dict[str, Any], at: At, cx: Ctx) -> SubagentInfo:
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_SubagentInfo, _O_SubagentInfo, False)
-    o = _new(SubagentInfo)
-    _S_SubagentInfo_name(o, v_name)
-    _S_SubagentInfo_description(o, v_description)
-    return o
+    return _B_SubagentInfo(
+        v_name,
+        v_description,
+    )
 
 
 def _e_SubagentInfo(o: SubagentInfo, jv: JsonWriter) -> dict[str, Any]:
@@ -7115,6 +8955,42 @@ _S_IdentityCapabilities_documentation_url = IdentityCapabilities.__dict__[
     "documentation_url"
 ].__set__
 _S_IdentityCapabilities_metadata = IdentityCapabilities.__dict__["metadata"].__set__
+
+
+def _b_IdentityCapabilities(
+    v_name: Any,
+    v_type: Any,
+    v_description: Any,
+    v_version: Any,
+    v_provider: Any,
+    v_documentation_url: Any,
+    v_metadata: Any,
+) -> IdentityCapabilities:
+    """A IdentityCapabilities of checked values, made without __init__."""
+    o = _new(IdentityCapabilities)
+    _S_IdentityCapabilities_name(o, v_name)
+    _S_IdentityCapabilities_type(o, v_type)
+    _S_IdentityCapabilities_description(o, v_description)
+    _S_IdentityCapabilities_version(o, v_version)
+    _S_IdentityCapabilities_provider(o, v_provider)
+    _S_IdentityCapabilities_documentation_url(o, v_documentation_url)
+    _S_IdentityCapabilities_metadata(o, v_metadata)
+    return o
+
+
+_B_IdentityCapabilities = _rt.constructor(
+    IdentityCapabilities,
+    (
+        "name",
+        "type",
+        "description",
+        "version",
+        "provider",
+        "documentation_url",
+        "metadata",
+    ),
+    _b_IdentityCapabilities,
+)
 
 
 def _d_IdentityCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> IdentityCapabilities:
@@ -7174,15 +9050,15 @@ def _d_IdentityCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> IdentityCapab
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_IdentityCapabilities, _O_IdentityCapabilities, False)
-    o = _new(IdentityCapabilities)
-    _S_IdentityCapabilities_name(o, v_name)
-    _S_IdentityCapabilities_type(o, v_type)
-    _S_IdentityCapabilities_description(o, v_description)
-    _S_IdentityCapabilities_version(o, v_version)
-    _S_IdentityCapabilities_provider(o, v_provider)
-    _S_IdentityCapabilities_documentation_url(o, v_documentation_url)
-    _S_IdentityCapabilities_metadata(o, v_metadata)
-    return o
+    return _B_IdentityCapabilities(
+        v_name,
+        v_type,
+        v_description,
+        v_version,
+        v_provider,
+        v_documentation_url,
+        v_metadata,
+    )
 
 
 def _e_IdentityCapabilities(o: IdentityCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -7246,6 +9122,36 @@ _S_TransportCapabilities_push_notifications = TransportCapabilities.__dict__[
 _S_TransportCapabilities_resumable = TransportCapabilities.__dict__["resumable"].__set__
 
 
+def _b_TransportCapabilities(
+    v_streaming: Any,
+    v_websocket: Any,
+    v_http_binary: Any,
+    v_push_notifications: Any,
+    v_resumable: Any,
+) -> TransportCapabilities:
+    """A TransportCapabilities of checked values, made without __init__."""
+    o = _new(TransportCapabilities)
+    _S_TransportCapabilities_streaming(o, v_streaming)
+    _S_TransportCapabilities_websocket(o, v_websocket)
+    _S_TransportCapabilities_http_binary(o, v_http_binary)
+    _S_TransportCapabilities_push_notifications(o, v_push_notifications)
+    _S_TransportCapabilities_resumable(o, v_resumable)
+    return o
+
+
+_B_TransportCapabilities = _rt.constructor(
+    TransportCapabilities,
+    (
+        "streaming",
+        "websocket",
+        "http_binary",
+        "push_notifications",
+        "resumable",
+    ),
+    _b_TransportCapabilities,
+)
+
+
 def _d_TransportCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> TransportCapabilities:
     n = 0
     if len(d) == n:
@@ -7287,13 +9193,13 @@ def _d_TransportCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> TransportCap
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_TransportCapabilities, _O_TransportCapabilities, False)
-    o = _new(TransportCapabilities)
-    _S_TransportCapabilities_streaming(o, v_streaming)
-    _S_TransportCapabilities_websocket(o, v_websocket)
-    _S_TransportCapabilities_http_binary(o, v_http_binary)
-    _S_TransportCapabilities_push_notifications(o, v_push_notifications)
-    _S_TransportCapabilities_resumable(o, v_resumable)
-    return o
+    return _B_TransportCapabilities(
+        v_streaming,
+        v_websocket,
+        v_http_binary,
+        v_push_notifications,
+        v_resumable,
+    )
 
 
 def _e_TransportCapabilities(o: TransportCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -7346,6 +9252,33 @@ _S_ToolsCapabilities_parallel_calls = ToolsCapabilities.__dict__["parallel_calls
 _S_ToolsCapabilities_client_provided = ToolsCapabilities.__dict__["client_provided"].__set__
 
 
+def _b_ToolsCapabilities(
+    v_supported: Any,
+    v_items: Any,
+    v_parallel_calls: Any,
+    v_client_provided: Any,
+) -> ToolsCapabilities:
+    """A ToolsCapabilities of checked values, made without __init__."""
+    o = _new(ToolsCapabilities)
+    _S_ToolsCapabilities_supported(o, v_supported)
+    _S_ToolsCapabilities_items(o, v_items)
+    _S_ToolsCapabilities_parallel_calls(o, v_parallel_calls)
+    _S_ToolsCapabilities_client_provided(o, v_client_provided)
+    return o
+
+
+_B_ToolsCapabilities = _rt.constructor(
+    ToolsCapabilities,
+    (
+        "supported",
+        "items",
+        "parallel_calls",
+        "client_provided",
+    ),
+    _b_ToolsCapabilities,
+)
+
+
 def _d_ToolsCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ToolsCapabilities:
     n = 0
     if len(d) == n:
@@ -7389,12 +9322,12 @@ def _d_ToolsCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ToolsCapabilitie
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ToolsCapabilities, _O_ToolsCapabilities, False)
-    o = _new(ToolsCapabilities)
-    _S_ToolsCapabilities_supported(o, v_supported)
-    _S_ToolsCapabilities_items(o, v_items)
-    _S_ToolsCapabilities_parallel_calls(o, v_parallel_calls)
-    _S_ToolsCapabilities_client_provided(o, v_client_provided)
-    return o
+    return _B_ToolsCapabilities(
+        v_supported,
+        v_items,
+        v_parallel_calls,
+        v_client_provided,
+    )
 
 
 def _e_ToolsCapabilities(o: ToolsCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -7443,6 +9376,27 @@ _S_OutputCapabilities_supported_mime_types = OutputCapabilities.__dict__[
 ].__set__
 
 
+def _b_OutputCapabilities(
+    v_structured_output: Any,
+    v_supported_mime_types: Any,
+) -> OutputCapabilities:
+    """A OutputCapabilities of checked values, made without __init__."""
+    o = _new(OutputCapabilities)
+    _S_OutputCapabilities_structured_output(o, v_structured_output)
+    _S_OutputCapabilities_supported_mime_types(o, v_supported_mime_types)
+    return o
+
+
+_B_OutputCapabilities = _rt.constructor(
+    OutputCapabilities,
+    (
+        "structured_output",
+        "supported_mime_types",
+    ),
+    _b_OutputCapabilities,
+)
+
+
 def _d_OutputCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> OutputCapabilities:
     n = 0
     if len(d) == n:
@@ -7467,10 +9421,10 @@ def _d_OutputCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> OutputCapabilit
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_OutputCapabilities, _O_OutputCapabilities, False)
-    o = _new(OutputCapabilities)
-    _S_OutputCapabilities_structured_output(o, v_structured_output)
-    _S_OutputCapabilities_supported_mime_types(o, v_supported_mime_types)
-    return o
+    return _B_OutputCapabilities(
+        v_structured_output,
+        v_supported_mime_types,
+    )
 
 
 def _e_OutputCapabilities(o: OutputCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -7508,6 +9462,33 @@ _S_StateCapabilities_memory = StateCapabilities.__dict__["memory"].__set__
 _S_StateCapabilities_persistent_state = StateCapabilities.__dict__["persistent_state"].__set__
 
 
+def _b_StateCapabilities(
+    v_snapshots: Any,
+    v_deltas: Any,
+    v_memory: Any,
+    v_persistent_state: Any,
+) -> StateCapabilities:
+    """A StateCapabilities of checked values, made without __init__."""
+    o = _new(StateCapabilities)
+    _S_StateCapabilities_snapshots(o, v_snapshots)
+    _S_StateCapabilities_deltas(o, v_deltas)
+    _S_StateCapabilities_memory(o, v_memory)
+    _S_StateCapabilities_persistent_state(o, v_persistent_state)
+    return o
+
+
+_B_StateCapabilities = _rt.constructor(
+    StateCapabilities,
+    (
+        "snapshots",
+        "deltas",
+        "memory",
+        "persistent_state",
+    ),
+    _b_StateCapabilities,
+)
+
+
 def _d_StateCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> StateCapabilities:
     n = 0
     if len(d) == n:
@@ -7542,12 +9523,12 @@ def _d_StateCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> StateCapabilitie
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_StateCapabilities, _O_StateCapabilities, False)
-    o = _new(StateCapabilities)
-    _S_StateCapabilities_snapshots(o, v_snapshots)
-    _S_StateCapabilities_deltas(o, v_deltas)
-    _S_StateCapabilities_memory(o, v_memory)
-    _S_StateCapabilities_persistent_state(o, v_persistent_state)
-    return o
+    return _B_StateCapabilities(
+        v_snapshots,
+        v_deltas,
+        v_memory,
+        v_persistent_state,
+    )
 
 
 def _e_StateCapabilities(o: StateCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -7595,6 +9576,33 @@ _S_MultiAgentCapabilities_handoffs = MultiAgentCapabilities.__dict__["handoffs"]
 _S_MultiAgentCapabilities_subagents = MultiAgentCapabilities.__dict__["subagents"].__set__
 
 
+def _b_MultiAgentCapabilities(
+    v_supported: Any,
+    v_delegation: Any,
+    v_handoffs: Any,
+    v_subagents: Any,
+) -> MultiAgentCapabilities:
+    """A MultiAgentCapabilities of checked values, made without __init__."""
+    o = _new(MultiAgentCapabilities)
+    _S_MultiAgentCapabilities_supported(o, v_supported)
+    _S_MultiAgentCapabilities_delegation(o, v_delegation)
+    _S_MultiAgentCapabilities_handoffs(o, v_handoffs)
+    _S_MultiAgentCapabilities_subagents(o, v_subagents)
+    return o
+
+
+_B_MultiAgentCapabilities = _rt.constructor(
+    MultiAgentCapabilities,
+    (
+        "supported",
+        "delegation",
+        "handoffs",
+        "subagents",
+    ),
+    _b_MultiAgentCapabilities,
+)
+
+
 def _d_MultiAgentCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> MultiAgentCapabilities:
     n = 0
     if len(d) == n:
@@ -7638,12 +9646,12 @@ def _d_MultiAgentCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> MultiAgentC
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_MultiAgentCapabilities, _O_MultiAgentCapabilities, False)
-    o = _new(MultiAgentCapabilities)
-    _S_MultiAgentCapabilities_supported(o, v_supported)
-    _S_MultiAgentCapabilities_delegation(o, v_delegation)
-    _S_MultiAgentCapabilities_handoffs(o, v_handoffs)
-    _S_MultiAgentCapabilities_subagents(o, v_subagents)
-    return o
+    return _B_MultiAgentCapabilities(
+        v_supported,
+        v_delegation,
+        v_handoffs,
+        v_subagents,
+    )
 
 
 def _e_MultiAgentCapabilities(o: MultiAgentCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -7693,6 +9701,30 @@ _S_ReasoningCapabilities_streaming = ReasoningCapabilities.__dict__["streaming"]
 _S_ReasoningCapabilities_encrypted = ReasoningCapabilities.__dict__["encrypted"].__set__
 
 
+def _b_ReasoningCapabilities(
+    v_supported: Any,
+    v_streaming: Any,
+    v_encrypted: Any,
+) -> ReasoningCapabilities:
+    """A ReasoningCapabilities of checked values, made without __init__."""
+    o = _new(ReasoningCapabilities)
+    _S_ReasoningCapabilities_supported(o, v_supported)
+    _S_ReasoningCapabilities_streaming(o, v_streaming)
+    _S_ReasoningCapabilities_encrypted(o, v_encrypted)
+    return o
+
+
+_B_ReasoningCapabilities = _rt.constructor(
+    ReasoningCapabilities,
+    (
+        "supported",
+        "streaming",
+        "encrypted",
+    ),
+    _b_ReasoningCapabilities,
+)
+
+
 def _d_ReasoningCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningCapabilities:
     n = 0
     if len(d) == n:
@@ -7720,11 +9752,11 @@ def _d_ReasoningCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ReasoningCap
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ReasoningCapabilities, _O_ReasoningCapabilities, False)
-    o = _new(ReasoningCapabilities)
-    _S_ReasoningCapabilities_supported(o, v_supported)
-    _S_ReasoningCapabilities_streaming(o, v_streaming)
-    _S_ReasoningCapabilities_encrypted(o, v_encrypted)
-    return o
+    return _B_ReasoningCapabilities(
+        v_supported,
+        v_streaming,
+        v_encrypted,
+    )
 
 
 def _e_ReasoningCapabilities(o: ReasoningCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -7766,6 +9798,36 @@ _S_MultimodalInputCapabilities_audio = MultimodalInputCapabilities.__dict__["aud
 _S_MultimodalInputCapabilities_video = MultimodalInputCapabilities.__dict__["video"].__set__
 _S_MultimodalInputCapabilities_pdf = MultimodalInputCapabilities.__dict__["pdf"].__set__
 _S_MultimodalInputCapabilities_file = MultimodalInputCapabilities.__dict__["file"].__set__
+
+
+def _b_MultimodalInputCapabilities(
+    v_image: Any,
+    v_audio: Any,
+    v_video: Any,
+    v_pdf: Any,
+    v_file: Any,
+) -> MultimodalInputCapabilities:
+    """A MultimodalInputCapabilities of checked values, made without __init__."""
+    o = _new(MultimodalInputCapabilities)
+    _S_MultimodalInputCapabilities_image(o, v_image)
+    _S_MultimodalInputCapabilities_audio(o, v_audio)
+    _S_MultimodalInputCapabilities_video(o, v_video)
+    _S_MultimodalInputCapabilities_pdf(o, v_pdf)
+    _S_MultimodalInputCapabilities_file(o, v_file)
+    return o
+
+
+_B_MultimodalInputCapabilities = _rt.constructor(
+    MultimodalInputCapabilities,
+    (
+        "image",
+        "audio",
+        "video",
+        "pdf",
+        "file",
+    ),
+    _b_MultimodalInputCapabilities,
+)
 
 
 def _d_MultimodalInputCapabilities(
@@ -7811,13 +9873,13 @@ def _d_MultimodalInputCapabilities(
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_MultimodalInputCapabilities, _O_MultimodalInputCapabilities, False)
-    o = _new(MultimodalInputCapabilities)
-    _S_MultimodalInputCapabilities_image(o, v_image)
-    _S_MultimodalInputCapabilities_audio(o, v_audio)
-    _S_MultimodalInputCapabilities_video(o, v_video)
-    _S_MultimodalInputCapabilities_pdf(o, v_pdf)
-    _S_MultimodalInputCapabilities_file(o, v_file)
-    return o
+    return _B_MultimodalInputCapabilities(
+        v_image,
+        v_audio,
+        v_video,
+        v_pdf,
+        v_file,
+    )
 
 
 def _e_MultimodalInputCapabilities(
@@ -7866,6 +9928,27 @@ _S_MultimodalOutputCapabilities_image = MultimodalOutputCapabilities.__dict__["i
 _S_MultimodalOutputCapabilities_audio = MultimodalOutputCapabilities.__dict__["audio"].__set__
 
 
+def _b_MultimodalOutputCapabilities(
+    v_image: Any,
+    v_audio: Any,
+) -> MultimodalOutputCapabilities:
+    """A MultimodalOutputCapabilities of checked values, made without __init__."""
+    o = _new(MultimodalOutputCapabilities)
+    _S_MultimodalOutputCapabilities_image(o, v_image)
+    _S_MultimodalOutputCapabilities_audio(o, v_audio)
+    return o
+
+
+_B_MultimodalOutputCapabilities = _rt.constructor(
+    MultimodalOutputCapabilities,
+    (
+        "image",
+        "audio",
+    ),
+    _b_MultimodalOutputCapabilities,
+)
+
+
 def _d_MultimodalOutputCapabilities(
     d: dict[str, Any], at: At, cx: Ctx
 ) -> MultimodalOutputCapabilities:
@@ -7890,10 +9973,10 @@ def _d_MultimodalOutputCapabilities(
         _rt.extra(
             cx, d, at, _K_MultimodalOutputCapabilities, _O_MultimodalOutputCapabilities, False
         )
-    o = _new(MultimodalOutputCapabilities)
-    _S_MultimodalOutputCapabilities_image(o, v_image)
-    _S_MultimodalOutputCapabilities_audio(o, v_audio)
-    return o
+    return _B_MultimodalOutputCapabilities(
+        v_image,
+        v_audio,
+    )
 
 
 def _e_MultimodalOutputCapabilities(
@@ -7927,6 +10010,27 @@ _S_MultimodalCapabilities_input = MultimodalCapabilities.__dict__["input"].__set
 _S_MultimodalCapabilities_output = MultimodalCapabilities.__dict__["output"].__set__
 
 
+def _b_MultimodalCapabilities(
+    v_input: Any,
+    v_output: Any,
+) -> MultimodalCapabilities:
+    """A MultimodalCapabilities of checked values, made without __init__."""
+    o = _new(MultimodalCapabilities)
+    _S_MultimodalCapabilities_input(o, v_input)
+    _S_MultimodalCapabilities_output(o, v_output)
+    return o
+
+
+_B_MultimodalCapabilities = _rt.constructor(
+    MultimodalCapabilities,
+    (
+        "input",
+        "output",
+    ),
+    _b_MultimodalCapabilities,
+)
+
+
 def _d_MultimodalCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> MultimodalCapabilities:
     n = 0
     if len(d) == n:
@@ -7951,10 +10055,10 @@ def _d_MultimodalCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> MultimodalC
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_MultimodalCapabilities, _O_MultimodalCapabilities, False)
-    o = _new(MultimodalCapabilities)
-    _S_MultimodalCapabilities_input(o, v_input)
-    _S_MultimodalCapabilities_output(o, v_output)
-    return o
+    return _B_MultimodalCapabilities(
+        v_input,
+        v_output,
+    )
 
 
 def _e_MultimodalCapabilities(o: MultimodalCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -8006,6 +10110,33 @@ _S_ExecutionCapabilities_max_execution_time = ExecutionCapabilities.__dict__[
 ].__set__
 
 
+def _b_ExecutionCapabilities(
+    v_code_execution: Any,
+    v_sandboxed: Any,
+    v_max_iterations: Any,
+    v_max_execution_time: Any,
+) -> ExecutionCapabilities:
+    """A ExecutionCapabilities of checked values, made without __init__."""
+    o = _new(ExecutionCapabilities)
+    _S_ExecutionCapabilities_code_execution(o, v_code_execution)
+    _S_ExecutionCapabilities_sandboxed(o, v_sandboxed)
+    _S_ExecutionCapabilities_max_iterations(o, v_max_iterations)
+    _S_ExecutionCapabilities_max_execution_time(o, v_max_execution_time)
+    return o
+
+
+_B_ExecutionCapabilities = _rt.constructor(
+    ExecutionCapabilities,
+    (
+        "code_execution",
+        "sandboxed",
+        "max_iterations",
+        "max_execution_time",
+    ),
+    _b_ExecutionCapabilities,
+)
+
+
 def _d_ExecutionCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ExecutionCapabilities:
     n = 0
     if len(d) == n:
@@ -8043,12 +10174,12 @@ def _d_ExecutionCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> ExecutionCap
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_ExecutionCapabilities, _O_ExecutionCapabilities, False)
-    o = _new(ExecutionCapabilities)
-    _S_ExecutionCapabilities_code_execution(o, v_code_execution)
-    _S_ExecutionCapabilities_sandboxed(o, v_sandboxed)
-    _S_ExecutionCapabilities_max_iterations(o, v_max_iterations)
-    _S_ExecutionCapabilities_max_execution_time(o, v_max_execution_time)
-    return o
+    return _B_ExecutionCapabilities(
+        v_code_execution,
+        v_sandboxed,
+        v_max_iterations,
+        v_max_execution_time,
+    )
 
 
 def _e_ExecutionCapabilities(o: ExecutionCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -8102,6 +10233,39 @@ _S_HumanInTheLoopCapabilities_approve_with_edits = HumanInTheLoopCapabilities.__
 ].__set__
 
 
+def _b_HumanInTheLoopCapabilities(
+    v_supported: Any,
+    v_approvals: Any,
+    v_interventions: Any,
+    v_feedback: Any,
+    v_interrupts: Any,
+    v_approve_with_edits: Any,
+) -> HumanInTheLoopCapabilities:
+    """A HumanInTheLoopCapabilities of checked values, made without __init__."""
+    o = _new(HumanInTheLoopCapabilities)
+    _S_HumanInTheLoopCapabilities_supported(o, v_supported)
+    _S_HumanInTheLoopCapabilities_approvals(o, v_approvals)
+    _S_HumanInTheLoopCapabilities_interventions(o, v_interventions)
+    _S_HumanInTheLoopCapabilities_feedback(o, v_feedback)
+    _S_HumanInTheLoopCapabilities_interrupts(o, v_interrupts)
+    _S_HumanInTheLoopCapabilities_approve_with_edits(o, v_approve_with_edits)
+    return o
+
+
+_B_HumanInTheLoopCapabilities = _rt.constructor(
+    HumanInTheLoopCapabilities,
+    (
+        "supported",
+        "approvals",
+        "interventions",
+        "feedback",
+        "interrupts",
+        "approve_with_edits",
+    ),
+    _b_HumanInTheLoopCapabilities,
+)
+
+
 def _d_HumanInTheLoopCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> HumanInTheLoopCapabilities:
     n = 0
     if len(d) == n:
@@ -8150,14 +10314,14 @@ def _d_HumanInTheLoopCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> HumanIn
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_HumanInTheLoopCapabilities, _O_HumanInTheLoopCapabilities, False)
-    o = _new(HumanInTheLoopCapabilities)
-    _S_HumanInTheLoopCapabilities_supported(o, v_supported)
-    _S_HumanInTheLoopCapabilities_approvals(o, v_approvals)
-    _S_HumanInTheLoopCapabilities_interventions(o, v_interventions)
-    _S_HumanInTheLoopCapabilities_feedback(o, v_feedback)
-    _S_HumanInTheLoopCapabilities_interrupts(o, v_interrupts)
-    _S_HumanInTheLoopCapabilities_approve_with_edits(o, v_approve_with_edits)
-    return o
+    return _B_HumanInTheLoopCapabilities(
+        v_supported,
+        v_approvals,
+        v_interventions,
+        v_feedback,
+        v_interrupts,
+        v_approve_with_edits,
+    )
 
 
 def _e_HumanInTheLoopCapabilities(o: HumanInTheLoopCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -8244,6 +10408,54 @@ _S_AgentCapabilities_multimodal = AgentCapabilities.__dict__["multimodal"].__set
 _S_AgentCapabilities_execution = AgentCapabilities.__dict__["execution"].__set__
 _S_AgentCapabilities_human_in_the_loop = AgentCapabilities.__dict__["human_in_the_loop"].__set__
 _S_AgentCapabilities_custom = AgentCapabilities.__dict__["custom"].__set__
+
+
+def _b_AgentCapabilities(
+    v_identity: Any,
+    v_transport: Any,
+    v_tools: Any,
+    v_output: Any,
+    v_state: Any,
+    v_multi_agent: Any,
+    v_reasoning: Any,
+    v_multimodal: Any,
+    v_execution: Any,
+    v_human_in_the_loop: Any,
+    v_custom: Any,
+) -> AgentCapabilities:
+    """A AgentCapabilities of checked values, made without __init__."""
+    o = _new(AgentCapabilities)
+    _S_AgentCapabilities_identity(o, v_identity)
+    _S_AgentCapabilities_transport(o, v_transport)
+    _S_AgentCapabilities_tools(o, v_tools)
+    _S_AgentCapabilities_output(o, v_output)
+    _S_AgentCapabilities_state(o, v_state)
+    _S_AgentCapabilities_multi_agent(o, v_multi_agent)
+    _S_AgentCapabilities_reasoning(o, v_reasoning)
+    _S_AgentCapabilities_multimodal(o, v_multimodal)
+    _S_AgentCapabilities_execution(o, v_execution)
+    _S_AgentCapabilities_human_in_the_loop(o, v_human_in_the_loop)
+    _S_AgentCapabilities_custom(o, v_custom)
+    return o
+
+
+_B_AgentCapabilities = _rt.constructor(
+    AgentCapabilities,
+    (
+        "identity",
+        "transport",
+        "tools",
+        "output",
+        "state",
+        "multi_agent",
+        "reasoning",
+        "multimodal",
+        "execution",
+        "human_in_the_loop",
+        "custom",
+    ),
+    _b_AgentCapabilities,
+)
 
 
 def _d_AgentCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> AgentCapabilities:
@@ -8353,19 +10565,19 @@ def _d_AgentCapabilities(d: dict[str, Any], at: At, cx: Ctx) -> AgentCapabilitie
 
     if n != len(d) or cx.problems:
         _rt.extra(cx, d, at, _K_AgentCapabilities, _O_AgentCapabilities, False)
-    o = _new(AgentCapabilities)
-    _S_AgentCapabilities_identity(o, v_identity)
-    _S_AgentCapabilities_transport(o, v_transport)
-    _S_AgentCapabilities_tools(o, v_tools)
-    _S_AgentCapabilities_output(o, v_output)
-    _S_AgentCapabilities_state(o, v_state)
-    _S_AgentCapabilities_multi_agent(o, v_multi_agent)
-    _S_AgentCapabilities_reasoning(o, v_reasoning)
-    _S_AgentCapabilities_multimodal(o, v_multimodal)
-    _S_AgentCapabilities_execution(o, v_execution)
-    _S_AgentCapabilities_human_in_the_loop(o, v_human_in_the_loop)
-    _S_AgentCapabilities_custom(o, v_custom)
-    return o
+    return _B_AgentCapabilities(
+        v_identity,
+        v_transport,
+        v_tools,
+        v_output,
+        v_state,
+        v_multi_agent,
+        v_reasoning,
+        v_multimodal,
+        v_execution,
+        v_human_in_the_loop,
+        v_custom,
+    )
 
 
 def _e_AgentCapabilities(o: AgentCapabilities, jv: JsonWriter) -> dict[str, Any]:
@@ -8923,6 +11135,20 @@ def decode_value(
         if cx.problems:
             raise DecodeError(cx.problems) from None
         return result, cx.warnings
+
+
+AGAIN: Final = object()
+"""What decode_event returns for a document it leaves to decode_value."""
+
+
+def decode_event(value: Any, strict: bool, deep: bool) -> Any:
+    """A valid event as decode_value(value, Event, strict, True, deep) decodes it, without the
+    call and the tuple around it (the hot path of agui.decode and of a stream's decoder); AGAIN
+    for a document with a problem or a warning, which decode_value then collects."""
+    try:
+        return _u_Event(value, (), _FIRST_PASS[deep][strict], True)
+    except _rt.Restart:
+        return AGAIN
 
 
 def _run(

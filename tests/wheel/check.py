@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import email.parser
+import importlib.machinery
 import importlib.util
 import io
 import json
@@ -39,6 +40,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import tempfile
 import time
@@ -72,6 +74,21 @@ PROJECT = PYPROJECT["project"]
 NAME = PROJECT["name"]
 VERSION = PROJECT["version"]
 WHEEL_STEM = f"{NAME.replace('-', '_')}-{VERSION}"
+
+NATIVE = "agui_generated/_construct" + str(sysconfig.get_config_var("EXT_SUFFIX"))
+"""The compiled constructor (codegen/build_hook.py builds it where a compiler is)."""
+COMPILER = bool(
+    sysconfig.get_config_var("LDSHARED")
+    and shutil.which(shlex.split(sysconfig.get_config_var("LDSHARED"))[0])
+    and (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file()
+)
+"""Whether this Python can build it (so the wheel must have it)."""
+_INTERPRETER = f"cp{sys.version_info.major}{sys.version_info.minor}"
+WHEEL_TAG = (
+    f"{_INTERPRETER}-{_INTERPRETER}-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}"
+    if COMPILER
+    else "py3-none-any"
+)
 
 TIMEOUT = 300.0
 """Seconds a pip install or a build may take (10 to 30 with a warm cache)."""
@@ -172,19 +189,42 @@ def build(report: Report) -> tuple[Path, Path] | None:
     """`python -m build` (the sdist, then the wheel from it) into dist/."""
     for old in DIST.glob(f"{WHEEL_STEM}*"):
         old.unlink()
+    sdist = DIST / f"{WHEEL_STEM}.tar.gz"
+    wheel = DIST / f"{WHEEL_STEM}-{WHEEL_TAG}.whl"
+    installer = ["--installer", "uv"] if shutil.which("uv") else []
     with report.check("python -m build: the sdist, and the wheel built from it"):
         # uv, when there is one, only makes the two build environments faster to set up.
-        installer = ["--installer", "uv"] if shutil.which("uv") else []
         words = [sys.executable, "-m", "build", *installer, "--outdir", DIST, ROOT]
         done = run(words, ROOT, TIMEOUT, env=None)
         assert done.returncode == 0, said(done)
         assert "Building wheel from sdist" in done.stderr, said(done)
-        sdist = DIST / f"{WHEEL_STEM}.tar.gz"
-        wheel = DIST / f"{WHEEL_STEM}-py3-none-any.whl"
         assert sdist.is_file() and wheel.is_file(), f"dist/ holds {sorted(os.listdir(DIST))}"
         print(f"        {sdist.relative_to(ROOT)}, {wheel.relative_to(ROOT)}")
-        return sdist, wheel
-    return None
+    if not (sdist.is_file() and wheel.is_file()):
+        return None
+    with report.check(f"the wheel {'has' if COMPILER else 'lacks'} the compiled constructor"):
+        with zipfile.ZipFile(wheel) as archive:
+            native = [n for n in archive.namelist() if compiled(n)]
+        assert native == ([NATIVE] if COMPILER else []), native
+    with report.check("AGUI_PURE_PYTHON=1 python -m build: the pure-Python wheel"):
+        # What a platform without a compiler gets, and a release's fallback wheel.
+        pure = Path(tempfile.mkdtemp(prefix="agui-pure-"))
+        try:
+            words = [sys.executable, "-m", "build", *installer, "--wheel", "--outdir", pure]
+            done = run([*words, ROOT], ROOT, TIMEOUT, env={**user_env(), "AGUI_PURE_PYTHON": "1"})
+            assert done.returncode == 0, said(done)
+            built = sorted(p.name for p in pure.iterdir())
+            assert built == [f"{WHEEL_STEM}-py3-none-any.whl"], built
+            with zipfile.ZipFile(pure / built[0]) as archive:
+                assert not [n for n in archive.namelist() if compiled(n)]
+        finally:
+            shutil.rmtree(pure, ignore_errors=True)
+    return sdist, wheel
+
+
+def compiled(name: str) -> bool:
+    """Whether a file of a wheel is an extension module."""
+    return name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
 # ── 2. metadata and files ─────────────────────────────────────────────────────────────────────
