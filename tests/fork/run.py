@@ -38,6 +38,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -217,6 +218,18 @@ def check_order(python: str) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def build_extension(base: Path) -> None:
+    """The fork's compiled constructor, built in place as an editable install's build hook does:
+    its pytest imports the fork's generated package (PYTHONPATH), which must use it as the
+    repository's does."""
+    from codegen.build_hook import compile_extension
+
+    source = base / "generated" / "agui_generated" / "_construct.c"
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    why = compile_extension(source, source.with_name(f"_construct{suffix}"))
+    print(f"fork: the compiled constructor {'was not built: ' + why if why else 'built'}")
+
+
 def check_extension_numbers(base: Path) -> None:
     """The fork's additions to official messages and enums are in the extension range."""
     sys.path.insert(0, str(ROOT))
@@ -279,6 +292,7 @@ def main() -> int:
             run("generate", [python, "-m", "codegen"], base)
             run("generate", [python, "-m", "codegen", "--check"], base)
             check_extension_numbers(base)
+            build_extension(base)
         if "mypy" in steps:
             run("mypy", [python, "-m", "mypy", "--cache-dir", str(base / ".mypy_cache")], base)
         if "pytest" in steps:
