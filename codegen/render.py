@@ -88,6 +88,14 @@ STATIC = {
         "from typing import Any\n"
         "\n"
         "def constructor(cls: type, names: tuple[str, ...], /) -> Callable[..., Any]: ...\n"
+        "def initializer(\n"
+        "    cls: type,\n"
+        "    names: tuple[str, ...],\n"
+        "    defaults: tuple[Any, ...],\n"
+        "    required: object,\n"
+        "    original: Callable[..., None],\n"
+        "    /,\n"
+        ") -> Callable[..., None]: ...\n"
     ),
 }
 FORMATS_SOURCE = Path(__file__).resolve().parent / "formats.py"

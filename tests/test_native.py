@@ -6,6 +6,7 @@ it cannot build safely, and it keeps reference counts right."""
 from __future__ import annotations
 
 import gc
+import inspect
 import json
 import os
 import shlex
@@ -166,6 +167,8 @@ def test_pure_python_when_asked() -> None:
         "from agui_generated import _runtime as rt, codec\n"
         "assert rt.native_constructor is None\n"
         "assert codec._B_TextMessageContentEvent is codec._b_TextMessageContentEvent\n"
+        "import types\n"
+        "assert type(agui.TextMessageContentEvent.__init__) is types.FunctionType\n"
         'e = agui.decode(b\'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"d"}\')\n'
         "print(e.delta)\n"
     )
@@ -188,3 +191,85 @@ def test_the_build_hook_goes_on_without_the_extension(tmp_path: Path) -> None:
     if compiler() is not None:
         good = compile_extension(ROOT / "generated/agui_generated/_construct.c", target)
         assert good is None and target.is_file()
+
+
+# ── the models' compiled __init__ ─────────────────────────────────────────────────────────────
+
+MODELS = [cls for cls in codec.ENCODERS if cls is not rt.UnknownEvent]
+
+
+def plain(cls: type) -> bool:
+    """Whether attrs' __init__ does nothing but store the keywords (no converter, validator)."""
+    return not any(f.converter or f.validator for f in attrs.fields(cls))
+
+
+def attrs_init(cls: type) -> Any:
+    init = cls.__dict__["__init__"]
+    return getattr(init, "__wrapped__", init)
+
+
+@pytest.mark.skipif(rt.native_constructor is None, reason="the extension is not built here")
+def test_plain_models_use_the_compiled_init() -> None:
+    compiled = {cls.__name__ for cls in MODELS if type(cls.__dict__["__init__"]).__name__ == "Init"}
+    assert compiled == {cls.__name__ for cls in MODELS if plain(cls)}
+    assert len(compiled) > 60
+    # the ones with an enum member's converter keep attrs' (it converts a str to the enum)
+    assert not hasattr(agui.TextMessageStartEvent.__init__, "__wrapped__")
+    assert (
+        agui.TextMessageStartEvent(message_id="m", role="assistant").role
+        is agui.TextMessageRole.ASSISTANT
+    )
+
+
+@pytest.mark.parametrize("cls", MODELS, ids=lambda cls: cls.__name__)
+def test_the_compiled_init_stores_what_attrs_does(cls: type) -> None:
+    fields = attrs.fields(cls)
+    given = {f.name: object() for f in fields}
+    made, reference = object.__new__(cls), object.__new__(cls)
+    cls.__init__(made, **given)
+    attrs_init(cls)(reference, **given)
+    for f in fields:
+        assert getattr(made, f.name) is getattr(reference, f.name) or f.converter, f.name
+    required = {f.name: given[f.name] for f in fields if f.default is attrs.NOTHING}
+    if not all(f.converter is None for f in fields):
+        return
+    defaults = cls(**required)
+    for f in fields:
+        expected = given[f.name] if f.name in required else f.default
+        assert getattr(defaults, f.name) is expected, f.name
+    assert inspect.signature(cls) == inspect.signature(attrs_init(cls)).replace(
+        parameters=list(inspect.signature(attrs_init(cls)).parameters.values())[1:]
+    )
+
+
+def test_wrong_calls_are_type_errors() -> None:
+    cls = agui.TextMessageContentEvent
+    with pytest.raises(TypeError, match=r"missing (a|1) required keyword-only argument: 'delta'"):
+        cls(message_id="m")
+    with pytest.raises(TypeError, match="positional argument"):
+        cls("m", "d")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'deltas'"):
+        cls(message_id="m", delta="d", deltas="x")  # type: ignore[call-arg]
+    if rt.native_constructor is not None:
+        with pytest.raises(TypeError, match="needs a TextMessageContentEvent, not object"):
+            cls.__init__(object(), message_id="m", delta="d")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="needs the instance"):
+            cls.__dict__["__init__"]()
+    # __init__ again on a frozen instance, as attrs allows: the members are replaced.
+    event = cls(message_id="m", delta="d")
+    cls.__init__(event, message_id="n", delta="e")
+    assert (event.message_id, event.delta) == ("n", "e")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        event.delta = "f"  # type: ignore[misc]
+
+
+def test_the_compiled_init_keeps_counts() -> None:
+    text = "".join(["c", "d"])
+    before = sys.getrefcount(text)
+    made = [agui.TextMessageContentEvent(message_id=text, delta=text) for _ in range(1000)]
+    assert sys.getrefcount(text) == before + 2000
+    event = made[0]
+    agui.TextMessageContentEvent.__init__(event, message_id="x", delta="y")  # replaces two refs
+    assert sys.getrefcount(text) == before + 1998
+    del made, event
+    assert sys.getrefcount(text) == before

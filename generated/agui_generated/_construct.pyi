@@ -4,3 +4,11 @@ from collections.abc import Callable
 from typing import Any
 
 def constructor(cls: type, names: tuple[str, ...], /) -> Callable[..., Any]: ...
+def initializer(
+    cls: type,
+    names: tuple[str, ...],
+    defaults: tuple[Any, ...],
+    required: object,
+    original: Callable[..., None],
+    /,
+) -> Callable[..., None]: ...

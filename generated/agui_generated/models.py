@@ -8,6 +8,7 @@ patch values), is None in a required field. Arrays are tuples. Discriminators an
 are class attributes, not instance data.
 """
 
+import os
 from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 import attrs
@@ -2332,3 +2333,113 @@ JsonPatch: TypeAlias = tuple[JsonPatchOperation, ...]
 """
 An RFC 6902 patch: operations applied in order, all or nothing. An empty patch changes nothing.
 """
+
+
+def _compiled_inits() -> None:
+    """Give each model whose members have no converter or validator the compiled __init__
+    (_construct.c, where the build made it): attrs' stores every member with
+    object.__setattr__, about half of what an agent spends making a small event. The same
+    keywords, defaults and signature; a wrong call is a TypeError as before. AGUI_PURE_PYTHON=1
+    keeps attrs' own."""
+    if os.environ.get("AGUI_PURE_PYTHON"):
+        return
+    try:
+        from ._construct import initializer
+    except ImportError:  # not built: no compiler where it was installed
+        return
+    required = object()
+    models: tuple[type, ...] = (
+        TextPart,
+        DataSource,
+        UrlSource,
+        FileSource,
+        ImagePart,
+        AudioPart,
+        VideoPart,
+        DocumentPart,
+        FunctionCall,
+        ToolCall,
+        DeveloperMessage,
+        SystemMessage,
+        AssistantMessage,
+        UserMessage,
+        ToolMessage,
+        ActivityMessage,
+        ReasoningMessage,
+        AddOperation,
+        RemoveOperation,
+        ReplaceOperation,
+        MoveOperation,
+        CopyOperation,
+        TestOperation,
+        Tool,
+        Context,
+        ResumeEntry,
+        RunAgentInput,
+        Interrupt,
+        RunFinishedSuccessOutcome,
+        RunFinishedInterruptOutcome,
+        RunFinishedCancelledOutcome,
+        SubagentFinishedSuccessOutcome,
+        SubagentFinishedSuspendedOutcome,
+        TokenUsage,
+        TextMessageStartEvent,
+        TextMessageContentEvent,
+        TextMessageEndEvent,
+        TextMessageChunkEvent,
+        ToolCallStartEvent,
+        ToolCallArgsEvent,
+        ToolCallEndEvent,
+        ToolCallChunkEvent,
+        ToolCallResultEvent,
+        StateSnapshotEvent,
+        StateDeltaEvent,
+        MessagesSnapshotEvent,
+        ActivitySnapshotEvent,
+        ActivityDeltaEvent,
+        RawEvent,
+        CustomEvent,
+        RunStartedEvent,
+        RunFinishedEvent,
+        RunErrorEvent,
+        StepStartedEvent,
+        StepFinishedEvent,
+        ReasoningStartEvent,
+        ReasoningMessageStartEvent,
+        ReasoningMessageContentEvent,
+        ReasoningMessageEndEvent,
+        ReasoningMessageChunkEvent,
+        ReasoningEndEvent,
+        ReasoningEncryptedValueEvent,
+        SubagentStartedEvent,
+        SubagentFinishedEvent,
+        SubagentErrorEvent,
+        SubagentInfo,
+        IdentityCapabilities,
+        TransportCapabilities,
+        ToolsCapabilities,
+        OutputCapabilities,
+        StateCapabilities,
+        MultiAgentCapabilities,
+        ReasoningCapabilities,
+        MultimodalInputCapabilities,
+        MultimodalOutputCapabilities,
+        MultimodalCapabilities,
+        ExecutionCapabilities,
+        HumanInTheLoopCapabilities,
+        AgentCapabilities,
+    )
+    for cls in models:
+        fields = attrs.fields(cls)
+        if any(
+            f.converter or f.validator or f.alias != f.name or isinstance(f.default, attrs.Factory)  # type: ignore[arg-type]
+            for f in fields
+        ):
+            continue
+        defaults = tuple(required if f.default is attrs.NOTHING else f.default for f in fields)
+        names = tuple(f.name for f in fields)
+        original = cls.__dict__["__init__"]
+        type.__setattr__(cls, "__init__", initializer(cls, names, defaults, required, original))
+
+
+_compiled_inits()
