@@ -1,4 +1,7 @@
-/* The decoders' instance constructor, compiled where a C compiler is (codegen/build_hook.py).
+/* The models' compiled stores, built where a C compiler is (codegen/build_hook.py); without it
+the generated code does the same in Python. Two functions:
+
+initializer(...), below: the __init__ of a model (models.py installs it).
 
 constructor(cls, names) returns a callable that makes an instance of the slotted class `cls`
 without calling __init__ and stores its positional arguments in the slots `names`, in order: what

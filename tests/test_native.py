@@ -46,11 +46,12 @@ def test_every_model_has_a_constructor() -> None:
     assert names and names == {name for name, _ in BUILT}
 
 
-@pytest.mark.skipif(
-    compiler() is None or os.environ.get("AGUI_PURE_PYTHON") is not None,
-    reason="no C compiler for this Python (the build leaves the extension out)",
-)
 def test_the_install_uses_the_compiled_constructor() -> None:
+    if os.environ.get("AGUI_PURE_PYTHON"):
+        pytest.skip("AGUI_PURE_PYTHON=1 leaves the extension unused")
+    if compiler() is None:
+        assert not os.environ.get("AGUI_REQUIRE_NATIVE"), "no C compiler, and CI requires one"
+        pytest.skip("no C compiler for this Python (the build leaves the extension out)")
     # The build hook says why it could not build on stderr and goes on: this is what fails if it
     # stopped building here.
     assert rt.native_constructor is not None, "agui_generated._construct was not built"
