@@ -67,7 +67,8 @@ BATCH = 4096
 
 
 class _Packed(bytes):
-    """A sealed block's JSON, compressed with zlib (level 1)."""
+    """A sealed block's JSON, compressed with zlib (level 1, raw deflate: no header and no
+    checksum, a fifth of the compression's time, for data that never leaves the process)."""
 
     __slots__ = ()
 
@@ -161,7 +162,7 @@ class _Run:
             for chunk, offsets in chunks:
                 ends.extend([offset + base for offset in offsets] if base else offsets)
                 base += len(chunk)
-        self.blocks[first:end] = [(_Packed(zlib.compress(data, 1)), ends)]
+        self.blocks[first:end] = [(_Packed(zlib.compress(data, 1, wbits=-15)), ends)]
         del self.starts[first + 1 : end]
         self.sealed += 1
         self.loose -= size
@@ -173,7 +174,7 @@ class _Run:
             return data
         start = self.starts[index]
         if self.cached_at != start:
-            self.cached = zlib.decompress(data)
+            self.cached = zlib.decompress(data, wbits=-15)
             self.cached_at = start
         return self.cached
 
