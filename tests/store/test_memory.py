@@ -16,7 +16,7 @@ import tracemalloc
 import pytest
 
 from agui import TextMessageContentEvent, encode
-from agui.store import ExactEvents, Retention, RunRecord, StoredEvent, base, memory
+from agui.store import ExactEvents, NumberedCursors, Retention, RunRecord, StoredEvent, base, memory
 from agui.store.memory import MemoryLog
 
 
@@ -240,3 +240,14 @@ async def test_the_log_reads_across_the_latest_append() -> None:
     await log.append("r", ExactEvents(data[at : at + 1]), final=True)
     assert run.recent is None  # a finished run keeps its copies alone
     assert [s.data async for s in log.read("r")] == data[: at + 1]
+
+
+def test_numbered_cursors_are_the_list_of_their_numbers() -> None:
+    cursors = NumberedCursors(range(998, 1003))
+    listed = ["998", "999", "1000", "1001", "1002"]
+    assert cursors == listed and list(cursors) == listed and len(cursors) == 5
+    assert cursors[0] == "998" and cursors[-1] == "1002" and cursors[1:3] == ["999", "1000"]
+    # `+` itself: callers add an append's cursors to a list
+    assert cursors + ["x"] == [*listed, "x"]  # noqa: RUF005
+    assert ["x"] + cursors == ["x", *listed]  # noqa: RUF005
+    assert cursors != ["998"] and cursors == NumberedCursors(range(998, 1003))
