@@ -93,6 +93,7 @@ from agui.http.response import (
 from agui.store import (
     EventBatch,
     EventLog,
+    ExactEvents,
     RunExists,
     RunRecord,
     StoreError,
@@ -149,7 +150,6 @@ STOP_POLL = 0.15
 
 _DATA_LIMIT = MAX_SSE_FRAME - 200  # an event's JSON, leaving room for the frame's id line
 _BATCH_BYTES = 1024 * 1024  # an append carries at most about this many bytes (one event at least)
-_UNCOPIED = 64  # events queued for the writer as the encoder made them (the rest: copies)
 _READ_BATCH = 128  # events a response reads from the log at most at once (and queues as one piece)
 _IDLE = 1.0  # seconds of silence after which a response following a run checks its lease
 _PRUNE_EVERY = 60.0  # seconds between two prunes of the log's expired runs (by the sweep)
@@ -1195,6 +1195,8 @@ class Execution:
     # ── the queue ────────────────────────────────────────────────────────────
 
     def _queue(self, data: bytes, terminal: bool = False) -> None:
+        """Queue an event's JSON, of exactly its size (the writer hands the queue over as
+        ExactEvents)."""
         self._pending.append(data)
         if terminal:
             self.final = True
@@ -1206,7 +1208,7 @@ class Execution:
         terminal = type(event) in TERMINAL
         if terminal:
             self.terminal = event
-        self._queue(encode(event), terminal)
+        self._queue(_exact_encode(event), terminal)
 
     def close_with(self, message: str, code: str) -> None:
         """End the run with RUN_ERROR `code` (RUN_STARTED first when nothing was queued)."""
@@ -1241,9 +1243,9 @@ class Execution:
         if self.span is not None:
             self.span.ended_by_server(None, closed=len(closing))
         for event in closing:
-            self._queue(encode(event))
+            self._queue(_exact_encode(event))
         self.terminal = finished
-        self._queue(encode(finished), True)
+        self._queue(_exact_encode(finished), True)
 
     # ── the tasks ────────────────────────────────────────────────────────────
 
@@ -1297,9 +1299,9 @@ class Execution:
         limit = self._limit
         filled = self._filled
         span = self.span  # counted here, in the same pass (RunSpan.saw)
-        write = content_writer()  # encode, the bulk written from a prefix its stream shares
-        # The sink's: what it gives is of exact size (the bulk's text encoded once, anything
-        # else copied), so it is queued as it is however long the queue.
+        # encode, the bulk written from a prefix its stream shares: what it gives is of exact
+        # size (the bulk's text encoded once, anything else copied), so it is queued as it is
+        # however long the queue, and handed to the log as ExactEvents.
         exact = content_writer(slow=_exact_encode)
 
         def sink(event: Any) -> bool:
@@ -1337,7 +1339,7 @@ class Execution:
                     # user's messages too. Clients add the input's messages they do not hold.
                     event = attrs.evolve(event, input=self.input)
                 try:
-                    data = write(event)
+                    data = exact(event)
                 except EncodeError:
                     log.exception("run %s: the agent sent an event that cannot be encoded", run_id)
                     self.close_with("The agent produced an invalid event.", INVALID_EVENT)
@@ -1363,10 +1365,7 @@ class Execution:
                     queued = len(pending)
                 if self.final:
                     continue
-                # Past the first _UNCOPIED events queued, a copy of exact size: orjson's result
-                # keeps its whole working buffer (4 KiB at least), which a queue of a thousand
-                # events would hold on to. A writer keeping up (memory://) copies nothing here.
-                pending.append(data if queued < _UNCOPIED else bytes(memoryview(data)))
+                pending.append(data)
                 if type(event) in TERMINAL:
                     self.final = True
                     self.terminal = event
@@ -1386,8 +1385,10 @@ class Execution:
             while not pending:
                 self._filled.clear()
                 await self._filled.wait()
+            # Every event queued is of exact size and given up: ExactEvents (memory:// keeps
+            # them for the run's live readers).
             if len(pending) <= limit and sum(map(len, pending)) <= _BATCH_BYTES:
-                batch = pending[:]  # everything (the common case, counted in C)
+                batch = ExactEvents(pending)  # everything (the common case, counted in C)
                 pending.clear()
             else:
                 size = 0
@@ -1397,7 +1398,7 @@ class Execution:
                         break
                     size += len(data)
                     count += 1
-                batch = pending[:count]
+                batch = ExactEvents(pending[:count])
                 del pending[:count]
             final = self.final and not pending
             self._drained.set()

@@ -441,7 +441,7 @@ _KEEPS_TEXT_CHUNKS_DROPPED = _KEEPS_CHUNKS_OPEN | {"TEXT_MESSAGE_CHUNK"}
 
 _TEXT_CONTENT = b'{"type":"TEXT_MESSAGE_CONTENT",'
 """How agui.encode starts a TEXT_MESSAGE_CONTENT event's JSON (the type first, compact)."""
-_LF_TEXT_CONTENT = b"\n" + _TEXT_CONTENT
+_AFTER_TEXT_CONTENT = b"}" + _TEXT_CONTENT
 
 
 class Downgrade:
@@ -512,12 +512,14 @@ class Downgrade:
         ValueError for a cursor holding CR, LF or NUL, before anything is returned."""
         if self.passes_text and events and events[0].startswith(_TEXT_CONTENT):
             # Text deltas only, all passed on unchanged (the bulk of a run): checked and framed
-            # in C. Joined with LF, which no event holds (counted): each LF starts an event.
-            joined = b"\n".join(events)
-            rest = len(events) - 1
+            # in C. Joined as they are, each event after the first starts right after the `}`
+            # that ends the one before: `}{"type":"TEXT_MESSAGE_CONTENT",` is found exactly at
+            # those boundaries (counted), never inside an event of valid JSON (outside strings
+            # `}{` is not JSON, inside them `"` is escaped). No event holds LF (one memchr).
+            joined = b"".join(events)
             if (
-                joined.count(b"\n") == rest
-                and joined.count(_LF_TEXT_CONTENT) == rest
+                b"\n" not in joined
+                and joined.count(_AFTER_TEXT_CONTENT) == len(events) - 1
                 and b'"delta":""' not in joined
             ):
                 return sse_data_frames(events, cursors)

@@ -71,6 +71,11 @@ def sse_data_frames(data: Sequence[bytes], ids: Sequence[str] | None = None) -> 
     count = len(data)
     if not count:
         return b""
+    numbers = getattr(ids, "numbers", None)  # agui.store.base.NumberedCursors
+    if type(numbers) is range and numbers.step == 1 and numbers.start >= 0:
+        if len(numbers) != count:
+            raise ValueError(f"{count} events, {len(numbers)} ids")
+        return _numbered_frames(data, numbers.start)
     if ids is None:
         parts = [b"\n\ndata: "] * (2 * count)
         parts[0] = b"data: "
@@ -85,6 +90,43 @@ def sse_data_frames(data: Sequence[bytes], ids: Sequence[str] | None = None) -> 
     parts[0] = b"id: "
     parts[1::4] = text.encode().split(b"\n")  # no id holds LF (checked above)
     parts[3::4] = data
+    parts.append(b"\n\n")
+    return b"".join(parts)
+
+
+_THOUSAND: list[bytes] = []
+"""Each id's last three digits and the line after it (`042\ndata: `), for ids of 1000 up."""
+_UNDER_THOUSAND: list[bytes] = []
+"""The same for ids under 1000 (`42\ndata: `)."""
+
+
+def _numbered_frames(data: Sequence[bytes], first: int) -> bytes:
+    """`sse_data_frames(data, ids)` for the ids first, first + 1, ... in decimal, without a str
+    per id: each frame's id line is the thousands' digits, shared by up to 1000 frames, and a
+    precomputed piece from the last three digits to the data line's start (three parts a frame,
+    laid out by slice assignment and joined once)."""
+    if not _THOUSAND:
+        _UNDER_THOUSAND.extend(b"%d\ndata: " % n for n in range(1000))
+        _THOUSAND.extend(b"%03d\ndata: " % n for n in range(1000))
+    count = len(data)
+    parts = [b""] * (3 * count)
+    parts[2::3] = data
+    done = 0
+    number = first
+    while done < count:
+        thousands, rest = divmod(number, 1000)
+        run = min(count - done, 1000 - rest)  # the frames whose ids share `thousands`
+        at = 3 * done
+        end = 3 * (done + run)
+        if thousands:
+            parts[at:end:3] = [b"\n\nid: %d" % thousands] * run
+            parts[at + 1 : end : 3] = _THOUSAND[rest : rest + run]
+        else:
+            parts[at:end:3] = [b"\n\nid: "] * run
+            parts[at + 1 : end : 3] = _UNDER_THOUSAND[rest : rest + run]
+        done += run
+        number += run
+    parts[0] = parts[0][2:]  # no blank line before the first frame
     parts.append(b"\n\n")
     return b"".join(parts)
 

@@ -8,6 +8,7 @@ would pin for as long as it keeps the run.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 import tracemalloc
@@ -15,7 +16,7 @@ import tracemalloc
 import pytest
 
 from agui import TextMessageContentEvent, encode
-from agui.store import Retention, RunRecord, StoredEvent, base, memory
+from agui.store import ExactEvents, NumberedCursors, Retention, RunRecord, StoredEvent, base, memory
 from agui.store.memory import MemoryLog
 
 
@@ -205,3 +206,48 @@ async def test_retention_drops_sealed_blocks_and_followers_read_across_them() ->
         range(total - len(kept) + 1, total + 1)
     )
     assert all(s.data == content(int(s.cursor) - 1) for s in kept)
+
+
+async def test_the_log_reads_across_the_latest_append() -> None:
+    """Reads that start in the older chunks (sealed or not) and run into the latest append's
+    events, which the log keeps as they were handed over, give each event once, in order."""
+    log = MemoryLog()
+    await log.start_run(record("r"), b"{}", exclusive=True)
+    data = [
+        json.dumps({"type": "CUSTOM", "name": "n", "value": "x" * 80, "i": i}).encode()
+        for i in range(3000)
+    ]
+    at = 0
+    # About 100 bytes an event: after the 1200 events' append, the older chunks are sealed.
+    for size in (1, 700, 2, 1200, 97):
+        cursors = await log.append("r", ExactEvents(data[at : at + size]))
+        assert cursors == [str(n) for n in range(at + 1, at + size + 1)]
+        at += size
+        for after in {0, 1, at - size, at - size + 1, at - 1} - {at}:
+            for limit in (1, 3, 128, 5000):
+                got: list[bytes] = []
+                numbers: list[str] = []
+                async for batch in log.read_batches(
+                    "r", None if after == 0 else str(after), limit=limit
+                ):
+                    assert len(batch) <= limit
+                    got += batch.data
+                    numbers += batch.cursors
+                assert got == data[after:at]
+                assert numbers == [str(n) for n in range(after + 1, at + 1)]
+    run = log._runs["r"]
+    assert run.sealed and run.recent is not None
+    await log.append("r", ExactEvents(data[at : at + 1]), final=True)
+    assert run.recent is None  # a finished run keeps its copies alone
+    assert [s.data async for s in log.read("r")] == data[: at + 1]
+
+
+def test_numbered_cursors_are_the_list_of_their_numbers() -> None:
+    cursors = NumberedCursors(range(998, 1003))
+    listed = ["998", "999", "1000", "1001", "1002"]
+    assert cursors == listed and list(cursors) == listed and len(cursors) == 5
+    assert cursors[0] == "998" and cursors[-1] == "1002" and cursors[1:3] == ["999", "1000"]
+    # `+` itself: callers add an append's cursors to a list
+    assert cursors + ["x"] == [*listed, "x"]  # noqa: RUF005
+    assert ["x"] + cursors == ["x", *listed]  # noqa: RUF005
+    assert cursors != ["998"] and cursors == NumberedCursors(range(998, 1003))
