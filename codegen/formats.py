@@ -139,6 +139,14 @@ def conforms(fmt: str, text: str) -> bool:
     return _TESTS[fmt](text)
 
 
+def expression(fmt: str) -> re.Pattern[str] | None:
+    """The regular expression that defines a format, for one a regular expression alone defines
+    (email, uri, uuid; date-time also asks for a real calendar date): for drawing examples of the
+    format (tests/test_properties.py), each still to be confirmed by `conforms`."""
+    source = {"email": _EMAIL, "uri": _URI, "uuid": _UUID}.get(fmt)
+    return None if source is None else _regex(source)
+
+
 def tester(fmt: str) -> Callable[[str], bool]:
     """A cached test of one format, for the decoders and encoders: the same strings (ids, links)
     recur in a stream, and a cache hit costs less than the regular expressions."""

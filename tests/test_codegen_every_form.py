@@ -13,6 +13,8 @@ the fork into a temporary folder, as a fork maintainer would; then
   attrs codec (byte for byte), the JSON Schema, pydantic and protobuf (the generated codec and the
   protobuf runtime, whose descriptors it compares with protoc's), and documents made invalid by
   one change are refused by the attrs codec, the JSON Schema and pydantic alike;
+* tests/test_properties.py, run the same way on the fork's model, round-trips random instances of
+  every form;
 * the ledger beside the fork's spec numbers what the fork added, and only that.
 """
 
@@ -118,6 +120,24 @@ def test_every_form_goes_through_every_binding(fork: Path) -> None:
     proc = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", CHECKS, env=env)
     assert proc.returncode == 0, proc.stdout[-20000:] + proc.stderr
     assert " passed" in proc.stdout, proc.stdout  # not skipped as a whole (a missing env var)
+
+
+def test_the_property_tests_cover_every_form(fork: Path) -> None:
+    """tests/test_properties.py draws valid instances of every form (each string format, with a
+    pattern, in lists and alternatives; defaults, deprecated members, ...) from the fork's model,
+    and they survive the wire."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(fork / "generated"), str(ROOT)]),
+        "AGUI_EVERY_FORM_SPEC": str(fork / "spec" / "agui.yaml"),
+    }
+    argv = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    proc = run(*argv, "tests/test_properties.py", env=env)
+    assert proc.returncode == 0, proc.stdout[-20000:] + proc.stderr
+    assert (
+        "EveryScalarEvent"
+        in run(*argv, "--collect-only", "tests/test_properties.py", env=env).stdout
+    )
 
 
 def test_the_ledger_numbers_what_the_fork_added(fork: Path) -> None:
