@@ -2,8 +2,10 @@
 cross-SDK checks with no edit outside spec/ and its fixtures.
 
 The fork (tests/fork/overlay.yaml) adds to existing definitions of every kind, an optional member
-to an event, a content part and a message, a value to an enum, members to two unions, and adds an
-object and an event of its own; so a test that hard-codes what the protocol has (a count, a field
+to an event, a content part and a message, a value to an enum, members to two unions, and adds
+definitions of its own that use the rest of the grammar (every string format, on an alias and on a
+field, with a pattern, in a list, as one alternative of `A | B`; an enum, a narrowed bounded alias,
+an untagged object, nested lists, nullable json, a default, a py rename, a deprecated member); so a test that hard-codes what the protocol has (a count, a field
 list, a slot number) fails here, and is to derive it from the spec, the ledger or the overlay.
 
 `nox -s fork` runs this. It copies the repository's files (`git ls-files`, as they are in the
