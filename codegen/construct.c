@@ -210,6 +210,12 @@ init_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwname
                      Py_TYPE(o)->tp_name);
         return NULL;
     }
+    if (Py_TYPE(o) != c->cls) {
+        /* a subclass that inherits this __init__ may re-declare a slot (__slots__ = ('delta',)),
+        whose descriptor then reads another offset than the one stored here: attrs' __init__
+        stores through the subclass's own descriptors */
+        return PyObject_Vectorcall(c->original, args, nargsf, kwnames);
+    }
     PyObject *values[MAX_MEMBERS] = {NULL};
     Py_ssize_t given = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t k = 0; k < given; k++) {

@@ -264,6 +264,24 @@ def test_wrong_calls_are_type_errors() -> None:
         event.delta = "f"  # type: ignore[misc]
 
 
+def test_a_subclass_that_re_declares_a_slot_gets_attrs_init() -> None:
+    """A subclass's own slot of a member lies at another offset than the base class's: the
+    compiled __init__ it inherits leaves the instance to attrs' (which stores through the
+    subclass's descriptors) instead of storing where the base class has it."""
+
+    class Redeclared(agui.TextMessageContentEvent):
+        __slots__ = ("delta",)
+
+    class Plain(agui.TextMessageContentEvent):
+        __slots__ = ()
+
+    for cls in (Redeclared, Plain):
+        event = cls(message_id="m", delta="d")
+        assert (event.message_id, event.delta) == ("m", "d")
+        with pytest.raises(TypeError, match=r"missing (a|1) required keyword-only argument"):
+            cls(message_id="m")
+
+
 def test_the_compiled_init_keeps_counts() -> None:
     text = "".join(["c", "d"])
     before = sys.getrefcount(text)
