@@ -1200,6 +1200,10 @@ def _default_problem(value: Any, t: TypeRef) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"the default {shown} is not a finite number"
     if (c.min is not None and value < c.min) or (c.max is not None and value > c.max):
+        if c.max is None:
+            return f"the default {shown} is below the member's min, {c.min}"
+        if c.min is None:
+            return f"the default {shown} is above the member's max, {c.max}"
         return f"the default {shown} is outside [{c.min}, {c.max}]"
     return None
 

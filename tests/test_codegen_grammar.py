@@ -333,6 +333,14 @@ REFUSALS = [
         f"{F}?.default: the default 500 is outside [0, 100]",
     ),
     (
+        holder('f?:\n  type: int\n  min: 0\n  default: -1\n  doc: "case d"\n'),
+        f"{F}?.default: the default -1 is below the member's min, 0",
+    ),
+    (
+        holder('f?:\n  type: number\n  max: 1\n  default: 1.5\n  doc: "case d"\n'),
+        f"{F}?.default: the default 1.5 is above the member's max, 1",
+    ),
+    (
         holder('f?:\n  type: int\n  default: 1.5\n  doc: "case d"\n'),
         f"{F}?.default: the default 1.5 is not an integer, and the member is an int",
     ),

@@ -160,6 +160,15 @@ def test_an_enum_member_holds_the_enum_or_its_exact_string() -> None:
     assert agui.encode(start(role="user")) == wire
 
 
+def test_a_range_error_names_the_bounds_there_are() -> None:
+    """The interval where the spec bounds both sides; the one bound where it bounds one (a fork's
+    `min: 0` alone), never an interval ending in None. The every-form fork runs it through the
+    codec and `agui validate` (tests/codegen/every_form_checks.py)."""
+    assert _runtime.outside(-2, 0, 100) == "-2 is outside [0, 100]"
+    assert _runtime.outside(-2, 0, None) == "-2 must be ≥ 0"
+    assert _runtime.outside(0.25, None, 0.1) == "0.25 must be ≤ 0.1"
+
+
 @pytest.mark.parametrize(
     ("event", "pointer"),
     [

@@ -378,6 +378,16 @@ def depth(cx: Ctx, value: Any, at: At) -> None:
         )
 
 
+def outside(value: Any, lo: float | None, hi: float | None) -> str:
+    """What a range error says: the interval where both sides are bounded, else the one bound (a
+    spec's `min: 0` alone gives "-2 must be ≥ 0", not an interval ending in None)."""
+    if hi is None:
+        return f"{describe(value)} must be ≥ {lo}"
+    if lo is None:
+        return f"{describe(value)} must be ≤ {hi}"
+    return f"{describe(value)} is outside [{lo}, {hi}]"
+
+
 def describe(value: Any) -> str:
     """A short, bounded rendering of a value for a message (never echoes a huge input)."""
     if value is None:
@@ -446,7 +456,7 @@ def int_(cx: Ctx, d: dict[str, Any], at: At, key: str, lo: int | None, hi: int |
             return None
         return bad(cx, d, at, key, "an integer")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        cx.error((at, key), "range", f"{describe(value)} is outside [{lo}, {hi}]")
+        cx.error((at, key), "range", outside(value, lo, hi))
         return None
     return value
 
@@ -470,7 +480,7 @@ def int_at(cx: Ctx, value: Any, at: At, lo: int | None, hi: int | None) -> Any:
             return None
         return bad_value(cx, value, at, "an integer")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        cx.error(at, "range", f"{describe(value)} is outside [{lo}, {hi}]")
+        cx.error(at, "range", outside(value, lo, hi))
         return None
     return value
 
@@ -488,7 +498,7 @@ def number_at(cx: Ctx, value: Any, at: At, lo: float | None, hi: float | None) -
         cx.error(at, "type", f"expected a number, got {describe(value)}, which is no JSON number")
         return None
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        cx.error(at, "range", f"{describe(value)} is outside [{lo}, {hi}]")
+        cx.error(at, "range", outside(value, lo, hi))
         return None
     return value
 
@@ -984,7 +994,7 @@ def w_int(value: Any, key: str, lo: int | None, hi: int | None) -> int:
         wrong(value, key, "an integer")
     number = int(value)
     if (lo is not None and number < lo) or (hi is not None and number > hi):
-        raise EncodeError(f"{describe(number)} is outside [{lo}, {hi}]", pointer="/" + segment(key))
+        raise EncodeError(outside(number, lo, hi), pointer="/" + segment(key))
     return number
 
 
@@ -1172,7 +1182,7 @@ def v_int(value: Any, lo: int | None, hi: int | None) -> int:
         v_wrong(value, "an integer")
     number = int(value)
     if (lo is not None and number < lo) or (hi is not None and number > hi):
-        raise EncodeError(f"{describe(number)} is outside [{lo}, {hi}]")
+        raise EncodeError(outside(number, lo, hi))
     return number
 
 
@@ -1185,7 +1195,7 @@ def v_number(value: Any, lo: float | None, hi: float | None) -> int | float:
             f"{'NaN' if number != number else 'Infinity' if number > 0 else '-Infinity'} is not a JSON number"
         )
     if (lo is not None and number < lo) or (hi is not None and number > hi):
-        raise EncodeError(f"{describe(number)} is outside [{lo}, {hi}]")
+        raise EncodeError(outside(number, lo, hi))
     return number
 
 

@@ -20,6 +20,8 @@ import math
 import os
 import re
 import struct
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from functools import cache
@@ -538,6 +540,29 @@ def lists(**members: Any) -> dict[str, Any]:
         "atLeastTwo": [1, 2],
     }
     return {**doc, **members}
+
+
+def test_a_bound_on_one_side_is_named_alone() -> None:
+    """A member bounded on one side only (`max: 10`; `min: 0.5`) names the bound it broke, in
+    decoding, encoding and `agui validate`, rather than an interval with None for the other end."""
+    cases = (("atMost", 11, "11 must be ≤ 10"), ("atLeast", 0.25, "0.25 must be ≥ 0.5"))
+    for member, value, said in (*cases, ("bounded", 6, "6 is outside [-5, 5]")):
+        document = orjson.dumps(scalar(**{member: value}))
+        with pytest.raises(agui.DecodeError) as wrong:
+            agui.decode(document, strict=True)
+        assert (wrong.value.pointer, wrong.value.kind) == (f"/{member}", "range")
+        assert wrong.value.message.endswith(said), wrong.value.message
+        shown = subprocess.run(
+            [sys.executable, "-m", "agui", "validate", "--strict"],
+            input=document,
+            capture_output=True,
+            check=False,
+        )
+        errors = orjson.loads(shown.stdout)["errors"]
+        assert [(e["pointer"], e["message"]) for e in errors] == [(f"/{member}", said)]
+    event = agui.decode(orjson.dumps(scalar()), strict=True)
+    with pytest.raises(agui.EncodeError, match=r"^11 must be ≤ 10$"):
+        agui.encode(attrs.evolve(event, at_most=11))
 
 
 def test_a_number_reads_back_as_it_was_written() -> None:
