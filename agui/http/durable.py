@@ -39,6 +39,7 @@ from urllib.parse import unquote
 
 import attrs
 from agui_generated import (
+    DecodeError,
     MessagesSnapshotEvent,
     Problem,
     RunAgentInput,
@@ -515,7 +516,8 @@ class Durable:
         async def produce(tail: _Tail) -> None:
             await self._follow(tail, key, after, binary, principal, first=first, backlog=backlog)
 
-        await self._respond(receive, send, binary, produce, self._replay_era(scope))
+        era, undeclared = await self._resume_era(scope, key)
+        await self._respond(receive, send, binary, produce, era, undeclared)
 
     # ── connect ──────────────────────────────────────────────────────────────
 
@@ -638,10 +640,26 @@ class Durable:
 
     def _replay_era(self, scope: Scope) -> Era | None:
         """The era a replay (resume, connect) is sent in: the one of `?protocolVersion=` when
-        the request names a pre-1.0 version (and compat is not "off"); else none. No 0.0.x
-        release knows these routes, so a request that names nothing gets the 1.0 stream."""
+        the request names a pre-1.0 version (and compat is not "off"); else none, the 1.0
+        stream, for a connect (a resume that names none is in its run's era: _resume_era)."""
         declared = query_params(scope).get("protocolVersion")
         return self.app._compat.era_for(declared) if declared else None
+
+    async def _resume_era(self, scope: Scope, key: str) -> tuple[Era | None, bool]:
+        """The era a resume is sent in, and whether it is that of a client that declared no
+        protocolVersion: the one `?protocolVersion=` names; else the one the run was started in,
+        by its input's protocolVersion (compat's era for an input without), so that a 0.0.x
+        client that picks its run up again reads the rest as it read the start."""
+        if query_params(scope).get("protocolVersion"):
+            return self._replay_era(scope), False
+        raw = await self.log.get_input(key)
+        try:
+            started = None if raw is None else decode(raw, RunAgentInput, warnings=[])
+        except DecodeError:
+            started = None  # a store's input that no longer decodes: the 1.0 stream
+        if started is None:
+            return None, False
+        return self.app.era_for(started), started.protocol_version is None
 
     async def _follow(
         self,

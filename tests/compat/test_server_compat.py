@@ -321,9 +321,16 @@ def test_durable_replays() -> None:
 
 def _replays(url: str) -> None:
     started = post(url, body()).content  # a 0.0.x client: its live tail is translated
-    stored = events(httpx.get(f"{url}/runs/run-1/events", timeout=20).content)
-    assert [e["type"] for e in stored[1:-1]] == [e["type"] for e in SCRIPT]  # GET: 1.0
+    latest = f"{url}/runs/run-1/events?protocolVersion=1.0.0"
+    stored = events(httpx.get(latest, timeout=20).content)
+    assert [e["type"] for e in stored[1:-1]] == [e["type"] for e in SCRIPT]  # 1.0 asked: 1.0
     assert events(started) == translated(OLDEST.name, stored)
+    # a resume that names no version is in the era the run was started in, as the live stream
+    # was (TEXT_MESSAGE_START with the role that era requires, no REASONING_*), not in 1.0
+    resumed = events(httpx.get(f"{url}/runs/run-1/events", timeout=20).content)
+    assert resumed == events(started) != stored
+    assert {"type": "TEXT_MESSAGE_START", "messageId": "msg-1", "role": "assistant"} in resumed
+    assert not any(e["type"].startswith("REASONING_") for e in resumed)
     again = httpx.get(f"{url}/runs/run-1/events?protocolVersion=0.0.37", timeout=20).content
     assert events(again) == translated("0.0.37", stored)
     # each stored event the era gets something of carries its cursor, on the last of its frames;
@@ -343,12 +350,26 @@ def _replays(url: str) -> None:
     assert {"reasoning", "activity"} <= roles
 
 
+def test_a_durable_run_of_a_1_0_client_resumes_in_1_0() -> None:
+    """A run whose client declared 1.0 is resumed in 1.0 without `?protocolVersion=`, whatever
+    compat gives a client that declares none; one whose client declared a 0.0.x release is
+    resumed in that release's era."""
+    with live_server(AgentApp(Scripted(), store="memory://")) as url:
+        sent = events(post(url, body("1.0.0")).content)
+        resumed = events(httpx.get(f"{url}/runs/run-1/events", timeout=20).content)
+        assert resumed == sent and sent[1:-1] == SCRIPT
+        old = events(post(url, body("0.0.37", run_id="run-2")).content)
+        assert events(httpx.get(f"{url}/runs/run-2/events", timeout=20).content) == old
+    assert old != sent
+
+
 def test_durable_with_compat_off() -> None:
     with live_server(AgentApp(Scripted(), store="memory://", compat="off")) as url:
         sent = events(post(url, body()).content)
         again = httpx.get(f"{url}/runs/run-1/events?protocolVersion=0.0.37", timeout=20).content
+        resumed = httpx.get(f"{url}/runs/run-1/events", timeout=20).content
     assert [e["type"] for e in sent[1:-1]] == [e["type"] for e in SCRIPT]
-    assert events(again) == sent
+    assert events(again) == sent == events(resumed)
 
 
 # ── reading a pre-1.0 server ──────────────────────────────────────────────────────────────────
