@@ -561,8 +561,9 @@ def test_a_bound_on_one_side_is_named_alone() -> None:
         errors = orjson.loads(shown.stdout)["errors"]
         assert [(e["pointer"], e["message"]) for e in errors] == [(f"/{member}", said)]
     event = agui.decode(orjson.dumps(scalar()), strict=True)
-    with pytest.raises(agui.EncodeError, match=r"^11 must be ≤ 10$"):
+    with pytest.raises(agui.EncodeError) as refused:
         agui.encode(attrs.evolve(event, at_most=11))
+    assert (refused.value.pointer, refused.value.message) == ("/atMost", "11 must be ≤ 10")
 
 
 def test_a_number_reads_back_as_it_was_written() -> None:
