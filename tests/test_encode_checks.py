@@ -609,8 +609,11 @@ def _wrong_values(t: Any, nullable: bool) -> list[Any]:
         "ref": [object(), {"a": 1}, None, "x"],
         "union": [object(), {"type": "x"}, None],
         "list": ["abc", {"a": 1}, None, {1}],
-        "either": [5, None, {"a": 1}],
     }
+    if t.kind == "either":  # a value of a JSON kind none of the alternatives is
+        kinds = {o.json_kind for o in t.options}
+        other = {"string": "s", "number": 5, "boolean": True, "array": [5], "object": {"a": 1}}
+        return [None, *(v for kind, v in other.items() if kind not in kinds)]
     return wrong[t.kind]
 
 

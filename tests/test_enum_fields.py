@@ -16,6 +16,10 @@ import pytest
 from agui_generated import enums
 
 import agui
+from codegen.load import load_spec
+from codegen.model import build
+
+from .conftest import FIXTURES
 
 
 def enum_fields() -> list[tuple[type[Any], attrs.Attribute[Any], type[enum.Enum], bool]]:
@@ -38,25 +42,28 @@ def enum_fields() -> list[tuple[type[Any], attrs.Attribute[Any], type[enum.Enum]
 FIELDS = enum_fields()
 
 
-def required(cls: type[Any]) -> dict[str, Any]:
-    """Values for the required fields of `cls` other than its enum one (all of them strings in
-    these events)."""
-    return {
-        f.name: "x"
-        for f in attrs.fields(cls)
-        if f.default is attrs.NOTHING
-        and f.name not in {e.name for c, e, _, _ in FIELDS if c is cls}
-    }
+def valid(cls: type[Any]) -> Any:
+    """A valid instance of `cls`: its smallest valid fixture (every definition has one)."""
+    path = min((FIXTURES / cls.__name__ / "valid").glob("*.json"), key=lambda p: p.stat().st_size)
+    return agui.decode(path.read_bytes(), cls, strict=True)
 
 
 def test_the_enum_fields_are_found() -> None:
+    """The instance fields the spec types as an enum (a fork's too), tags left out."""
     names = sorted(f"{cls.__name__}.{field.name}" for cls, field, _, _ in FIELDS)
-    assert names == [
+    spec = build(load_spec())
+    assert names == sorted(
+        f"{o.name}.{f.py}"
+        for o in spec.objects
+        for f in o.fields
+        if f.type is not None and f.type.kind == "enum" and not f.is_class_constant
+    )
+    assert {
         "ReasoningEncryptedValueEvent.subtype",
         "ResumeEntry.status",
         "TextMessageChunkEvent.role",
         "TextMessageStartEvent.role",
-    ]
+    } <= set(names)
     assert all(field.converter is not None for _, field, _, _ in FIELDS)
 
 
@@ -69,17 +76,17 @@ def test_a_wire_string_becomes_the_member(
     cls: type[Any], field: attrs.Attribute[Any], kind: type[enum.Enum], optional: bool
 ) -> None:
     assert getattr(enums, kind.__name__) is kind
+    base = valid(cls)
     for member in kind:
-        made = cls(**required(cls), **{field.name: member.value})
+        made = attrs.evolve(base, **{field.name: member.value})
         held = getattr(made, field.name)
         assert held is member and type(held) is kind
-        assert getattr(cls(**required(cls), **{field.name: member}), field.name) is member
+        assert getattr(attrs.evolve(base, **{field.name: member}), field.name) is member
         # the same object decoding gives, and the same bytes
         assert agui.decode(agui.encode(made), cls) == made
     if optional:
-        assert getattr(cls(**required(cls)), field.name) is None
-        assert getattr(cls(**required(cls), **{field.name: None}), field.name) is None
-    wrong = cls(**required(cls), **{field.name: "Not-A-Value"})
+        assert getattr(attrs.evolve(base, **{field.name: None}), field.name) is None
+    wrong = attrs.evolve(base, **{field.name: "Not-A-Value"})
     assert getattr(wrong, field.name) == "Not-A-Value"  # kept as given: the encoder names it
     with pytest.raises(agui.EncodeError, match=f"is not a {kind.__name__}"):
         agui.encode(wrong)

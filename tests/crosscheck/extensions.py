@@ -53,7 +53,10 @@ class Extensions:
             if not o.extension:
                 out += [f"{o.name}.{f.wire}" for f in o.fields if f.extension]
         for e in self.enums.values():
-            out += [f"{e.name}.{v.value}" for v in e.values if v.extension]
+            if e.extension:  # a fork's own enum, named as its own object is: not value by value
+                out.append(e.name)
+            else:
+                out += [f"{e.name}.{v.value}" for v in e.values if v.extension]
         return out
 
     def touched(self, definition: str, document: Any, pointer: str | None = None) -> list[str]:
@@ -119,6 +122,7 @@ class Extensions:
             enum = self.enums[t.name]
             if enum.extension:
                 found.append(t.name)
+                return
             for v in enum.values:
                 if v.extension and v.value == value:
                     found.append(f"{t.name}.{v.value}")
