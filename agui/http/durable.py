@@ -340,18 +340,22 @@ class Durable:
     async def _start(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self.app
         self._capacity()
-        run_input = await app.read_input(scope, receive)
-        if run_input is None:  # the client left while sending its body
+        body = await app.read_request(scope, receive)
+        if body is None:  # the client left while sending its body
             return
-        thread_id, run_id = run_input.thread_id, run_input.run_id
+        thread_id, run_id = body.thread_id, body.run_id
         empty = tuple(
             Problem(f"/{name}", "empty", f"{name} is empty: a durable run needs one to be found")
             for name, ident in (("threadId", thread_id), ("runId", run_id))
-            if not ident
+            if ident == ""
         )
         if empty:  # its run could never be resumed, connected to or stopped
             raise BadRequest(400, "the body is not a RunAgentInput a store can keep", empty)
+        # Asked before decoding: a refused caller costs a parse, not a tolerant decode. (Ids that
+        # are missing or not strings are asked as None; decoding then answers the 400.)
         principal = await self._allowed(scope, "start", thread_id, run_id)
+        run_input = await app.decode_input(body)
+        thread_id, run_id = run_input.thread_id, run_input.run_id
         run_key = principal.key(run_id)
         self._capacity()
         self._reserved += 1
