@@ -196,6 +196,26 @@ def test_a_hundred_runs_with_a_null_state_log_no_warning(
     assert "run run-7 (thread thread-null): request body: /state:" in nulls[7].getMessage()
 
 
+def test_the_upgrades_of_a_legacy_body_are_logged_with_the_same_cap(
+    served: tuple[str, Hook], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pre-1.0 binary part with only an id cannot be upgraded (a line each) and is then
+    removed by decoding (a warning each): both capped, the count of the rest said."""
+    base, _ = served
+    caplog.set_level(logging.DEBUG, logger="agui")
+    parts = [{"type": "binary", "mimeType": "image/png", "id": f"f{n}"} for n in range(30)]
+    value = orjson.loads(small_body("run-legacy"))
+    value["messages"][0]["content"] = [{"type": "text", "text": "hi"}, *parts]
+    with httpx.Client(timeout=HANG) as client:
+        answer = client.post(f"{base}/agent", content=orjson.dumps(value), headers=ALLOWED)
+    assert answer.status_code == 200
+    lines = [r.getMessage() for r in body_records(caplog) if r.levelno >= logging.WARNING]
+    upgrades = [line for line in lines if "onverted" in line or "more upgrades" in line]
+    assert len(upgrades) == MAX_WARNINGS + 1
+    assert upgrades[-1].endswith("... and 11 more upgrades")  # 31: the notice, then 30 parts
+    assert len(lines) == 2 * (MAX_WARNINGS + 1)  # and the 30 removals: 20, then the count
+
+
 # ── the decoder's cap, without a server ───────────────────────────────────────────────────────
 
 
