@@ -16,8 +16,10 @@ error wording is the TypeScript client's.
 `stream()` runs as `run()` does and hands over each event as it is applied (`RunUpdate`: the event
 and the conversation as of that event), then the run's result; closing it stops the run.
 
-The new message joins the history when the run's stream starts: when its first frame arrives,
-before that frame is applied. What a run that does not end leaves behind: a run the client did
+`set_state(state)` replaces the state the next run sends (as the TypeScript client's
+`setState`). The new message joins the history, and the input's state becomes the conversation's
+(an input given to `run` with a state of its own included), when the run's stream starts: when
+its first frame arrives, before that frame is applied. What a run that does not end leaves behind: a run the client did
 not see end (its stream cut, rejected or stopped: a run recorded as truncated), and a stream that
 failed before its run started, are rolled back: the messages, the state and the pending
 interrupts are as they were before the run, the new message included, so the same call can be
@@ -366,6 +368,13 @@ class Conversation:
     def state(self) -> Any:
         """The state: any JSON value (a copy: changing it does not change the conversation)."""
         return self.reducer.state
+
+    def set_state(self, state: Any) -> None:
+        """Replace the state (any JSON value, copied): what the next run sends (`next_input`),
+        and what `state` reads until a run changes it. Refused while a stream is being applied
+        (ConversationBusyError): that run's events apply to the state it sent."""
+        self._refuse_if_busy("set_state")
+        self.reducer.set_state(state)
 
     @property
     def pending_interrupts(self) -> tuple[Interrupt, ...]:
@@ -919,8 +928,11 @@ class Conversation:
             return attempt.result()
 
     def _join(self, input: RunAgentInput) -> None:
-        """The run of `input` started: its messages join the history (those not held yet)."""
+        """The run of `input` started: its messages join the history (those not held yet), and
+        its state is the conversation's (an input given to `run` may carry another than
+        `next_input` put in; the next run must send that one, not the older)."""
         self.reducer.add_messages(input.messages)
+        self.reducer.set_state(input.state)
 
     @contextmanager
     def _stream(self, pipeline: Pipeline, attempt: _Attempt) -> Iterator[None]:
