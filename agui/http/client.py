@@ -5,7 +5,9 @@ frames arrive; `run_sync` does the same without asyncio. A run is over at its te
 (RUN_FINISHED or RUN_ERROR): what arrives at once after it is still read (the answer's end,
 another run of the stream), and a silence of END_GRACE seconds ends the stream and closes the
 response, even when the server (or a proxy) keeps it open. Closing the iterator early closes
-the response (and so the connection), which tells a server without a store to stop the run.
+the response (and so the connection), which tells a server without a store to stop the run; a
+server with a store, which keeps the runs of a client that resumes, is sent a stop for it
+(`HttpAgent(detach=True)`: it goes on).
 With `binary=True` the request asks for the protobuf transport; whichever the server answers (by
 its Content-Type) is read, and an answer that is neither (an HTML page, a JSON document) is a
 StreamError naming its content type.

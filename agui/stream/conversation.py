@@ -234,8 +234,9 @@ class RunStream(AsyncIterator[RunUpdate]):
     `input` is the RunAgentInput it runs (its `run_id` names the run, to stop it say); `result`
     is the run's result once the last item was handed over (None before). `aclose()` (or leaving
     the `async with`) stops the run: the source is closed, the open run recorded as truncated
-    (STOPPED) and rolled back unless keep_partial. A stream neither exhausted nor closed holds
-    the conversation (ConversationBusyError for the next run) until it is garbage-collected."""
+    (STOPPED) and rolled back unless keep_partial, and an HttpAgent stops it on a server with a
+    store too, unless it detaches. A stream neither exhausted nor closed holds the conversation
+    (ConversationBusyError for the next run) until it is garbage-collected."""
 
     def __init__(self, input: RunAgentInput, updates: AsyncGenerator[RunUpdate]) -> None:
         self.input = input
@@ -663,7 +664,8 @@ class Conversation:
 
         Cancelling the task that awaits it closes the stream (and so the connection) and records
         the open run as truncated (STOPPED), rolled back unless keep_partial; the conversation is
-        ready for the next run."""
+        ready for the next run. An HttpAgent then stops the run on a server with a store too,
+        unless it detaches (`HttpAgent(url, detach=True)`)."""
         with self._only("run"):
             return await self._run(agent, message, tools, context, forwarded_props, resume, input)
 

@@ -232,3 +232,27 @@ def test_without_a_store_closing_the_connection_is_the_stop(
         assert [path for _, path in recorded.requests] == [RUN, RUN]  # no stop request
 
     asyncio.run(main())
+
+
+def test_against_agui_serve_the_next_turn_answers_after_a_break(served: Any) -> None:
+    """The issue's case as a user meets it: `agui serve --store memory://` and an agent that takes
+    long (the paced agent: 1000 deltas 0.05 s apart)."""
+    one = served("agents:paced", "--store", "memory://")
+
+    async def main() -> None:
+        async with agui.HttpAgent(one.url) as agent:
+            conversation = agui.Conversation()
+            async with conversation.stream(
+                agent, "hi", forwarded_props={"count": 1000, "delay": 0.05}
+            ) as updates:
+                async for update in updates:
+                    if is_delta(update):
+                        break
+            result = await asyncio.wait_for(
+                conversation.run(agent, "again", forwarded_props={"count": 2}), WAIT
+            )
+            assert result.outcome == "success"
+            end = await end_of(agent, updates.input.run_id)
+            assert end.type == "RUN_FINISHED" and end.outcome.type == "cancelled", end
+
+    asyncio.run(main())
