@@ -52,7 +52,7 @@ from agui_generated import (
 )
 
 from agui.agent.protocol import Agent, CapabilitySource, InputValidator
-from agui.errors import EncodeError
+from agui.errors import EncodeError, require_extra
 from agui.http import health
 from agui.http.access import Action, Authorize, Refused, ask
 from agui.http.asgi import (
@@ -993,13 +993,16 @@ class AgentApp:
 
 
 def _tracing(agent: Agent, tracing: bool | TracerProvider) -> Tracing:
-    """What `AgentApp(tracing=...)` traces with; ImportError without OpenTelemetry."""
-    try:
-        from agui.http.tracing import Tracing
-    except ImportError as exc:
-        raise ImportError(
-            f"tracing needs OpenTelemetry ({exc}): pip install 'agui-spec[otel]'"
-        ) from None
+    """What `AgentApp(tracing=...)` traces with. MissingExtraError (an ImportError) when the
+    otel extra is not wholly installed: now, not at the first run. A provider given needs the
+    API alone; True needs the SDK and the OTLP exporter too, which the first run configures
+    from the environment when the application sets no provider of its own."""
+    if isinstance(tracing, bool):
+        require_extra("otel", "AgentApp(tracing=True)")
+    else:
+        require_extra("otel", "AgentApp(tracing=provider)", ("opentelemetry.trace",))
+    from agui.http.tracing import Tracing
+
     return Tracing(agent, None if isinstance(tracing, bool) else tracing)
 
 
@@ -1011,12 +1014,9 @@ def _agent_name(agent: object) -> str:
 
 def _meter_of(metrics: Any, name: str) -> AgentMeter:
     """The instruments of `name` in the registry `metrics` names (True: the default one)."""
-    try:
-        from agui.http.metrics import Metrics
-    except ImportError:
-        raise ImportError(
-            "metrics need prometheus-client: pip install 'agui-spec[metrics]'"
-        ) from None
+    require_extra("metrics", "AgentApp(metrics=...)")
+    from agui.http.metrics import Metrics
+
     return Metrics.of(None if metrics is True else metrics).for_agent(name)
 
 

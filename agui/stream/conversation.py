@@ -16,8 +16,10 @@ error wording is the TypeScript client's.
 `stream()` runs as `run()` does and hands over each event as it is applied (`RunUpdate`: the event
 and the conversation as of that event), then the run's result; closing it stops the run.
 
-The new message joins the history when the run's stream starts: when its first frame arrives,
-before that frame is applied. What a run that does not end leaves behind: a run the client did
+`set_state(state)` replaces the state the next run sends (as the TypeScript client's
+`setState`). The new message joins the history, and the input's state becomes the conversation's
+(an input given to `run` with a state of its own included), when the run's stream starts: when
+its first frame arrives, before that frame is applied. What a run that does not end leaves behind: a run the client did
 not see end (its stream cut, rejected or stopped: a run recorded as truncated), and a stream that
 failed before its run started, are rolled back: the messages, the state and the pending
 interrupts are as they were before the run, the new message included, so the same call can be
@@ -232,8 +234,9 @@ class RunStream(AsyncIterator[RunUpdate]):
     `input` is the RunAgentInput it runs (its `run_id` names the run, to stop it say); `result`
     is the run's result once the last item was handed over (None before). `aclose()` (or leaving
     the `async with`) stops the run: the source is closed, the open run recorded as truncated
-    (STOPPED) and rolled back unless keep_partial. A stream neither exhausted nor closed holds
-    the conversation (ConversationBusyError for the next run) until it is garbage-collected."""
+    (STOPPED) and rolled back unless keep_partial, and an HttpAgent stops it on a server with a
+    store too, unless it detaches. A stream neither exhausted nor closed holds the conversation
+    (ConversationBusyError for the next run) until it is garbage-collected."""
 
     def __init__(self, input: RunAgentInput, updates: AsyncGenerator[RunUpdate]) -> None:
         self.input = input
@@ -366,6 +369,13 @@ class Conversation:
     def state(self) -> Any:
         """The state: any JSON value (a copy: changing it does not change the conversation)."""
         return self.reducer.state
+
+    def set_state(self, state: Any) -> None:
+        """Replace the state (any JSON value, copied): what the next run sends (`next_input`),
+        and what `state` reads until a run changes it. Refused while a stream is being applied
+        (ConversationBusyError): that run's events apply to the state it sent."""
+        self._refuse_if_busy("set_state")
+        self.reducer.set_state(state)
 
     @property
     def pending_interrupts(self) -> tuple[Interrupt, ...]:
@@ -654,7 +664,8 @@ class Conversation:
 
         Cancelling the task that awaits it closes the stream (and so the connection) and records
         the open run as truncated (STOPPED), rolled back unless keep_partial; the conversation is
-        ready for the next run."""
+        ready for the next run. An HttpAgent then stops the run on a server with a store too,
+        unless it detaches (`HttpAgent(url, detach=True)`)."""
         with self._only("run"):
             return await self._run(agent, message, tools, context, forwarded_props, resume, input)
 
@@ -919,8 +930,11 @@ class Conversation:
             return attempt.result()
 
     def _join(self, input: RunAgentInput) -> None:
-        """The run of `input` started: its messages join the history (those not held yet)."""
+        """The run of `input` started: its messages join the history (those not held yet), and
+        its state is the conversation's (an input given to `run` may carry another than
+        `next_input` put in; the next run must send that one, not the older)."""
         self.reducer.add_messages(input.messages)
+        self.reducer.set_state(input.state)
 
     @contextmanager
     def _stream(self, pipeline: Pipeline, attempt: _Attempt) -> Iterator[None]:

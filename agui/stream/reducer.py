@@ -309,6 +309,10 @@ class Reducer:
         otherwise."""
         return copy.deepcopy(self._state)
 
+    def set_state(self, state: Any) -> None:
+        """Replace the state with `state` (a copy: changing it afterwards changes nothing here)."""
+        self._state = _copy_json(state)
+
     @property
     def run_open(self) -> bool:
         """True between RUN_STARTED and its terminal event."""
