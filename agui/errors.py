@@ -23,6 +23,9 @@
     │   └── ExpiredInterruptError  an expired interrupt answered with anything but a cancel
     ├── ConversationBusyError      (agui.stream.conversation) a Conversation already applies
     │                              another stream; also a RuntimeError
+    ├── PatchLimitError            (agui.stream.patch) a JSON Patch would build a document
+    │                              past its node limit; .pointer, .limit (the Reducer and the
+    │                              run lifecycle turn it into ProtocolError)
     ├── ModelError                 (agui.model) the language model failed
     └── ToolError                  (agui.model) a server tool reports a failure to the model
 
