@@ -35,7 +35,6 @@ a local agent and the same agent behind a server give the same events.
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import inspect
 import logging
@@ -199,8 +198,6 @@ class RunTracker(Verifier):
             self.feed(expanded)
 
     def _apply(self, event: StateDeltaEvent) -> None:
-        if not self._owned:  # a private copy, patched in place from now on
-            self.state, self._owned = copy.deepcopy(self.state), True
         nodes, self._nodes = self._nodes, None  # unknown again if the patch fails half-way
         try:
             patched = apply_patch(
@@ -208,21 +205,18 @@ class RunTracker(Verifier):
                 [to_json(op) for op in event.delta],
                 max_nodes=self.max_state_nodes,
                 nodes=nodes,
-                in_place=True,
+                in_place=self._owned,  # else a private copy, patched in place from now on
                 pointer="/delta",
             )
         except PatchLimitError as exc:
             raise ProtocolError(f"STATE_DELTA {exc}") from None
-        except (
-            TypeError,  # the reducer's list (a patch into a scalar, say), so that the server
-            ValueError,  # refuses what the client would not apply; ValueError: jsonpatch's
-            LookupError,  # and jsonpointer's errors
-            AttributeError,
-        ) as exc:
+        # The reducer's list (jsonpatch's and jsonpointer's errors are ValueErrors; a patch into
+        # a scalar, say, a TypeError): what the client would not apply is refused here.
+        except (TypeError, ValueError, LookupError, AttributeError) as exc:
             raise ProtocolError(
                 f"STATE_DELTA does not apply to the state the client holds: {exc}"
             ) from None
-        self.state, self._nodes = patched.document, patched.nodes
+        self.state, self._nodes, self._owned = patched.document, patched.nodes, True
 
     def finishing(self, finished: RunFinishedEvent) -> list[Any]:
         """The events that close what is open, to send before `finished`, already checked; then

@@ -75,7 +75,7 @@ def count_nodes(value: Any, limit: int | None = None) -> int:
     return count
 
 
-class _Unresolved(Exception):
+class _Unresolved(AguiError):
     """A location this module cannot resolve (the operation itself will fail in jsonpatch)."""
 
 
@@ -172,7 +172,7 @@ def _effect(document: Any, op: Any, total: int, cap: int) -> tuple[int, int]:
     return 0, 0  # test
 
 
-class _Over(Exception):
+class _Over(AguiError):
     """A copy passed its cap."""
 
 

@@ -229,6 +229,8 @@ class Reducer:
         *,
         max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
     ) -> None:
+        if max_state_nodes is not None and max_state_nodes < 1:
+            raise ValueError("max_state_nodes must be at least 1 (None: no limit)")
         self.max_state_nodes = max_state_nodes
         """The most nodes a STATE_DELTA or ACTIVITY_DELTA may take the state or an activity's
         content to (agui.stream.patch; None: no limit)."""
