@@ -8,8 +8,9 @@ node count (`count_nodes`: every object, array, string, number, boolean and null
 and checks each operation before it builds anything: an operation that would take the document
 past `max_nodes`, or a patch whose operations would build more than `max_nodes` in all (copies
 and values; this bounds the work of a patch that copies and removes again and again), is refused
-with PatchLimitError, naming the operation (`/delta/19`). Counting costs no more than the copy it
-checks: the source is counted up to the limit at most.
+with PatchLimitError, naming the operation (`/delta/19`). Counting costs no more than what it
+checks: a copy is counted as it is made and stops at the room left (a copy of the whole document
+is refused from its known size before it starts); a value is counted up to the limit at most.
 
 The default, DEFAULT_MAX_STATE_NODES, is 500,000 nodes: several MiB of typical JSON (about 15
 bytes a node), about what the 8 MiB request body a server accepts by default
@@ -18,8 +19,11 @@ objects (a document of nested objects, the costliest shape, takes about 120 byte
 document already past the limit (a snapshot, the run's input) may still be patched by what does
 not grow it.
 
-Every valid patch keeps jsonpatch's semantics: the operations are jsonpatch's own, applied one at
-a time; the patch is validated as a whole before any applies.
+Every valid patch keeps jsonpatch's semantics. The patch is validated as a whole (jsonpatch)
+before any operation applies; add, remove, replace, move and test are jsonpatch's own, applied
+one at a time; copy is made here as jsonpatch makes it (the source's value copied, then added at
+`path`), so that it can be capped while it is made, and a copy that cannot be made is left to
+jsonpatch, which says why. tests/test_patch_bound.py checks results and counts against jsonpatch.
 """
 
 from __future__ import annotations
