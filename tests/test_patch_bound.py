@@ -369,16 +369,18 @@ def test_the_server_refuses_the_bomb_with_invalid_event(
         assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
 
 
-def test_the_servers_limit_is_a_setting() -> None:
-    """AgentApp(max_state_nodes=...): a small limit refuses a small delta; 0 is refused."""
+@pytest.mark.parametrize("store", [None, "memory://"], ids=["plain", "durable"])
+def test_the_servers_limit_is_a_setting(store: str | None) -> None:
+    """AgentApp(max_state_nodes=...): a small limit refuses a small delta, with a store too (a
+    durable run's own check); 0 is refused."""
 
     async def agent(input: agui.RunAgentInput) -> AsyncIterator[Any]:
         yield state_delta([{"op": "add", "path": "/v", "value": [1, 2, 3]}])
 
-    with live_server(AgentApp(agent, max_state_nodes=4)) as base:
+    with live_server(AgentApp(agent, max_state_nodes=4, store=store)) as base:
         events = _run(base, "small")
     assert events[-1].code == "INVALID_EVENT" and "/delta/0: add" in events[-1].message
-    with live_server(AgentApp(agent, max_state_nodes=5)) as base:
+    with live_server(AgentApp(agent, max_state_nodes=5, store=store)) as base:
         assert type(_run(base, "small")[-1]) is agui.RunFinishedEvent
     with pytest.raises(ValueError, match="max_state_nodes"):
         AgentApp(agent, max_state_nodes=0)

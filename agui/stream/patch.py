@@ -270,8 +270,9 @@ def apply_patch(
 ) -> Patched:
     """Apply `patch` to `document` (a copy of it unless in_place), refusing with PatchLimitError
     an operation that would take the document past `max_nodes` nodes, or the patch past building
-    that many in all (None: no limit, nothing counted). `nodes`: the document's node count when
-    the caller keeps it (else it is counted). `pointer`: where the patch is in its event
+    that many in all (None: no limit, nothing counted). `nodes`: with in_place, the document's
+    node count when the caller keeps it (else it is counted; a copy is counted as it is made).
+    `pointer`: where the patch is in its event
     (`/delta`), for the operation's pointer in the error.
 
     A patch that does not apply raises ValueError with jsonpatch's (or jsonpointer's) message,

@@ -241,7 +241,6 @@ class Reducer:
         self.interrupt_generation = 0
         """Counts RUN_FINISHED events, so a holder of answers knows when they went stale."""
         self._state: Any = {} if state is _DEFAULT_STATE else copy.deepcopy(state)
-        self._state_nodes: int | None = None  # the state's node count, once a delta counted it
         self._messages: list[Wire] = []
         # The typed view. Every wire dict in _models is alive in _messages (a message leaves only
         # through _reindex, which prunes), so an id() is never mistaken for another dict's.
@@ -345,7 +344,6 @@ class Reducer:
         self._models = {}
         self._reindex(_copy_json(checkpoint.messages))
         self._state = _copy_json(checkpoint.state)
-        self._state_nodes = None
         self.pending_interrupts = checkpoint.pending_interrupts
 
     # ── the stage interface ──────────────────────────────────────────────────────────────────
@@ -560,21 +558,17 @@ class Reducer:
 
     def _state_snapshot(self, event: StateSnapshotEvent) -> None:
         self._state = copy.deepcopy(event.snapshot)
-        self._state_nodes = None
 
     def _state_delta(self, event: StateDeltaEvent) -> None:
         patch = [to_json(op) for op in event.delta]
         try:
+            # on a copy (counted as it is made), so a patch that fails changes nothing
             patched = apply_patch(
-                self._state,
-                patch,
-                max_nodes=self.max_state_nodes,
-                nodes=self._state_nodes,
-                pointer="/delta",
+                self._state, patch, max_nodes=self.max_state_nodes, pointer="/delta"
             )
         except PatchLimitError as exc:
-            # Not a patch to skip with a warning: a stream that asks for more than the client
-            # holds is rejected, so the run is reported failed rather than going on without it.
+            # Not a patch to skip with a warning: a stream whose state outgrows what the client
+            # will hold is rejected, so the run is reported failed rather than going on without it.
             raise ProtocolError(f"STATE_DELTA {exc}", event=self._at) from None
         except _PATCH_ERRORS as exc:
             self._warn(
@@ -583,7 +577,7 @@ class Reducer:
                 "/delta",
             )
             return
-        self._state, self._state_nodes = patched.document, patched.nodes
+        self._state = patched.document
 
     # ── messages snapshot ────────────────────────────────────────────────────────────────────
 
