@@ -25,6 +25,9 @@
     │                              another stream; also a RuntimeError
     ├── MissingExtraError          an option needs an extra of agui-spec that is not (wholly)
     │                              installed; .extra, .missing; also an ImportError
+    ├── PatchLimitError            (agui.stream.patch) a JSON Patch would build a document
+    │                              past its node limit; .pointer, .limit (the Reducer and the
+    │                              run lifecycle turn it into ProtocolError)
     ├── ModelError                 (agui.model) the language model failed
     └── ToolError                  (agui.model) a server tool reports a failure to the model
 

@@ -533,6 +533,17 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         shown="8388608, 8 MiB",
     ),
     Setting(
+        "max_state_nodes",
+        "--max-state-nodes",
+        "AGUI_MAX_STATE_NODES",
+        _count_or_off,
+        500_000,
+        "the most JSON values a STATE_DELTA may take the state to (a patch's copies can double "
+        "it per operation); past it the run ends in RUN_ERROR INVALID_EVENT; none: no limit",
+        target="app",
+        metavar="N",
+    ),
+    Setting(
         "keepalive",
         "--keepalive",
         "AGUI_KEEPALIVE",

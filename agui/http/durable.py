@@ -570,7 +570,7 @@ class Durable:
         from, and its stored events are applied to them (agui.stream.reducer.Reducer); a run still
         going contributes its input only (its events follow live). `ends`, when given, gets each
         finished run's last event (by the log's run key)."""
-        reducer = Reducer()
+        reducer = Reducer(max_state_nodes=self.app.max_state_nodes)
         last_finished = False
         for record in runs:
             data = await self.log.get_input(record.run_id)
@@ -1161,7 +1161,7 @@ class Execution:
         self._drained.set()
         self.final = False  # the terminal event is queued: nothing more is
         self.stored = False  # the terminal event is in the log
-        self._open = RunTracker()
+        self._open = RunTracker(max_state_nodes=self.app.max_state_nodes)
         self.stop_at: float | None = None  # the shutdown's deadline (loop time)
         self._stop_requested = False
         self._failure: BaseException | None = None  # the log's last failure (a renewal, a poll)

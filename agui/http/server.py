@@ -103,6 +103,7 @@ from agui.stream.lifecycle import (
     run_lifecycle,
     run_started,
 )
+from agui.stream.patch import DEFAULT_MAX_STATE_NODES
 from agui.wire.codec import MAX_WARNINGS, decode, decode_loaded, encode
 from agui.wire.content import content_writer
 from agui.wire.eras import (
@@ -181,7 +182,10 @@ class AgentApp:
     """An ASGI application serving `agent` (see the module docstring).
 
     path: the one path served (None: any path, for mounting). max_body_bytes: the largest request
-    body accepted (413 beyond). keepalive: seconds of silence before a keep-alive comment (None: off).
+    body accepted (413 beyond). max_state_nodes: the most nodes (JSON values) a STATE_DELTA may
+    take the state to, checked as the client's Reducer checks it, before the patch builds
+    anything (agui.stream.patch): past it the run ends in RUN_ERROR `INVALID_EVENT`, the reason
+    logged (None: no limit). keepalive: seconds of silence before a keep-alive comment (None: off).
     strict_input: decode the body strictly (unknown members rejected) instead of tolerantly.
     protobuf: answer with the binary transport when the Accept header names
     application/vnd.ag-ui.event+proto with a q above 0 (wildcards do not count); False: always SSE.
@@ -280,6 +284,7 @@ class AgentApp:
         *,
         path: str | None = None,
         max_body_bytes: int = 8 * 1024 * 1024,
+        max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
         keepalive: float | None = 15.0,
         strict_input: bool = False,
         queue_size: int = 1024,
@@ -317,6 +322,9 @@ class AgentApp:
         self.agent = agent
         self.path = path
         self.max_body_bytes = max_body_bytes
+        if max_state_nodes is not None and max_state_nodes < 1:
+            raise ValueError("max_state_nodes must be at least 1 (None: no limit)")
+        self.max_state_nodes = max_state_nodes
         self.keepalive = keepalive
         self.strict_input = strict_input
         self.queue_size = queue_size
@@ -937,6 +945,7 @@ class AgentApp:
             run.input,
             finish_grace=self.finish_grace,
             sink=outbox.sink(frame_of, limit, span),
+            max_state_nodes=self.max_state_nodes,
         )
         try:
             async for event in stream:

@@ -85,6 +85,7 @@ from agui.errors import (
     ProtocolError,
 )
 from agui.stream.lifecycle import run_lifecycle
+from agui.stream.patch import DEFAULT_MAX_STATE_NODES
 from agui.stream.pipeline import Pipeline, StrictSource, describe
 from agui.stream.reducer import TRUNCATED, Checkpoint, Reducer, RunResult
 from agui.stream.warning import StreamWarning, warning_json
@@ -318,6 +319,9 @@ class Conversation:
     verified; before a rejection, the events up to it), to watch runs live; an async function is
     awaited by the async methods (see OnEvent); an exception it raises stops the run like a
     rejection. on_frame: called with each frame as received, before it is processed (see OnFrame).
+    max_state_nodes: the most nodes a STATE_DELTA or ACTIVITY_DELTA may take the state or an
+    activity's content to (default 500,000; None: no limit): a patch past it is refused before it
+    builds anything and the run fails (ProtocolError naming the operation; agui.stream.patch).
     """
 
     def __init__(
@@ -332,10 +336,13 @@ class Conversation:
         keep_partial: bool = False,
         on_event: OnEvent | None = None,
         on_frame: OnFrame | None = None,
+        max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
     ) -> None:
         self.thread_id = thread_id or str(uuid.uuid4())
         self.reducer = (
-            Reducer(messages) if state is _DEFAULT_STATE else Reducer(messages, state=state)
+            Reducer(messages, max_state_nodes=max_state_nodes)
+            if state is _DEFAULT_STATE
+            else Reducer(messages, state=state, max_state_nodes=max_state_nodes)
         )
         self.reducer.pending_interrupts = tuple(pending_interrupts)
         self.keep_events = keep_events
@@ -418,6 +425,7 @@ class Conversation:
         keep_partial: bool = False,
         on_event: OnEvent | None = None,
         on_frame: OnFrame | None = None,
+        max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
     ) -> Conversation:
         """A conversation restored from `to_json()`'s object (or its JSON text): the same thread,
         messages, state, pending interrupts and recorded answers, so the next run continues the
@@ -445,6 +453,7 @@ class Conversation:
             keep_partial=keep_partial,
             on_event=on_event,
             on_frame=on_frame,
+            max_state_nodes=max_state_nodes,
         )
         held = {i.id for i in pending}
         for entry in answers:
@@ -690,7 +699,9 @@ class Conversation:
         batches = _batches(agent, input)
         if batches is not None:
             return await self._apply(batches, input, _strict(agent), batched=True)
-        return await self._apply(_source(agent, input), input, _strict(agent))
+        return await self._apply(
+            _source(agent, input, self.reducer.max_state_nodes), input, _strict(agent)
+        )
 
     def stream(
         self,
@@ -731,7 +742,9 @@ class Conversation:
     async def _updates(self, agent: Agent, input: RunAgentInput) -> AsyncGenerator[RunUpdate]:
         with self._only("stream"):
             attempt = _Attempt(self.reducer, self.keep_partial)
-            events = self._events(_source(agent, input), input, _strict(agent), attempt)
+            events = self._events(
+                _source(agent, input, self.reducer.max_state_nodes), input, _strict(agent), attempt
+            )
             async with aclosing(events):
                 async for event in events:
                     yield RunUpdate(conversation=self, event=event)
@@ -1010,7 +1023,9 @@ def _batches(agent: Agent, input: RunAgentInput) -> AsyncIterator[list[Any]] | N
     return got
 
 
-def _source(agent: Agent, input: RunAgentInput) -> AsyncIterator[Any]:
+def _source(agent: Agent, input: RunAgentInput, max_state_nodes: int | None) -> AsyncIterator[Any]:
     """What a run of `agent` reads: a FrameSource's frames, else the local agent inside the run
-    lifecycle."""
-    return agent.frames(input) if isinstance(agent, FrameSource) else run_lifecycle(agent, input)
+    lifecycle (refusing the deltas the conversation would refuse)."""
+    if isinstance(agent, FrameSource):
+        return agent.frames(input)
+    return run_lifecycle(agent, input, max_state_nodes=max_state_nodes)

@@ -19,7 +19,9 @@
   not an event model, is not sent; the run ends in RUN_ERROR `INVALID_EVENT` saying which rule
   it broke, and the agent is closed. So is a STATE_DELTA that does not apply to the state the
   client holds by then (the input's state, then the snapshots and deltas sent): clients would log
-  it and keep the old state, going on out of step with the agent.
+  it and keep the old state, going on out of step with the agent. So is a STATE_DELTA that would
+  take the state past `max_state_nodes` nodes (agui.stream.patch), refused before it builds
+  anything, as the client's Reducer refuses it.
 * The agent is handed a copy of the input that shares nothing with it (`agents_copy`): what it
   changes in place never reaches the run's RUN_STARTED or the stored run.
 * After the terminal event nothing more: what the agent still yields is dropped and logged, while
@@ -33,7 +35,6 @@ a local agent and the same agent behind a server give the same events.
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import inspect
 import logging
@@ -62,6 +63,7 @@ from agui_generated import (
 from agui.agent.protocol import Agent
 from agui.errors import ProtocolError
 from agui.stream.chunks import ChunkExpander
+from agui.stream.patch import DEFAULT_MAX_STATE_NODES, PatchLimitError, apply_patch
 from agui.stream.verify import Verifier
 from agui.wire.codec import decode, encode, to_json
 
@@ -153,8 +155,13 @@ class RunTracker(Verifier):
     closes nothing). A producer that ends a run itself (a stop, a shutdown) passes one to
     `run_lifecycle` and asks it what to close (`finishing`)."""
 
-    def __init__(self, state: Any = None) -> None:
+    def __init__(
+        self, state: Any = None, *, max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES
+    ) -> None:
         super().__init__()
+        self.max_state_nodes = max_state_nodes
+        """The most nodes a STATE_DELTA may take the state to, as the client's Reducer checks it
+        (agui.stream.patch; None: no limit): past it the delta is refused."""
         self.expander: ChunkExpander | None = None
         self.started: RunStartedEvent | None = None
         """The run's RUN_STARTED, once sent."""
@@ -162,6 +169,7 @@ class RunTracker(Verifier):
         """The state the client holds by now: the input's, then the snapshots and deltas sent.
         Shared with the input or the last snapshot until a delta applies (`_owned`)."""
         self._owned = False
+        self._nodes: int | None = None  # the owned state's node count, once a delta counted it
         self.open_text: Container[str] = self._messages
         """The text messages open (read-only: the Verifier's own record)."""
 
@@ -180,7 +188,7 @@ class RunTracker(Verifier):
         if kind is StateDeltaEvent:
             self._apply(event)
         elif kind is StateSnapshotEvent:
-            self.state, self._owned = event.snapshot, False
+            self.state, self._owned, self._nodes = event.snapshot, False, None
         if self.expander is None:
             if type(event) not in _CHUNKS:
                 self.feed(event)
@@ -190,24 +198,25 @@ class RunTracker(Verifier):
             self.feed(expanded)
 
     def _apply(self, event: StateDeltaEvent) -> None:
-        import jsonpatch  # only runs that send deltas pay for the import
-        import jsonpointer
-
-        if not self._owned:  # a private copy, patched in place from now on
-            self.state, self._owned = copy.deepcopy(self.state), True
+        nodes, self._nodes = self._nodes, None  # unknown again if the patch fails half-way
         try:
-            self.state = jsonpatch.apply_patch(
-                self.state, [to_json(op) for op in event.delta], in_place=True
+            patched = apply_patch(
+                self.state,
+                [to_json(op) for op in event.delta],
+                max_nodes=self.max_state_nodes,
+                nodes=nodes,
+                in_place=self._owned,  # else a private copy, patched in place from now on
+                pointer="/delta",
             )
-        except (
-            jsonpatch.JsonPatchException,
-            jsonpointer.JsonPointerException,
-            TypeError,  # the reducer's list: a patch into a scalar, say
-            ValueError,
-        ) as exc:
+        except PatchLimitError as exc:
+            raise ProtocolError(f"STATE_DELTA {exc}") from None
+        # The reducer's list (jsonpatch's and jsonpointer's errors are ValueErrors; a patch into
+        # a scalar, say, a TypeError): what the client would not apply is refused here.
+        except (TypeError, ValueError, LookupError, AttributeError) as exc:
             raise ProtocolError(
                 f"STATE_DELTA does not apply to the state the client holds: {exc}"
             ) from None
+        self.state, self._nodes, self._owned = patched.document, patched.nodes, True
 
     def finishing(self, finished: RunFinishedEvent) -> list[Any]:
         """The events that close what is open, to send before `finished`, already checked; then
@@ -263,6 +272,7 @@ async def run_lifecycle(
     finish_grace: float | None = DEFAULT_FINISH_GRACE,
     tracker: RunTracker | None = None,
     sink: Callable[[Any], bool] | None = None,
+    max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
 ) -> AsyncGenerator[Event | UnknownEvent, None]:
     """The agent's events for `run_input`, inside a correct run lifecycle (see the module).
 
@@ -273,12 +283,13 @@ async def run_lifecycle(
     content event of an open stream (checked as every event is, and changing nothing) is
     offered to `sink(event)` first, and yielded only when it returns False (it could not take
     the event now: a full queue, an event it leaves to the producer's own handling). Only such
-    events: everything else is yielded."""
+    events: everything else is yielded. max_state_nodes: the most nodes a STATE_DELTA may take
+    the state to (RunTracker's; a tracker given keeps its own)."""
     run_id = run_input.run_id
     started: RunStartedEvent | None = None
     terminal = False  # a terminal event was yielded
     returned = False  # the agent's stream ended by itself
-    check = RunTracker() if tracker is None else tracker
+    check = RunTracker(max_state_nodes=max_state_nodes) if tracker is None else tracker
     check.state = run_input.state
     quick = False  # content events may take the fast path (check.quick)
     stream: AsyncIterator[Any] | None = None
