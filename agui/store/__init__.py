@@ -28,6 +28,7 @@ from .base import (
     ThreadBusy,
     ThreadSummary,
     UnknownRun,
+    Usage,
 )
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ThreadBusy",
     "ThreadSummary",
     "UnknownRun",
+    "Usage",
     "open_log",
 ]
 
