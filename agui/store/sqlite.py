@@ -846,8 +846,11 @@ class SQLiteLog(EventLog):
                     (namespace, _NO_ORDER if before is None else before, max(0, limit)),
                 ).fetchall()
                 last = [
-                    None if row[11] is None else self._whole(db, row[0], row[11])
-                    if row[11][:1] == ELIDED else bytes(row[11])
+                    None
+                    if row[11] is None
+                    else self._whole(db, row[0], row[11])
+                    if row[11][:1] == ELIDED
+                    else bytes(row[11])
                     for row in rows
                 ]
             return [
