@@ -161,7 +161,10 @@ local function forget(prefix, ns, run_id)
     local sizes = prefix .. 'sizes:' .. ns
     local size = redis.call('HGET', sizes, run_id)
     if size then
-        redis.call('DECRBY', prefix .. 'used:' .. ns, size)
+        -- a namespace that holds nothing leaves no key (nor its name)
+        if redis.call('DECRBY', prefix .. 'used:' .. ns, size) <= 0 then
+            redis.call('DEL', prefix .. 'used:' .. ns)
+        end
         redis.call('HDEL', sizes, run_id)
     end
     redis.call('ZREM', prefix .. 'expiring:' .. ns, 'r' .. run_id)

@@ -126,6 +126,10 @@ CREATE TABLE IF NOT EXISTS threads (
     last_n INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS threads_by_namespace ON threads (namespace, last_n);
+CREATE TABLE IF NOT EXISTS inputs (
+    run INTEGER PRIMARY KEY,
+    input BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS spaces (
     namespace TEXT PRIMARY KEY,
     bytes INTEGER NOT NULL
@@ -135,6 +139,9 @@ CREATE TABLE IF NOT EXISTS spaces (
 _UPGRADE_NAMESPACE = re.compile(r"[0-9a-f]{32}/|-/")
 """The namespace prefixes of agui.http.access, read from a thread's id when a version 1 file
 (no `threads` table) is upgraded."""
+
+_INPUT = "coalesce((SELECT i.input FROM inputs i WHERE i.run = runs.n), runs.input)"
+"""A run's input, in a query of `runs`: in `inputs` (schema 3), else in its row (before)."""
 
 _NO_ORDER = 1 << 62  # above every run's n: `before` left out
 
@@ -327,7 +334,10 @@ class SQLiteLog(EventLog):
     def _upgrade_bytes(db: sqlite3.Connection) -> None:
         """Count what the runs of a version 1 or 2 file hold (`usage`): each run's `bytes`, each
         namespace's sum. Their events keep their input copy (a read takes them as they are)."""
-        db.execute("ALTER TABLE runs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0")
+        columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+        if "bytes" not in columns:
+            db.execute("ALTER TABLE runs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0")
+        db.execute("DELETE FROM spaces")
         db.execute(
             "UPDATE runs SET bytes = length(input) + coalesce("
             "(SELECT sum(length(data)) FROM events WHERE run = runs.n), 0)"
@@ -496,9 +506,12 @@ class SQLiteLog(EventLog):
                     record.started_at,
                     record.lease_until,
                     int(record.stop_requested),
-                    input,
+                    b"",  # in `inputs`: every update of the run's row rewrites the whole row
                     len(input),
                 ),
+            )
+            db.execute(
+                "INSERT INTO inputs (run, input) VALUES (?, ?)", (inserted.lastrowid, input)
             )
             db.execute(
                 "INSERT INTO threads (thread_id, namespace, last_n) VALUES (?, ?, ?)"
@@ -527,6 +540,12 @@ class SQLiteLog(EventLog):
                 " ON CONFLICT (namespace) DO UPDATE SET bytes = bytes + excluded.bytes",
                 (change, thread_id),
             )
+        if change < 0:  # a namespace that holds nothing leaves no row (nor its name)
+            db.execute(
+                "DELETE FROM spaces WHERE bytes <= 0 AND namespace ="
+                " (SELECT namespace FROM threads WHERE thread_id = ?)",
+                (thread_id,),
+            )
 
     @classmethod
     def _drop(cls, db: sqlite3.Connection, runs: list[int]) -> None:
@@ -542,6 +561,7 @@ class SQLiteLog(EventLog):
                 threads.add(thread_id)
                 cls._count(db, thread_id, -size)
         db.executemany("DELETE FROM events WHERE run = ?", [(n,) for n in runs])
+        db.executemany("DELETE FROM inputs WHERE run = ?", [(n,) for n in runs])
         db.executemany("DELETE FROM runs WHERE n = ?", [(n,) for n in runs])
         for thread_id in threads:
             (last,) = db.execute(
@@ -600,7 +620,7 @@ class SQLiteLog(EventLog):
         with _Transaction(db, immediate=True):
             row = db.execute(
                 "SELECT n, status, first_seq, last_seq, thread_id,"
-                " CASE WHEN last_seq = 0 THEN input END FROM runs WHERE run_id = ?",
+                f" CASE WHEN last_seq = 0 THEN {_INPUT} END FROM runs WHERE run_id = ?",
                 (run_id,),
             ).fetchone()
             if row is None:
@@ -803,7 +823,7 @@ class SQLiteLog(EventLog):
     @staticmethod
     def _whole(db: sqlite3.Connection, n: int, stored: bytes) -> bytes:
         """A run's first event stored without its input (`elide_input`), whole again."""
-        (input,) = db.execute("SELECT input FROM runs WHERE n = ?", (n,)).fetchone()
+        (input,) = db.execute(f"SELECT {_INPUT} FROM runs WHERE n = ?", (n,)).fetchone()
         return restore_input(input, stored)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -817,7 +837,7 @@ class SQLiteLog(EventLog):
 
     async def get_input(self, run_id: str) -> bytes | None:
         def get(db: sqlite3.Connection) -> bytes | None:
-            row = db.execute("SELECT input FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = db.execute(f"SELECT {_INPUT} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             return None if row is None else bytes(row[0])
 
         return await self._read(get)
