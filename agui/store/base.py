@@ -10,6 +10,11 @@ the run goes on); a run whose lease ran out before its terminal event was stored
 worker, and whoever notices first closes it (`close_lost`) with the RUN_ERROR the server builds.
 A stop request is a flag on the run that its owner watches, wherever it executes.
 
+The run's first event, RUN_STARTED, carries the run's input, which the record holds too: every
+backend stores that event without its copy (`elide_input`) and reads it back whole, so an input
+costs its size once. `EventLog.usage(namespace)` says what a namespace (a principal's) holds, the
+server's quotas per principal.
+
 Backends implement `EventLog`; `agui.store.open_log(url)` picks one by URL. Everything here is
 async; a backend never blocks the event loop.
 """

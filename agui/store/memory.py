@@ -17,6 +17,10 @@ resume, a replay) decompresses the block holding them, and the run keeps its las
 block for the next batch.
 `MemoryLog(compress=False)` keeps every chunk as it is.
 
+The run's first event, RUN_STARTED carrying the run's input, is kept without that copy (the run
+holds the input) and made whole when read. Each namespace's usage (the JSON its runs hold, before
+compression) is kept as runs start, events are appended and runs are dropped.
+
 Why copy: the events handed to `append` are usually orjson's output (`agui.encode`), and orjson
 (3.13) returns its whole working buffer, at least 4 KiB from malloc, whatever the JSON's length.
 Keeping those objects would pin 4 KiB per event (a 100,000-event run: over 400 MiB) and make every

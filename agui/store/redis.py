@@ -23,7 +23,15 @@ Keys, under a prefix (`agui:` unless the URL says `?prefix=`):
 * `leases`: a sorted set of the running runs by the end of their lease (`expired()`);
 * `threads:{namespace}`: a sorted set of a namespace's threads, scored by the `seq` of their
   latest run (`list_threads` reads a page of it; the ids of threads whose keys expired are
-  dropped from it as a listing meets them).
+  dropped from it as a listing meets them);
+* `used:{namespace}` (the bytes its runs hold), `sizes:{namespace}` (a hash, each run's bytes)
+  and `expiring:{namespace}` (a sorted set of its finished runs, `r{run_id}`, and idle threads,
+  `t{thread_id}`, by when their keys expire, in ms): `usage`, kept by the scripts that write;
+  what expired leaves it when it is next read. A run's hash names its namespace (`ns`); runs
+  written before (without it) are not counted.
+
+The first entry of a run's stream holds its RUN_STARTED without its copy of the input (the APPEND
+script cuts it out: agui.store.base.elide_input's form), made whole when read.
 
 `delete_thread` is one script: every key of the thread's runs (UNLINK: Redis frees a long
 stream in the background), their leases, the thread's index and running set, its entry in its

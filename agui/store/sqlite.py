@@ -7,13 +7,18 @@ serialized by SQLite's lock and `start_run` / `close_lost` stay atomic across pr
 go to a small pool of reader threads, each with its own connection. WAL journal,
 `synchronous=NORMAL`: a commit does not wait for the disk, readers never block the writer.
 
-Tables: `runs` (one row per run: its record, its RunAgentInput, the sequence numbers of its
-first kept and last event; `n`, an autoincrement key, orders a thread's runs), `events`
-(`(run, seq) -> data`, without rowid) and `threads` (one row per thread: its namespace and the
-`n` of its latest run, indexed by both: `list_threads` reads a page of one namespace from the
-index). The cursor is the event's sequence number in its run, in decimal. A file of schema
-version 1 (before `threads`) is upgraded when opened: its threads' namespaces are read from
-their ids (agui.http.access's prefixes: 32 hex digits and a slash, or `-/`; else none).
+Tables: `runs` (one row per run: its record, the sequence numbers of its first kept and last
+event, the bytes it holds; `n`, an autoincrement key, orders a thread's runs), `inputs` (`run ->`
+its RunAgentInput: in the run's row, every update of the row, one per append, would write it
+again), `events` (`(run, seq) -> data`, without rowid), `threads` (one row per thread: its
+namespace and the `n` of its latest run, indexed by both: `list_threads` reads a page of one
+namespace from the index) and `spaces` (each namespace's bytes, `usage`, updated in the
+transaction that changes them). The cursor is the event's sequence number in its run, in decimal.
+A run's first event, RUN_STARTED, is stored without its copy of the input and made whole when
+read. A file of schema version 1 (before `threads`) is upgraded when opened: its threads'
+namespaces are read from their ids (agui.http.access's prefixes: 32 hex digits and a slash, or
+`-/`; else none); one of version 1 or 2 gets its usage counted (its runs keep their input in
+their row, and their RUN_STARTED whole: both read as they are).
 
 `delete_thread` erases: its deletes run with `PRAGMA secure_delete` (the freed pages are
 overwritten with zeros) and end with a checkpoint that truncates the write-ahead log, so the
@@ -510,9 +515,7 @@ class SQLiteLog(EventLog):
                     len(input),
                 ),
             )
-            db.execute(
-                "INSERT INTO inputs (run, input) VALUES (?, ?)", (inserted.lastrowid, input)
-            )
+            db.execute("INSERT INTO inputs (run, input) VALUES (?, ?)", (inserted.lastrowid, input))
             db.execute(
                 "INSERT INTO threads (thread_id, namespace, last_n) VALUES (?, ?, ?)"
                 " ON CONFLICT (thread_id) DO UPDATE SET last_n = excluded.last_n",
