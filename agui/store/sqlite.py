@@ -658,17 +658,17 @@ class SQLiteLog(EventLog):
                 ).fetchone()
                 size -= dropped
                 db.execute("DELETE FROM events WHERE run = ? AND seq < ?", (n, first))
-            db.execute("UPDATE runs SET bytes = bytes + ? WHERE n = ?", (size, n))
             self._count(db, thread_id, size)
             if final:
                 db.execute(
-                    "UPDATE runs SET last_seq = ?, first_seq = ?, status = 'finished',"
-                    " finished_at = ? WHERE n = ?",
-                    (last, first, now, n),
+                    "UPDATE runs SET last_seq = ?, first_seq = ?, bytes = bytes + ?,"
+                    " status = 'finished', finished_at = ? WHERE n = ?",
+                    (last, first, size, now, n),
                 )
             else:
                 db.execute(
-                    "UPDATE runs SET last_seq = ?, first_seq = ? WHERE n = ?", (last, first, n)
+                    "UPDATE runs SET last_seq = ?, first_seq = ?, bytes = bytes + ? WHERE n = ?",
+                    (last, first, size, n),
                 )
             return start
 
