@@ -608,7 +608,7 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         "--max-principal-threads",
         "AGUI_MAX_PRINCIPAL_THREADS",
         _count_or_off,
-        1000,
+        10_000,
         "with --store: the threads one principal may keep; a run on a new thread beyond gets "
         "429 naming the limit; none: no limit",
         target="app",

@@ -155,8 +155,12 @@ MAX_PRINCIPAL_BYTES = 256 * 1024 * 1024
 max_principal_bytes): a few hundred conversations of long histories, a fraction of a small
 server's memory (memory://) or disk."""
 
-MAX_PRINCIPAL_THREADS = 1000
-"""With a store, the threads one principal may keep by default (max_principal_threads)."""
+MAX_PRINCIPAL_THREADS = 10_000
+"""With a store, the threads one principal may keep by default (max_principal_threads): the
+bytes bound what they hold; this bounds the index a listing reads, and leaves room for a server
+with no authorize hook, whose callers are all one principal (10,000 conversations per retention
+window)."""
+
 # The shutdown under uvicorn (`_uvicorn_grace`): runs go on for the graceful window less a margin
 # for what follows, measured on a 2-core machine (docs/serving.md#shutdown).
 _MARGIN = 1.0  # seconds: agents stopping, uvicorn's checks (every 0.1 s), the lifespan, the exit
@@ -227,7 +231,7 @@ class AgentApp:
     max_principal_bytes, max_principal_threads: with a store, what one principal (its
     namespace: one per agent and principal; with no `authorize` hook, every caller is one
     principal) may keep in the log: the JSON of its runs (inputs and events, `EventLog.usage`;
-    default MAX_PRINCIPAL_BYTES, 256 MiB) and its threads (MAX_PRINCIPAL_THREADS, 1000). A start
+    default MAX_PRINCIPAL_BYTES, 256 MiB) and its threads (MAX_PRINCIPAL_THREADS, 10,000). A start
     that would go beyond either (a new thread beyond the threads, an input beyond the bytes) gets
     429 before the run starts, its JSON body naming the limit and the usage. None: no limit.
     retention: what the log opened from a store URL keeps (an agui.store.Retention; None: its
