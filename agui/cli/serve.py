@@ -99,7 +99,13 @@ def serve(args: argparse.Namespace) -> int:
     if not store:
         durable = [
             given[name]
-            for name in ("lease_seconds", "detach", *settings["retention"])
+            for name in (
+                "lease_seconds",
+                "detach",
+                "max_principal_bytes",
+                "max_principal_threads",
+                *settings["retention"],
+            )
             if name in given
         ]
         if durable:

@@ -214,8 +214,16 @@ class Durable:
         *,
         exclusive_threads: bool,
         lease_seconds: float,
+        max_principal_bytes: int | None = None,
+        max_principal_threads: int | None = None,
     ) -> None:
         self.app = app
+        self.max_principal_bytes = max_principal_bytes
+        """The most JSON one principal's runs may hold in the log (`EventLog.usage`); a start
+        that would take it beyond gets 429. None: no limit."""
+        self.max_principal_threads = max_principal_threads
+        """The most threads one principal may keep in the log; a start on a new thread beyond
+        gets 429. None: no limit."""
         self.log: EventLog = open_log(store) if isinstance(store, str) else store
         self._owns_log = isinstance(store, str)
         self.exclusive_threads = exclusive_threads
@@ -357,6 +365,8 @@ class Durable:
         run_input = await app.decode_input(body)
         thread_id, run_id = run_input.thread_id, run_input.run_id
         run_key = principal.key(run_id)
+        stored_input = encode(run_input)
+        await self._check_quota(principal, principal.key(thread_id), len(stored_input))
         self._capacity()
         self._reserved += 1
         try:
@@ -372,7 +382,7 @@ class Durable:
             try:
                 await self.log.start_run(
                     record,
-                    encode(run_input),
+                    stored_input,
                     exclusive=self.exclusive_threads,
                     namespace=principal.key(""),
                 )
@@ -383,7 +393,7 @@ class Durable:
                     ) from None
                 try:
                     await self.log.start_run(
-                        record, encode(run_input), exclusive=True, namespace=principal.key("")
+                        record, stored_input, exclusive=True, namespace=principal.key("")
                     )
                 except ThreadBusy:
                     raise BadRequest(
@@ -413,6 +423,46 @@ class Durable:
         await self._respond(receive, send, binary, produce, app.era_for(run_input), undeclared)
         if not (app.detach == "always" or _asks_to_resume(scope)):
             await self._end_unread(execution)
+
+    async def _check_quota(self, principal: Principal, thread_key: str, size: int) -> None:
+        """429 when the run would take its principal beyond a quota: a new thread beyond
+        `max_principal_threads`, or its input (`size` bytes of JSON) beyond
+        `max_principal_bytes` of what the principal's runs hold. Checked before the run starts,
+        on what the log holds now: the events a run stores later count for the next start (a
+        principal's usage can pass the quota by its last run's events, and by concurrent starts
+        checked together)."""
+        max_bytes, max_threads = self.max_principal_bytes, self.max_principal_threads
+        if max_bytes is None and max_threads is None:
+            return
+        usage = await self.log.usage(principal.key(""))
+        if (
+            max_threads is not None
+            and usage.threads >= max_threads
+            and not await self.log.thread_runs(thread_key)
+        ):
+            raise BadRequest(
+                429,
+                f"this principal keeps {usage.threads} threads, the most allowed "
+                f"(max-principal-threads {max_threads}): delete one to start another",
+                details={
+                    "limit": "max-principal-threads",
+                    "limit_threads": max_threads,
+                    "used_threads": usage.threads,
+                },
+            )
+        if max_bytes is not None and usage.bytes + size > max_bytes:
+            raise BadRequest(
+                429,
+                f"this principal's runs hold {usage.bytes} bytes; this input's {size} would "
+                f"take them beyond max-principal-bytes ({max_bytes}): delete threads to make "
+                "room",
+                details={
+                    "limit": "max-principal-bytes",
+                    "limit_bytes": max_bytes,
+                    "used_bytes": usage.bytes,
+                    "input_bytes": size,
+                },
+            )
 
     async def _resume_in_place(
         self, run_input: RunAgentInput, record: RunRecord, principal: Principal

@@ -150,6 +150,18 @@ _KEEP_NEWEST = (
 
 
 _METRICS = "/metrics"
+
+MAX_PRINCIPAL_BYTES = 256 * 1024 * 1024
+"""With a store, the JSON one principal's runs may hold by default (AgentApp's
+max_principal_bytes): a few hundred conversations of long histories, a fraction of a small
+server's memory (memory://) or disk."""
+
+MAX_PRINCIPAL_THREADS = 10_000
+"""With a store, the threads one principal may keep by default (max_principal_threads): the
+bytes bound what they hold; this bounds the index a listing reads, and leaves room for a server
+with no authorize hook, whose callers are all one principal (10,000 conversations per retention
+window)."""
+
 # The shutdown under uvicorn (`_uvicorn_grace`): runs go on for the graceful window less a margin
 # for what follows, measured on a 2-core machine (docs/serving.md#shutdown).
 _MARGIN = 1.0  # seconds: agents stopping, uvicorn's checks (every 0.1 s), the lifespan, the exit
@@ -220,6 +232,12 @@ class AgentApp:
     used (agui.http.access).
     lease_seconds: how long a run stays owned by this worker without a renewal (renewed every
     third of it); a run whose lease ran out is closed with RUN_ERROR `RUN_LOST`.
+    max_principal_bytes, max_principal_threads: with a store, what one principal (its
+    namespace: one per agent and principal; with no `authorize` hook, every caller is one
+    principal) may keep in the log: the JSON of its runs (inputs and events, `EventLog.usage`;
+    default MAX_PRINCIPAL_BYTES, 256 MiB) and its threads (MAX_PRINCIPAL_THREADS, 10,000). A start
+    that would go beyond either (a new thread beyond the threads, an input beyond the bytes) gets
+    429 before the run starts, its JSON body naming the limit and the usage. None: no limit.
     retention: what the log opened from a store URL keeps (an agui.store.Retention; None: its
     defaults, a run's latest 1,000,000 events, finished runs for 7 days, a thread's latest 100
     runs); the app closes that log at its lifespan's end. For a store given as an EventLog, give
@@ -299,6 +317,8 @@ class AgentApp:
         detach: Literal["requested", "always"] = "requested",
         authorize: Authorize | None = None,
         lease_seconds: float = 10.0,
+        max_principal_bytes: int | None = MAX_PRINCIPAL_BYTES,
+        max_principal_threads: int | None = MAX_PRINCIPAL_THREADS,
         compat: str = "auto",
         cors_origins: Iterable[str] = (),
         console: bool = False,
@@ -315,6 +335,12 @@ class AgentApp:
             raise ValueError("max_active_runs must be at least 1 (None: no limit)")
         if lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
+        for quota, value in (
+            ("max_principal_bytes", max_principal_bytes),
+            ("max_principal_threads", max_principal_threads),
+        ):
+            if value is not None and value < 1:
+                raise ValueError(f"{quota} must be at least 1 (None: no limit)")
         if detach not in ("requested", "always"):
             raise ValueError(f"detach is 'requested' or 'always', not {detach!r}")
         self.detach = detach
@@ -385,6 +411,8 @@ class AgentApp:
                 store,
                 exclusive_threads=exclusive_threads,
                 lease_seconds=lease_seconds,
+                max_principal_bytes=max_principal_bytes,
+                max_principal_threads=max_principal_threads,
             )
             if retention is not None:
                 self._durable._owns_log = True  # opened here from its URL: closed with the app

@@ -31,6 +31,7 @@ from .base import (
     ThreadBusy,
     ThreadSummary,
     UnknownRun,
+    Usage,
 )
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "ThreadBusy",
     "ThreadSummary",
     "UnknownRun",
+    "Usage",
     "open_log",
 ]
 
