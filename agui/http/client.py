@@ -27,8 +27,9 @@ Retries (as openai-python retries). Before the first frame of a stream, and for 
 `capabilities`, a connection error (refused, reset, closed before the answer, a connect timeout)
 and an answer 429, 502, 503 or 504 are tried again, up to `max_retries` times (2 by default),
 after the server's Retry-After (seconds or an HTTP date, at most MAX_RETRY_AFTER) or else
-INITIAL_RETRY_DELAY doubling up to MAX_RETRY_DELAY, less up to a quarter at random. Once a frame
-has arrived nothing is sent again: resuming covers a break after that.
+INITIAL_RETRY_DELAY doubling up to MAX_RETRY_DELAY, less up to a quarter at random. A 429 whose
+JSON answer names a `limit` (a principal's quota, agui's durable runs) is not tried again: it
+lasts. Once a frame has arrived nothing is sent again: resuming covers a break after that.
 
 Durable runs. A server with a store (AgentApp(agent, store=...)) sends every SSE frame with an
 `id:`, the event's cursor in the run's log. HttpAgent remembers the last one and the run's id
@@ -288,13 +289,25 @@ def _retry_after(value: str | None) -> float | None:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
+def _over_quota(status: int, body: bytes) -> bool:
+    """A 429 that is a principal's quota (AgentApp's JSON answer names the `limit`), not a rate:
+    it lasts until the principal's threads are deleted or expire, so trying again only costs."""
+    if status != 429 or not body.startswith(b"{"):
+        return False
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(answer, dict) and isinstance(answer.get("limit"), str)
+
+
 def _retryable(exc: Exception) -> bool:
     """Whether a failure before the first frame is worth another try: the connection could not
     be made or broke before an answer came (the server may have dropped an idle pooled
     connection), or the answer is one of RETRY_STATUSES. A timeout waiting for the answer is
     not: the server may be running the run."""
     if isinstance(exc, HttpError):
-        return exc.status in RETRY_STATUSES
+        return exc.status in RETRY_STATUSES and not _over_quota(exc.status, exc.body)
     return isinstance(
         exc,
         httpx.ConnectError
@@ -1030,6 +1043,8 @@ class HttpAgent:
         TransportError."""
         if isinstance(outcome, httpx.Response):
             if outcome.status_code not in RETRY_STATUSES or retries >= self.max_retries:
+                return None
+            if _over_quota(outcome.status_code, outcome.content):
                 return None
             reason = f"HTTP {outcome.status_code}"
             wait = retry_delay(retries + 1, outcome.headers)

@@ -156,3 +156,29 @@ def test_40_runs_of_7_mib_states_grow_a_memory_server_by_about_the_quota(
     # 6 runs of 7.3 MB fit in 50 MB, each holding its input once
     assert statuses == [200] * 6 + [429] * 34
     assert grown < quota * 1.1, grown
+
+
+def test_agui_client_does_not_try_a_quota_refusal_again(live: Callable[[Any], str]) -> None:
+    """A 429 naming a `limit` lasts (a rate limit's would pass): HttpAgent raises it after one try,
+    where it tries a plain 429 again (tests/test_client_production.py)."""
+    posts: list[str] = []
+
+    async def counting(headers: Any, action: str, thread_id: Any, run_id: Any) -> str | None:
+        if action == "start":
+            posts.append(run_id)
+        return "alice"
+
+    app = agui.AgentApp(
+        paced, path="/agent", store="memory://", authorize=counting, max_principal_threads=1
+    )
+    base = live(app)
+    agent = agui.HttpAgent(f"{base}/agent", max_retries=2)
+    first = agui.decode(run_body("r1", "t1"), agui.RunAgentInput)
+    second = agui.decode(run_body("r2", "t2"), agui.RunAgentInput)
+    events = list(agent.run_sync(first))
+    assert type(events[-1]).__name__ == "RunFinishedEvent"
+    with pytest.raises(agui.HttpError) as refused:
+        list(agent.run_sync(second))
+    assert refused.value.status == 429 and refused.value.attempts == 1
+    assert "max-principal-threads" in refused.value.message
+    assert posts == ["r1", "r2"]
