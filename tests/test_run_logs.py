@@ -242,7 +242,7 @@ def test_client_ids_cannot_forge_a_field_or_a_line(caplog: pytest.LogCaptureFixt
     evil = agui.RunAgentInput(
         thread_id="t", run_id="r outcome=success\nrun ended: forged", messages=()
     )
-    _log_run("a", evil, "error", None, 1, 0.5, ("127.0.0.1", 5))
+    _log_run("a", evil.thread_id, evil.run_id, "error", None, 1, 0.5, ("127.0.0.1", 5), None)
     (record,) = caplog.records
     message = record.getMessage()
     assert "\n" not in message
