@@ -967,6 +967,7 @@ class AgentApp:
             run.input,
             finish_grace=self.finish_grace,
             sink=outbox.sink(frame_of, limit, span),
+            log_fields=run.fields(),
         )
         try:
             async for event in stream:
@@ -1223,7 +1224,7 @@ class _Run:
 
     async def end(self, producer: asyncio.Task[None], code: str, message: str) -> None:
         """Stop the agent and end the response in RUN_ERROR `code` (unless it already ended)."""
-        await stop_agent(producer, self.id)
+        await stop_agent(producer, self.fields())
         if not self.ended:
             about_run(log, logging.WARNING, self.fields(code), "ended with RUN_ERROR: %s", message)
         self.close_with(message, code)

@@ -197,7 +197,9 @@ def test_the_survivor_counts_and_logs_the_runs_of_a_killed_worker(
     a, b = served(*args, *logs), served(*args, *logs)
     before = ended_in_error(base(b))
     tails = [
-        Tail("POST", f"{base(a)}/agent", body(f"k{i}", thread_id=f"kt{i}", count=10_000, delay=0.01))
+        Tail(
+            "POST", f"{base(a)}/agent", body(f"k{i}", thread_id=f"kt{i}", count=10_000, delay=0.01)
+        )
         for i in range(runs)
     ]
     wait_for(lambda: all(len(t.frames) >= 3 for t in tails))
