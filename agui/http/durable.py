@@ -141,8 +141,9 @@ RUN_LOST = "RUN_LOST"
 """The RUN_ERROR code of a run whose worker stopped renewing its lease before the run ended."""
 STORE_ERROR = "STORE_ERROR"
 """The RUN_ERROR code that ends a run's streams when the event log failed (a full disk, a
-read-only or deleted file, a lost connection): its events cannot be stored or read, so the run
-cannot go on. Stored as the run's terminal event when the log still takes that one write."""
+read-only or deleted file, a lost connection) or lost the run (a Redis restarted without
+persistence, a key evicted or deleted): its events cannot be stored or read, so the run cannot
+go on. Stored as the run's terminal event when the log still takes that one write."""
 HISTORY_RUN_SUFFIX = ":history"
 """The synthetic run of a compacted history is `<threadId>:history` (thread and run ids)."""
 STOP_POLL = 0.15
