@@ -19,7 +19,9 @@ every `STOP_POLL` seconds reads the run's record for a stop request (`POST
 RUN_FINISHED whose outcome is cancelled. A worker that dies leaves its lease to run out: a
 response following the run checks the record whenever the run is silent, and a sweep on every
 worker checks all runs every `lease_seconds`; whoever sees the lease gone first closes the run
-with RUN_ERROR `RUN_LOST` (`EventLog.close_lost`, atomic).
+with RUN_ERROR `RUN_LOST` (`EventLog.close_lost`, atomic), counts it and logs its run line. A run
+the log no longer has (a Redis restarted without persistence) ends its streams in RUN_ERROR
+`STORE_ERROR`: its executor polls its record, a follower checks it when the run is silent.
 """
 
 from __future__ import annotations

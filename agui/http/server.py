@@ -264,9 +264,11 @@ class AgentApp:
     mounted one leaves it to the application (docs/operations.md). False (the default): nothing
     is counted or imported.
 
-    Every run's end is logged at INFO on "agui.server" (agent, thread, run, outcome, events,
-    duration, client address), its fields also in the record's `agui` attribute (for
-    agui.http.logs.JsonFormatter).
+    Every run's end is logged at INFO on "agui.server" (agent, thread, run, outcome, code,
+    events, duration, client address, trace id when traced), its fields also in the record's
+    `agui` attribute (for agui.http.logs.JsonFormatter); with a store, by the worker that closes
+    a lost run too. Every other line about a run carries agent, thread, run (and code) likewise
+    (agui.http.logs.about_run).
 
     An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
     something not callable with the input) is refused here with TypeError.
