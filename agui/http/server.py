@@ -29,7 +29,6 @@ import contextlib
 import inspect
 import logging
 import math
-import re
 import signal
 import sys
 import threading
@@ -82,6 +81,7 @@ from agui.http.lifetime import (
     let_finish,
     stop_agent,
 )
+from agui.http.logs import about_run, logfmt
 from agui.http.response import (
     MAX_PROTO_FRAME,
     MAX_SSE_FRAME,
@@ -286,9 +286,11 @@ class AgentApp:
     mounted one leaves it to the application (docs/operations.md). False (the default): nothing
     is counted or imported.
 
-    Every run's end is logged at INFO on "agui.server" (agent, thread, run, outcome, events,
-    duration, client address), its fields also in the record's `agui` attribute (for
-    agui.http.logs.JsonFormatter).
+    Every run's end is logged at INFO on "agui.server" (agent, thread, run, outcome, code,
+    events, duration, client address, trace id when traced), its fields also in the record's
+    `agui` attribute (for agui.http.logs.JsonFormatter); with a store, by the worker that closes
+    a lost run too. Every other line about a run carries agent, thread, run (and code) likewise
+    (agui.http.logs.about_run).
 
     An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
     something not callable with the input) is refused here with TypeError.
@@ -691,17 +693,41 @@ class AgentApp:
         first_event: float | None,
         client: object,
         default: str = "disconnected",
+        span: RunSpan | None = None,
     ) -> None:
         """A run ended: counted, and its line logged at INFO. `terminal`: its terminal event
         queued (None: none, the outcome is `default`); `first_event`: when its first event was
-        written (the loop's clock; None: never)."""
+        written (the loop's clock; None: never); `span`: its trace span, whose trace id the line
+        carries."""
         now = asyncio.get_running_loop().time()
         outcome, code = _outcome(terminal, default)
         if self._meter is not None:
             ttfe = None if first_event is None else max(0.0, first_event - started)
             self._meter.run_ended(outcome, now - started, ttfe)
         if log.isEnabledFor(logging.INFO):
-            _log_run(self.name, run_input, outcome, code, events, now - started, client)
+            trace = None if span is None else span.trace_id
+            _log_run(
+                self.name,
+                run_input.thread_id,
+                run_input.run_id,
+                outcome,
+                code,
+                events,
+                now - started,
+                client,
+                trace,
+            )
+
+    def _observe_closed(
+        self, thread_id: str | None, run_id: str, seconds: float, code: str
+    ) -> None:
+        """A run another worker executed was closed here with RUN_ERROR `code` (it was lost):
+        whoever closes a run counts it (outcome error; not an active run here) and logs its line.
+        `thread_id` and `run_id` as the run's client named them."""
+        if self._meter is not None:
+            self._meter.run_closed("error", seconds)
+        if log.isEnabledFor(logging.INFO):
+            _log_run(self.name, thread_id, run_id, "error", code, 0, seconds, None, None)
 
     # ── capabilities ─────────────────────────────────────────────────────────
     async def capabilities(self) -> AgentCapabilities:
@@ -878,7 +904,7 @@ class AgentApp:
         if self.protobuf:
             headers = [*headers, VARY]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        run = _Run(run_input, self.queue_size, binary, era, span)
+        run = _Run(run_input, self.queue_size, binary, era, span, self.name)
         # The agent runs in the producer's task: a traced run's span is current there.
         context = None if span is None else span.task_context()
         producer = asyncio.create_task(self._produce(run), context=context)
@@ -908,14 +934,19 @@ class AgentApp:
             run.outbox.close()  # an agent that let the cancellation pass stops at its next event
             done, pending = await asyncio.wait(tasks, timeout=self._within_window(STOP_WAIT))
             if pending:
-                log.error("run %s: the agent did not stop when it was cancelled", run.id)
+                about_run(
+                    log, logging.ERROR, run.fields(), "the agent did not stop when it was cancelled"
+                )
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
-                    log.error("streaming run %s failed", run.id, exc_info=task.exception())
+                    error = task.exception()
+                    about_run(log, logging.ERROR, run.fields(), "streaming failed", exc_info=error)
             if self._meter is not None:
                 self._meter.streamed(run.clock, binary)
             clock = run.clock
-            self._observe_end(run.input, started, run.terminal, clock.events, clock.first, client)
+            self._observe_end(
+                run.input, started, run.terminal, clock.events, clock.first, client, span=span
+            )
 
     async def _supervise(
         self, run: _Run, producer: asyncio.Task[None], sender: asyncio.Task[None], watcher: Any
@@ -926,7 +957,12 @@ class AgentApp:
         expires = None if self.max_run_seconds is None else loop.time() + self.max_run_seconds
         while not sender.done():
             if watcher.done():
-                log.info("client disconnected from run %s; the agent is cancelled", run.id)
+                about_run(
+                    log,
+                    logging.INFO,
+                    run.fields(),
+                    "the client disconnected; the agent is cancelled",
+                )
                 return
             now = loop.time()
             if run.stop_at is not None and now >= run.stop_at:
@@ -966,7 +1002,6 @@ class AgentApp:
         else:
             frame_of = downgrade.sse_writer()  # sse, its text deltas in one call
         limit = MAX_PROTO_FRAME if binary else MAX_SSE_FRAME
-        run_id = run.id
         span = run.span  # counted here, in the same pass (RunSpan.saw)
         stream = run_lifecycle(
             self.agent,
@@ -974,6 +1009,7 @@ class AgentApp:
             finish_grace=self.finish_grace,
             sink=outbox.sink(frame_of, limit, span),
             max_state_nodes=self.max_state_nodes,
+            log_fields=run.fields(),
         )
         try:
             async for event in stream:
@@ -981,23 +1017,33 @@ class AgentApp:
                     span.saw(event)
                 if binary and type(event) is UnknownEvent:
                     # an event of a type the binary form has no arm for cannot be sent
-                    log.warning(
-                        "run %s: dropped an event of unknown type %r (no protobuf form)",
-                        run_id,
+                    about_run(
+                        log,
+                        logging.WARNING,
+                        run.fields(),
+                        "dropped an event of unknown type %r (no protobuf form)",
                         event.type,
                     )
                     continue
                 try:
                     frame = frame_of(event)
                 except EncodeError:
-                    log.exception("run %s: the agent sent an event that cannot be encoded", run_id)
+                    about_run(
+                        log,
+                        logging.ERROR,
+                        run.fields(INVALID_EVENT),
+                        "the agent sent an event that cannot be encoded",
+                        exc_info=True,
+                    )
                     run.close_with("The agent produced an invalid event.", INVALID_EVENT)
                     return
                 if len(frame) > limit:
-                    log.error(
-                        "run %s: the agent sent %s as a frame of %d bytes; clients refuse frames "
-                        "over %d bytes",
-                        run_id,
+                    about_run(
+                        log,
+                        logging.ERROR,
+                        run.fields(INVALID_EVENT),
+                        "the agent sent %s as a frame of %d bytes; clients refuse frames over %d "
+                        "bytes",
                         getattr(event.type, "value", event.type),
                         len(frame),
                         limit,
@@ -1020,9 +1066,11 @@ class AgentApp:
         finally:
             await stream.aclose()
             if downgrade is not None and downgrade.notes:
-                log.info(
-                    "run %s: for a client of the %s era (no protocolVersion): %s",
-                    run_id,
+                about_run(
+                    log,
+                    logging.INFO,
+                    run.fields(),
+                    "for a client of the %s era (no protocolVersion): %s",
                     downgrade.era.name,
                     downgrade.notes.summary(),
                 )
@@ -1069,41 +1117,40 @@ def _outcome(terminal: object, default: str) -> tuple[str, str | None]:
 
 def _log_run(
     agent: str,
-    run_input: RunAgentInput,
+    thread_id: str | None,
+    run_id: str,
     outcome: str,
     code: str | None,
     events: int,
     seconds: float,
     client: object,
+    trace: str | None,
 ) -> None:
     """The run's line at INFO: its fields as key=value (values quoted when they need it: ids
     come from clients), and in the record's `agui` attribute for a structured formatter."""
-    address = f"{client[0]}:{client[1]}" if isinstance(client, (tuple, list)) else None
     fields: dict[str, Any] = {
         "agent": agent,
-        "thread": run_input.thread_id,
-        "run": run_input.run_id,
+        "thread": thread_id,
+        "run": run_id,
         "outcome": outcome,
     }
     if code is not None:
         fields["code"] = code
-    fields.update(events=events, duration=round(seconds, 3), client=address)
-    text = " ".join(f"{key}={_logfmt(value)}" for key, value in fields.items())
-    log.info("run ended: %s", text, extra={"agui": fields})
+    fields.update(events=events, duration=round(seconds, 3), client=client_address(client))
+    if trace is not None:
+        fields["trace"] = trace
+    log.info("run ended: %s", logfmt(fields), extra={"agui": fields})
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9_.:/@+-]+")
-
-
-def _logfmt(value: object) -> str:
-    """A value of a key=value log line: as it is when plain, else as a JSON string (no space,
-    quote, newline or control character of a client's id can forge another field or line)."""
-    if value is None:
-        return "-"
-    text = str(value)
-    if _PLAIN.fullmatch(text):
-        return text
-    return orjson.dumps(text).decode()
+def client_address(client: object) -> str | None:
+    """The ASGI scope's `client` as the run line writes it: `host:port`, or the host alone when
+    the port is 0 or missing (uvicorn's --proxy-headers puts the X-Forwarded-For address with
+    port 0: the client's port is not forwarded, and `:0` would be a fake one); None: unknown."""
+    if not isinstance(client, (tuple, list)) or not client:
+        return None
+    host = client[0]
+    port = client[1] if len(client) > 1 else None
+    return f"{host}:{port}" if port else str(host)
 
 
 def _declared(value: object) -> AgentCapabilities:
@@ -1203,6 +1250,7 @@ class _Run:
     """One run being served: its queue of frames, and how far the response got."""
 
     __slots__ = (
+        "agent",
         "binary",
         "clock",
         "downgrade",
@@ -1225,8 +1273,10 @@ class _Run:
         binary: bool,
         era: Era | None = None,
         span: RunSpan | None = None,
+        agent: str = "agent",
     ) -> None:
         self.input = run_input
+        self.agent = agent  # the AgentApp's name, for the log lines about the run
         self.span = span  # the run's trace span (None: not traced)
         self.id = run_input.run_id
         self.binary = binary
@@ -1252,6 +1302,17 @@ class _Run:
         if not self.wake.done():
             self.wake.set_result(None)
 
+    def fields(self, code: str | None = None) -> dict[str, object]:
+        """What every log line about the run carries (agui.http.logs.about_run)."""
+        fields: dict[str, object] = {
+            "agent": self.agent,
+            "thread": self.input.thread_id,
+            "run": self.input.run_id,
+        }
+        if code is not None:
+            fields["code"] = code
+        return fields
+
     def close_with(self, message: str, code: str) -> None:
         """Queue the run's end: RUN_STARTED when nothing was sent yet, then RUN_ERROR."""
         if self.ended:
@@ -1268,9 +1329,9 @@ class _Run:
 
     async def end(self, producer: asyncio.Task[None], code: str, message: str) -> None:
         """Stop the agent and end the response in RUN_ERROR `code` (unless it already ended)."""
-        await stop_agent(producer, self.id)
+        await stop_agent(producer, self.fields())
         if not self.ended:
-            log.warning("run %s: ended with RUN_ERROR %s: %s", self.id, code, message)
+            about_run(log, logging.WARNING, self.fields(code), "ended with RUN_ERROR: %s", message)
         self.close_with(message, code)
 
 
@@ -1289,7 +1350,10 @@ async def _cancelled(
             return  # the response was complete
     frames = unsent(run.outbox)
     if not run.ended:
-        log.warning("run %s: the server cancelled the run; it ends in RUN_ERROR", run.id)
+        fields = run.fields(SERVER_SHUTDOWN)
+        about_run(
+            log, logging.WARNING, fields, "the server cancelled the run; it ends in RUN_ERROR"
+        )
         if run.span is not None:
             run.span.ended_by_server(SERVER_SHUTDOWN, "The server is shutting down.")
         if not run.started:
@@ -1301,7 +1365,7 @@ async def _cancelled(
         async with asyncio.timeout(STOP_WAIT):
             await send_last(send, frames)
     except Exception:  # the connection is gone: nothing more to tell the client
-        log.info("run %s: the end of the response could not be sent", run.id)
+        about_run(log, logging.INFO, run.fields(), "the end of the response could not be sent")
 
 
 def _shutdown_of(app: AgentApp) -> Callable[[Any], None]:

@@ -38,7 +38,7 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Container
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Container, Mapping
 from typing import Any, get_args
 
 import attrs
@@ -62,6 +62,7 @@ from agui_generated import (
 
 from agui.agent.protocol import Agent
 from agui.errors import ProtocolError
+from agui.http.logs import about_run
 from agui.stream.chunks import ChunkExpander
 from agui.stream.patch import DEFAULT_MAX_STATE_NODES, PatchLimitError, apply_patch
 from agui.stream.verify import Verifier
@@ -273,6 +274,7 @@ async def run_lifecycle(
     tracker: RunTracker | None = None,
     sink: Callable[[Any], bool] | None = None,
     max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
+    log_fields: Mapping[str, object] | None = None,
 ) -> AsyncGenerator[Event | UnknownEvent, None]:
     """The agent's events for `run_input`, inside a correct run lifecycle (see the module).
 
@@ -284,8 +286,14 @@ async def run_lifecycle(
     offered to `sink(event)` first, and yielded only when it returns False (it could not take
     the event now: a full queue, an event it leaves to the producer's own handling). Only such
     events: everything else is yielded. max_state_nodes: the most nodes a STATE_DELTA may take
-    the state to (RunTracker's; a tracker given keeps its own)."""
-    run_id = run_input.run_id
+    the state to (RunTracker's; a tracker given keeps its own). log_fields: what each line logged
+    about the run carries (agui.http.logs.about_run; the server's: agent, thread, run); by default
+    the input's thread and run."""
+    fields = (
+        {"thread": run_input.thread_id, "run": run_input.run_id}
+        if log_fields is None
+        else log_fields
+    )
     started: RunStartedEvent | None = None
     terminal = False  # a terminal event was yielded
     returned = False  # the agent's stream ended by itself
@@ -297,9 +305,11 @@ async def run_lifecycle(
         # Inside the try: an agent whose call itself raises ends in RUN_ERROR too.
         stream = agent(agents_copy(run_input))
         if not isinstance(stream, AsyncIterator):
-            log.error(
-                "run %s: the agent returned %s, not an async iterator; %s",
-                run_id,
+            about_run(
+                log,
+                logging.ERROR,
+                _coded(fields, AGENT_ERROR),
+                "the agent returned %s, not an async iterator; %s",
                 type(stream).__name__,
                 _AGENT,
             )
@@ -333,10 +343,12 @@ async def run_lifecycle(
                     yield event
                 continue
             if kind not in _EVENT_TYPES:
-                log.error(
-                    "run %s: the agent yielded %s, which is not an AG-UI event; yield the event "
-                    "model classes (agui.TextMessageContentEvent, ...)",
-                    run_id,
+                about_run(
+                    log,
+                    logging.ERROR,
+                    _coded(fields, INVALID_EVENT),
+                    "the agent yielded %s, which is not an AG-UI event; yield the event model "
+                    "classes (agui.TextMessageContentEvent, ...)",
                     kind.__name__,
                 )
                 if started is None:
@@ -359,17 +371,22 @@ async def run_lifecycle(
                 if kind is RunStartedEvent:
                     continue
             elif kind is RunStartedEvent:
-                log.warning(
-                    "run %s: dropped a second RUN_STARTED (the run is already started)", run_id
+                about_run(
+                    log,
+                    logging.WARNING,
+                    fields,
+                    "dropped a second RUN_STARTED (the run is already started)",
                 )
                 continue
             try:
                 if kind is RunFinishedEvent:
                     if (event.thread_id, event.run_id) != (started.thread_id, started.run_id):
-                        log.warning(
-                            "run %s: the agent's RUN_FINISHED named thread %r, run %r; it is sent "
-                            "with the run's (thread %r, run %r)",
-                            run_id,
+                        about_run(
+                            log,
+                            logging.WARNING,
+                            fields,
+                            "the agent's RUN_FINISHED named thread %r, run %r; it is sent with "
+                            "the run's (thread %r, run %r)",
                             event.thread_id,
                             event.run_id,
                             started.thread_id,
@@ -380,7 +397,13 @@ async def run_lifecycle(
                         )
                     closing = check.finishing(event)
                     if closing:
-                        log.info("run %s: closed before RUN_FINISHED: %s", run_id, _closed(closing))
+                        about_run(
+                            log,
+                            logging.INFO,
+                            fields,
+                            "closed before RUN_FINISHED: %s",
+                            _closed(closing),
+                        )
                     for closer in closing:
                         yield closer
                     terminal = True
@@ -393,9 +416,11 @@ async def run_lifecycle(
                 check.admit(event)
                 quick = check.expander is None
             except ProtocolError as exc:
-                log.error(
-                    "run %s: the agent sent an event a client must reject (%s): %s",
-                    run_id,
+                about_run(
+                    log,
+                    logging.ERROR,
+                    _coded(fields, INVALID_EVENT),
+                    "the agent sent an event a client must reject (%s): %s",
                     _describe(event),
                     exc,
                 )
@@ -406,9 +431,11 @@ async def run_lifecycle(
         else:
             returned = True
         if terminal and not returned:
-            await _finish(stream, run_id, finish_grace)
+            await _finish(stream, fields, finish_grace)
     except Exception:
-        log.exception("run %s: the agent failed", run_id)
+        about_run(
+            log, logging.ERROR, _coded(fields, AGENT_ERROR), "the agent failed", exc_info=True
+        )
         if started is None:
             started = run_started(run_input)
             check.start(started)
@@ -421,7 +448,7 @@ async def run_lifecycle(
             try:
                 await stream.aclose()
             except Exception:  # the run still needs its end
-                log.exception("run %s: closing the agent failed", run_id)
+                about_run(log, logging.ERROR, fields, "closing the agent failed", exc_info=True)
     if started is None:
         started = run_started(run_input)
         check.start(started)
@@ -431,17 +458,29 @@ async def run_lifecycle(
         try:
             closing = check.finishing(finished)
         except ProtocolError as exc:  # pragma: no cover - what is open is what gets closed
-            log.error("run %s: the run cannot be finished: %s", run_id, exc)
+            about_run(
+                log,
+                logging.ERROR,
+                _coded(fields, INVALID_EVENT),
+                "the run cannot be finished: %s",
+                exc,
+            )
             yield run_error(f"The agent sent an invalid event: {exc}", INVALID_EVENT)
             return
         if closing:
-            log.info("run %s: closed before RUN_FINISHED: %s", run_id, _closed(closing))
+            about_run(log, logging.INFO, fields, "closed before RUN_FINISHED: %s", _closed(closing))
         for closer in closing:
             yield closer
         yield finished
 
 
-async def _finish(stream: AsyncIterator[Any], run_id: str, grace: float | None) -> None:
+def _coded(fields: Mapping[str, object], code: str) -> dict[str, object]:
+    return {**fields, "code": code}
+
+
+async def _finish(
+    stream: AsyncIterator[Any], fields: Mapping[str, object], grace: float | None
+) -> None:
     """Let the agent finish after its terminal event: drop (and log) what it still yields, for at
     most `grace` seconds; then cancel it."""
     loop = asyncio.get_running_loop()
@@ -456,18 +495,27 @@ async def _finish(stream: AsyncIterator[Any], run_id: str, grace: float | None) 
         except TimeoutError:
             if not limit.expired():
                 raise  # the agent's own
-            log.warning(
-                "run %s: the agent was still working %s s after its terminal event; it is "
-                "cancelled",
-                run_id,
+            about_run(
+                log,
+                logging.WARNING,
+                fields,
+                "the agent was still working %s s after its terminal event; it is cancelled",
                 grace,
             )
             return
-        log.warning("run %s: dropped %s sent after the terminal event", run_id, _describe(event))
+        about_run(
+            log,
+            logging.WARNING,
+            fields,
+            "dropped %s sent after the terminal event",
+            _describe(event),
+        )
         if deadline is not None and loop.time() >= deadline:
-            log.warning(
-                "run %s: the agent was still yielding %s s after its terminal event; it is closed",
-                run_id,
+            about_run(
+                log,
+                logging.WARNING,
+                fields,
+                "the agent was still yielding %s s after its terminal event; it is closed",
                 grace,
             )
             return
