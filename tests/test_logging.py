@@ -100,7 +100,7 @@ LOG_CONFIG = {
 """An application's logging configuration, as `uvicorn --log-config log.json` reads it."""
 
 RUN_FIELDS = "agent=agent thread=t-fail run=r-fail code=AGENT_ERROR"
-"""The fields every line about a run ends with (agui.http.logs.about_run)."""
+"""The fields every line about a run ends with (agui.observe.runlog.about_run)."""
 TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
 FAILED = {
     "nothing configured": TIME + " ERROR agui.agent: the agent failed: " + RUN_FIELDS,

@@ -80,7 +80,6 @@ from agui.http.lifetime import (
     let_finish,
     stop_agent,
 )
-from agui.http.logs import about_run
 from agui.http.response import (
     MAX_SSE_FRAME,
     PROTO_HEADERS,
@@ -93,6 +92,7 @@ from agui.http.response import (
     send_last,
     unsent,
 )
+from agui.observe.runlog import about_run
 from agui.store import (
     EventBatch,
     EventLog,
@@ -1325,7 +1325,7 @@ class Execution:
 
     def fields(self, code: str | None = None) -> dict[str, object]:
         """What every log line about the run carries: agent, thread, run (the ids as its client
-        named them), and `code` when given (agui.http.logs.about_run)."""
+        named them), and `code` when given (agui.observe.runlog.about_run)."""
         fields: dict[str, object] = {
             "agent": self.app.name,
             "thread": self.input.thread_id,

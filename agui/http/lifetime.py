@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from agui_generated import RunErrorEvent, RunFinishedEvent
 
-from agui.http.logs import about_run
+from agui.observe.runlog import about_run
 
 if TYPE_CHECKING:
     from agui.http.server import AgentApp
@@ -35,7 +35,7 @@ SERVING: contextvars.ContextVar[AgentApp] = contextvars.ContextVar("agui_serving
 
 async def stop_agent(producer: asyncio.Task[None], fields: Mapping[str, object]) -> None:
     """Cancel the agent's task and wait for it a little (`_stop_wait`); log one that goes on
-    (the line carries the run's `fields`: agui.http.logs.about_run)."""
+    (the line carries the run's `fields`: agui.observe.runlog.about_run)."""
     producer.cancel()
     wait = _stop_wait()
     await asyncio.wait((producer,), timeout=wait)

@@ -10,22 +10,20 @@ log_config=log_config("json"))`.
 Each object has `time` (UTC, ISO 8601 with milliseconds), `level`, `logger` and `message`; a
 record with an `agui` attribute has those fields too: the line a run's end logs (agent, thread,
 run, outcome, code, events, duration, client, trace) and every other line about a run
-(`about_run`: agent, thread, run, and code when the server ended the run with one); uvicorn's access lines have `client`, `method`,
-`path`, `status`; an error logged with its exception has `exception`, the traceback.
+(agui.observe.runlog.about_run: agent, thread, run, and code when the server ended the run
+with one); uvicorn's access lines have `client`, `method`, `path`, `status`; an error logged with its exception has `exception`, the traceback.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import re
 import time
-from collections.abc import Mapping
 from typing import Any, Literal
 
 import orjson
 
-__all__ = ["LOG_FORMATS", "JsonFormatter", "about_run", "log_config", "logfmt"]
+__all__ = ["LOG_FORMATS", "JsonFormatter", "log_config"]
 
 LOG_FORMATS = ("text", "json")
 """The values of `agui serve --log-format`."""
@@ -57,48 +55,6 @@ class JsonFormatter(logging.Formatter):
         if record.stack_info:
             line["stack"] = self.formatStack(record.stack_info)
         return orjson.dumps(line, default=str).decode()
-
-
-_PLAIN = re.compile(r"[A-Za-z0-9_.:/@+-]+")
-
-
-def logfmt(fields: Mapping[str, object]) -> str:
-    """`fields` as key=value pairs; a value as it is when plain, else as a JSON string (no space,
-    quote, newline or control character of a client's id can forge another field or line), None
-    as `-`."""
-    return " ".join(f"{key}={_value(value)}" for key, value in fields.items())
-
-
-def _value(value: object) -> str:
-    if value is None:
-        return "-"
-    text = str(value)
-    if _PLAIN.fullmatch(text):
-        return text
-    return orjson.dumps(text).decode()
-
-
-def about_run(
-    logger: logging.Logger,
-    level: int,
-    fields: Mapping[str, object],
-    message: str,
-    *args: object,
-    exc_info: Any = None,
-) -> None:
-    """Log a line about a run: `message % args`, then `: ` and the run's `fields` (agent, thread,
-    run, code...) as key=value, so a text log has them; the same fields in the record's `agui`
-    attribute, members of the JsonFormatter's object."""
-    if logger.isEnabledFor(level):
-        logger.log(
-            level,
-            f"{message}: %s",
-            *args,
-            logfmt(fields),
-            exc_info=exc_info,
-            extra={"agui": dict(fields)},
-            stacklevel=2,
-        )
 
 
 def _utc(created: float) -> str:

@@ -81,7 +81,6 @@ from agui.http.lifetime import (
     let_finish,
     stop_agent,
 )
-from agui.http.logs import about_run, logfmt
 from agui.http.response import (
     MAX_PROTO_FRAME,
     MAX_SSE_FRAME,
@@ -95,6 +94,7 @@ from agui.http.response import (
     send_last,
     unsent,
 )
+from agui.observe.runlog import about_run, logfmt
 from agui.stream.lifecycle import (
     DEFAULT_FINISH_GRACE,
     INVALID_EVENT,
@@ -290,7 +290,7 @@ class AgentApp:
     events, duration, client address, trace id when traced), its fields also in the record's
     `agui` attribute (for agui.http.logs.JsonFormatter); with a store, by the worker that closes
     a lost run too. Every other line about a run carries agent, thread, run (and code) likewise
-    (agui.http.logs.about_run).
+    (agui.observe.runlog.about_run).
 
     An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
     something not callable with the input) is refused here with TypeError.
@@ -1303,7 +1303,7 @@ class _Run:
             self.wake.set_result(None)
 
     def fields(self, code: str | None = None) -> dict[str, object]:
-        """What every log line about the run carries (agui.http.logs.about_run)."""
+        """What every log line about the run carries (agui.observe.runlog.about_run)."""
         fields: dict[str, object] = {
             "agent": self.agent,
             "thread": self.input.thread_id,

@@ -62,7 +62,7 @@ from agui_generated import (
 
 from agui.agent.protocol import Agent
 from agui.errors import ProtocolError
-from agui.http.logs import about_run
+from agui.observe.runlog import about_run
 from agui.stream.chunks import ChunkExpander
 from agui.stream.patch import DEFAULT_MAX_STATE_NODES, PatchLimitError, apply_patch
 from agui.stream.verify import Verifier
@@ -287,7 +287,7 @@ async def run_lifecycle(
     the event now: a full queue, an event it leaves to the producer's own handling). Only such
     events: everything else is yielded. max_state_nodes: the most nodes a STATE_DELTA may take
     the state to (RunTracker's; a tracker given keeps its own). log_fields: what each line logged
-    about the run carries (agui.http.logs.about_run; the server's: agent, thread, run); by default
+    about the run carries (agui.observe.runlog.about_run; the server's: agent, thread, run); by default
     the input's thread and run."""
     fields = (
         {"thread": run_input.thread_id, "run": run_input.run_id}
