@@ -23,6 +23,11 @@
     │   └── ExpiredInterruptError  an expired interrupt answered with anything but a cancel
     ├── ConversationBusyError      (agui.stream.conversation) a Conversation already applies
     │                              another stream; also a RuntimeError
+    ├── MissingExtraError          an option needs an extra of agui-spec that is not (wholly)
+    │                              installed; .extra, .missing; also an ImportError
+    ├── PatchLimitError            (agui.stream.patch) a JSON Patch would build a document
+    │                              past its node limit; .pointer, .limit (the Reducer and the
+    │                              run lifecycle turn it into ProtocolError)
     ├── ModelError                 (agui.model) the language model failed
     └── ToolError                  (agui.model) a server tool reports a failure to the model
 
@@ -39,12 +44,15 @@ was fed, from 1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib.util
+import sys
+from collections.abc import Iterable, Mapping
 
 from agui_generated._runtime import AguiError, DecodeError, EncodeError, Problem
 
 __all__ = [
     "BODY_EXCERPT",
+    "EXTRAS",
     "AguiError",
     "ConnectError",
     "DecodeError",
@@ -52,6 +60,7 @@ __all__ = [
     "ExpiredInterruptError",
     "HttpError",
     "InterruptError",
+    "MissingExtraError",
     "PendingInterruptsError",
     "ProtoStreamError",
     "ProtocolError",
@@ -59,6 +68,8 @@ __all__ = [
     "StreamError",
     "Timeout",
     "TransportError",
+    "missing_modules",
+    "require_extra",
 ]
 
 BODY_EXCERPT = 512
@@ -178,3 +189,59 @@ class PendingInterruptsError(InterruptError):
 
 class ExpiredInterruptError(InterruptError):
     """An interrupt past its expiresAt was answered with anything but a cancellation."""
+
+
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "otel": (
+        "opentelemetry.trace",
+        "opentelemetry.sdk.trace",
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    ),
+    "redis": ("redis.asyncio",),
+    "metrics": ("prometheus_client",),
+    "proto": ("google.protobuf",),
+    "pydantic": ("pydantic",),
+    "server": ("uvicorn", "starlette"),
+}
+"""For each extra of agui-spec (pyproject's optional-dependencies), the modules agui imports from
+what it brings. (The redis extra's hiredis is not among them: redis-py reads replies with it when
+it is installed, and without it in pure Python; `agui.store.open_log` warns then.)"""
+
+
+class MissingExtraError(AguiError, ImportError):
+    """An option needs modules an extra of agui-spec brings, and some are not installed. The
+    message names the option, the modules missing and the install line; `extra` is the extra's
+    name, `missing` the modules not found."""
+
+    def __init__(self, what: str, extra: str, missing: Iterable[str]) -> None:
+        self.extra = extra
+        self.missing = tuple(missing)
+        super().__init__(
+            f"{what} needs the {extra} extra, not wholly installed here (missing: "
+            f"{', '.join(self.missing)}): pip install 'agui-spec[{extra}]'"
+        )
+
+
+def require_extra(extra: str, what: str, modules: Iterable[str] | None = None) -> None:
+    """Refuse now (MissingExtraError) an option that would fail on a missing module later: every
+    module of `modules` (default: all the extra's, EXTRAS[extra]) must be importable. Found
+    without importing them (their parent packages are imported)."""
+    missing = missing_modules(modules or EXTRAS[extra])
+    if missing:
+        raise MissingExtraError(what, extra, missing)
+
+
+def missing_modules(modules: Iterable[str]) -> list[str]:
+    """Those of `modules` that cannot be imported (found without importing them)."""
+    return [name for name in modules if not _found(name)]
+
+
+def _found(name: str) -> bool:
+    parts = name.split(".")
+    for end in range(1, len(parts) + 1):  # a package set to None blocks its loaded modules too
+        if sys.modules.get(".".join(parts[:end]), name) is None:
+            return False
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package missing
+        return False

@@ -101,9 +101,9 @@ def observed(name: str, settings: dict[str, Any], app: AgentApp) -> Any:
         return None if app.authorize is None else app.authorize.__name__
     if name == "cors_origins":
         return list(app.cors_origins)
-    if name == "lease_seconds":
+    if name in ("lease_seconds", "max_principal_bytes", "max_principal_threads"):
         assert app._durable is not None
-        return app._durable.lease_seconds
+        return getattr(app._durable, name)
     if name == "metrics":
         return app._meter is not None
     if setting.target == "app" or name in ("path", "console"):
@@ -142,10 +142,13 @@ SAMPLES: dict[str, tuple[list[str], Any, str, Any]] = {
     "max_active_runs": (["--max-active-runs", "7"], 7, "none", None),
     "body_timeout": (["--body-timeout", "none"], None, "4", 4.0),
     "max_body_bytes": (["--max-body-bytes", "1024"], 1024, "2048", 2048),
+    "max_state_nodes": (["--max-state-nodes", "1000"], 1000, "off", None),
     "keepalive": (["--keepalive", "3"], 3.0, "OFF", None),
     "finish_grace": (["--finish-grace", "0"], 0.0, "None", None),
     "lease_seconds": (["--lease-seconds", "2"], 2.0, "0.5", 0.5),
     "detach": (["--detach", "always"], "always", "Requested", "requested"),
+    "max_principal_bytes": (["--max-principal-bytes", "50MB"], 50_000_000, "64 MiB", 64 << 20),
+    "max_principal_threads": (["--max-principal-threads", "3"], 3, "none", None),
     "run_ttl_seconds": (["--retention-days", "1"], 86400.0, "0.5", 43200.0),
     "max_events_per_run": (["--max-events-per-run", "50"], 50, "off", None),
     "max_runs_per_thread": (["--max-runs-per-thread", "5"], 5, "9", 9),
@@ -258,9 +261,12 @@ BAD: dict[str, list[str]] = {
     "max_active_runs": ["0", "-5", "1.5", "many"],
     "body_timeout": ["-0.1", "0", "x"],
     "max_body_bytes": ["0", "-1", "8MiB", "none"],
+    "max_state_nodes": ["0", "-1", "1e6", "many"],
     "keepalive": ["0", "-3", "x"],
     "finish_grace": ["-1", "x"],
     "lease_seconds": ["0", "-1", "none", "x"],
+    "max_principal_bytes": ["0", "0MB", "-1", "1.5MB", "50XB", "MB", "5 0MB", "8iB"],
+    "max_principal_threads": ["0", "-1", "x"],
     "run_ttl_seconds": ["0", "-1", "week"],
     "max_events_per_run": ["0", "-1", "1e6"],
     "max_runs_per_thread": ["0", "x"],
@@ -326,6 +332,8 @@ def test_a_bad_console_variable_is_refused(
         ["--retention-days", "1"],
         ["--max-events-per-run", "10"],
         ["--max-runs-per-thread", "10"],
+        ["--max-principal-bytes", "50MB"],
+        ["--max-principal-threads", "10"],
     ],
 )
 def test_the_stores_settings_need_a_store(

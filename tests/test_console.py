@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import agui
@@ -135,6 +136,47 @@ def test_with_path_none_the_console_is_at_any_path_ending_in_console() -> None:
     assert call(app, "/console")[0] == 200
     assert call(app, "/x/console/main.js")[0] == 200
     assert call(app, "/x/console/nope.js")[0] == 405  # not a console file: the agent's answer
+    assert call(app, "/x/console/console.css")[0] == 200
+    assert call(app, "/console/console.css")[0] == 200
+    assert call(app, "/x/consoles/main.js")[0] == 405  # not the console's folder
+    assert call(app, "/x/console.css")[0] == 405
+
+
+CONSOLE_FILES = sorted(
+    f.name for f in FILES.iterdir() if f.suffix in (".html", ".css", ".js") and f.is_file()
+)
+
+
+@pytest.fixture(scope="module")
+def fastapi_url(_shared_server: Any) -> Iterator[str]:
+    """A FastAPI application with the console included at /agent, served by uvicorn."""
+    from fastapi import FastAPI
+
+    api = FastAPI()
+    AgentApp(agent, console=True).include_in(api, "/agent")
+    base, apps = _shared_server
+    prefix = apps.add(api)
+    yield base + prefix
+    del apps.apps[prefix]
+
+
+@pytest.mark.parametrize("name", CONSOLE_FILES)
+def test_every_file_answers_under_fastapi_include_in(fastapi_url: str, name: str) -> None:
+    """include_in gives the app no path of its own: the console is found from the request's
+    path, and a file named like its folder (console.css) is one of its files, not the agent's
+    POST-only route (405)."""
+    answer = httpx.get(f"{fastapi_url}/agent/console/{name}")
+    assert answer.status_code == 200, (name, answer.text)
+    assert answer.content == (FILES / name).read_bytes()
+
+
+@pytest.mark.parametrize("name", CONSOLE_FILES)
+@pytest.mark.parametrize("path", ["/agent", None])
+def test_every_file_answers_under_agentapp_alone(name: str, path: str | None) -> None:
+    app = AgentApp(agent, path=path, console=True)
+    status, _, body = call(app, f"/agent/console/{name}")
+    assert status == 200, name
+    assert body == (FILES / name).read_bytes()
 
 
 def test_off_by_default() -> None:

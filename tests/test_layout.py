@@ -40,12 +40,15 @@ HEAVY = ("httpx", "uvicorn", "jsonpatch", "regress", "google.protobuf", "pydanti
 """Third-party packages `import agui` must not load."""
 
 LAYERS: dict[str, frozenset[str]] = {
-    "cli": frozenset({"cli", "model", "http", "store", "stream", "agent", "wire", "base", "api"}),
-    "model": frozenset({"agent", "wire", "base"}),
-    "adapters": frozenset({"stream", "wire", "base"}),
-    "http": frozenset({"console", "store", "stream", "agent", "wire", "base"}),
+    "cli": frozenset(
+        {"cli", "model", "http", "store", "stream", "agent", "wire", "observe", "base", "api"}
+    ),
+    "model": frozenset({"agent", "wire", "observe", "base"}),
+    "adapters": frozenset({"stream", "wire", "observe", "base"}),
+    "http": frozenset({"console", "store", "stream", "agent", "wire", "observe", "base"}),
     "store": frozenset({"wire", "base"}),
-    "stream": frozenset({"agent", "wire", "base"}),
+    "stream": frozenset({"agent", "wire", "observe", "base"}),
+    "observe": frozenset({"base"}),
     "agent": frozenset({"wire", "base"}),
     "wire": frozenset({"base"}),
     "console": frozenset(),

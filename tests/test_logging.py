@@ -99,11 +99,13 @@ LOG_CONFIG = {
 }
 """An application's logging configuration, as `uvicorn --log-config log.json` reads it."""
 
+RUN_FIELDS = "agent=agent thread=t-fail run=r-fail code=AGENT_ERROR"
+"""The fields every line about a run ends with (agui.observe.runlog.about_run)."""
 TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
 FAILED = {
-    "nothing configured": TIME + " ERROR agui.agent: run r-fail: the agent failed",
-    "logging.basicConfig": "ERROR:agui.agent:run r-fail: the agent failed",
-    "uvicorn --log-config": "CONFIGURED ERROR agui.agent: run r-fail: the agent failed",
+    "nothing configured": TIME + " ERROR agui.agent: the agent failed: " + RUN_FIELDS,
+    "logging.basicConfig": "ERROR:agui.agent:the agent failed: " + RUN_FIELDS,
+    "uvicorn --log-config": "CONFIGURED ERROR agui.agent: the agent failed: " + RUN_FIELDS,
 }
 """How the failing agent's record starts, by how logging is configured: the fallback's format
 (time, level, logger), basicConfig's, the configuration's."""
@@ -144,9 +146,10 @@ def test_a_failing_agent_and_a_refused_event_reach_stderr_once(tmp_path: Path, h
     assert stderr.count("the agent failed") == 1, stderr
     assert stderr.count("Traceback (most recent call last):") == 1, stderr
     assert stderr.count("RuntimeError: the ledger is locked (sentinel 4711)") == 1, stderr
-    refused = [line for line in lines if "run r-refused: the agent sent an event a client" in line]
+    refused = [line for line in lines if "the agent sent an event a client" in line]
     assert len(refused) == 1, stderr
     assert "TEXT_MESSAGE_CONTENT" in refused[0] and "ERROR" in refused[0]
+    assert refused[0].endswith("agent=agent thread=refused run=r-refused code=INVALID_EVENT")
 
 
 FALLBACK = """
@@ -187,7 +190,7 @@ def test_the_fallback_writes_what_the_configured_handlers_leave_out() -> None:
     assert done.stderr.count("a warning w-4711") == 1, done.stderr
     assert "WARNING agui.server: a warning w-4711" in done.stderr
     assert done.stderr.count("RuntimeError: e-4711") == 1, done.stderr
-    assert "ROOT ERROR run " in done.stderr
+    assert "ROOT ERROR the agent failed: thread=" in done.stderr
 
 
 def test_the_agui_logger_s_level_silences_it() -> None:

@@ -8,6 +8,7 @@ runs; `--no-metrics` leaves /metrics out; `--metrics` with an ASGI app is refuse
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import agui
 from agui.http.logs import JsonFormatter, log_config
 
-from .conftest import run_input
+from .conftest import live_server, run_input
 
 AGUI = Path(sys.executable).parent / "agui"
 STARTUP = 20.0  # hang bound: seconds a server may take to start or stop
@@ -242,10 +244,147 @@ def test_client_ids_cannot_forge_a_field_or_a_line(caplog: pytest.LogCaptureFixt
     evil = agui.RunAgentInput(
         thread_id="t", run_id="r outcome=success\nrun ended: forged", messages=()
     )
-    _log_run("a", evil, "error", None, 1, 0.5, ("127.0.0.1", 5))
+    _log_run("a", evil.thread_id, evil.run_id, "error", None, 1, 0.5, ("127.0.0.1", 5), None)
     (record,) = caplog.records
     message = record.getMessage()
     assert "\n" not in message
     assert 'run="r outcome=success\\nrun ended: forged" outcome=error' in message
     assert record.agui["run"] == evil.run_id  # type: ignore[attr-defined]
     assert json.loads(JsonFormatter().format(record))["run"] == evil.run_id
+
+
+# ── the fields of every line about a run (issue 31, item 5) ──────────────────────────────────
+
+
+def about(caplog: pytest.LogCaptureFixture, start: str) -> logging.LogRecord:
+    (record,) = [r for r in caplog.records if r.getMessage().startswith(start)]
+    return record
+
+
+def check_fields(record: logging.LogRecord, fields: dict[str, Any]) -> None:
+    """The record has the run's fields: in its `agui` attribute, as members of its JSON object,
+    and at the end of its text as key=value (an id with a space quoted)."""
+    assert record.agui == fields  # type: ignore[attr-defined]
+    line = json.loads(JsonFormatter().format(record))
+    assert {key: line[key] for key in fields} == fields
+    pairs = " ".join(
+        f"{key}={json.dumps(value) if ' ' in str(value) else value}"
+        for key, value in fields.items()
+    )
+    assert record.getMessage().endswith(": " + pairs), record.getMessage()
+
+
+async def failing(run: agui.RunAgentInput) -> Any:
+    yield agui.TextMessageStartEvent(message_id="m", role="assistant")
+    raise RuntimeError("the agent broke")
+
+
+async def slow(run: agui.RunAgentInput) -> Any:
+    yield agui.TextMessageStartEvent(message_id="m", role="assistant")
+    while True:
+        yield agui.TextMessageContentEvent(message_id="m", delta="x")
+        await asyncio.sleep(0.02)
+
+
+def start(url: str, run_id: str, thread_id: str = "t 1") -> httpx.Response:
+    content = agui.encode(run_input(run_id, thread_id))
+    headers = {"content-type": "application/json", "Agui-Resume": "1"}
+    return httpx.post(f"{url}/agent", content=content, headers=headers, timeout=30)
+
+
+def test_a_streamed_run_s_lines_carry_its_fields(caplog: pytest.LogCaptureFixture) -> None:
+    """Without a store: the agent's failure (agui.agent) and a time limit (agui.server)."""
+    caplog.set_level(logging.INFO, logger="agui")
+    with live_server(agui.AgentApp(failing, path="/agent", name="named")) as url:
+        assert "AGENT_ERROR" in start(url, "r-fail").text
+    check_fields(
+        about(caplog, "the agent failed"),
+        {"agent": "named", "thread": "t 1", "run": "r-fail", "code": "AGENT_ERROR"},
+    )
+    caplog.clear()
+    with live_server(agui.AgentApp(slow, path="/agent", max_run_seconds=0.2)) as url:
+        assert "TIMEOUT" in start(url, "r-slow").text
+    check_fields(
+        about(caplog, "ended with RUN_ERROR"),
+        {"agent": "agent", "thread": "t 1", "run": "r-slow", "code": "TIMEOUT"},
+    )
+
+
+def test_a_durable_run_s_lines_carry_its_fields(caplog: pytest.LogCaptureFixture) -> None:
+    """With a store: a time limit, a stop on request; the ids are the client's, never the
+    store's key (with an authorize hook, the key has the principal's prefix)."""
+    caplog.set_level(logging.INFO, logger="agui")
+
+    async def everyone(headers: Any, action: str, thread: Any, run: Any) -> str:
+        return "someone"
+
+    app = agui.AgentApp(
+        slow, path="/agent", store="memory://", max_run_seconds=0.2, authorize=everyone
+    )
+    with live_server(app) as url:
+        assert "TIMEOUT" in start(url, "r-limit").text
+        check_fields(
+            about(caplog, "ended with RUN_ERROR"),
+            {"agent": "agent", "thread": "t 1", "run": "r-limit", "code": "TIMEOUT"},
+        )
+        caplog.clear()
+        stopping = threading.Thread(target=start, args=(url, "r-stop", "t2"))
+        stopping.start()
+        deadline = time.monotonic() + STARTUP
+        while httpx.post(f"{url}/agent/runs/r-stop/stop").status_code != 202:
+            assert time.monotonic() < deadline  # hang bound
+            time.sleep(0.02)
+        stopping.join(STARTUP)
+    check_fields(
+        about(caplog, "stopped on request"), {"agent": "agent", "thread": "t2", "run": "r-stop"}
+    )
+
+
+def test_the_run_line_of_a_proxied_request_has_the_forwarded_host_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """uvicorn --proxy-headers puts X-Forwarded-For's address with port 0 in the scope: the
+    run line writes the host, not a fake `:0`; a direct request keeps its port."""
+    from agui.http.server import client_address
+
+    assert client_address(("203.0.113.7", 0)) == "203.0.113.7"
+    assert client_address(("203.0.113.7", None)) == "203.0.113.7"
+    assert client_address(("::1", 5001)) == "::1:5001"
+    assert client_address(None) is None
+    caplog.set_level(logging.INFO, logger="agui.server")
+    app = agui.AgentApp(failing, path="/agent")
+    config = {"proxy_headers": True, "forwarded_allow_ips": "127.0.0.1"}
+    with live_server(app, **config) as url:
+        content = agui.encode(run_input("r-proxied"))
+        headers = {"content-type": "application/json", "x-forwarded-for": "203.0.113.7"}
+        httpx.post(f"{url}/agent", content=content, headers=headers, timeout=30)
+        start(url, "r-direct")
+    lines = {r.agui["run"]: r for r in caplog.records if r.getMessage().startswith("run ended")}  # type: ignore[attr-defined]
+    assert lines["r-proxied"].agui["client"] == "203.0.113.7"  # type: ignore[attr-defined]
+    assert "client=203.0.113.7" in lines["r-proxied"].getMessage()
+    assert re.fullmatch(r"127\.0\.0\.1:[1-9]\d*", lines["r-direct"].agui["client"])  # type: ignore[attr-defined]
+
+
+def test_the_run_line_has_the_trace_id_when_tracing_is_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The run's span continues the caller's trace (traceparent): the line's trace is its id."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    caplog.set_level(logging.INFO, logger="agui.server")
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    parent = f"00-{trace_id}-00f067aa0ba902b7-01"
+    for store in (None, "memory://"):
+        caplog.clear()
+        app = agui.AgentApp(failing, path="/agent", store=store, tracing=TracerProvider())
+        with live_server(app) as url:
+            content = agui.encode(run_input("r-traced"))
+            headers = {"content-type": "application/json", "traceparent": parent}
+            httpx.post(f"{url}/agent", content=content, headers=headers, timeout=30)
+        line = about(caplog, "run ended")
+        assert line.agui["trace"] == trace_id  # type: ignore[attr-defined]
+        assert f"trace={trace_id}" in line.getMessage()
+    caplog.clear()
+    with live_server(agui.AgentApp(failing, path="/agent")) as url:
+        start(url, "r-untraced")
+    assert "trace" not in about(caplog, "run ended").agui  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import re
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -182,6 +183,31 @@ def _count(text: str) -> int:
 def _count_or_off(text: str) -> int | None:
     """A bound on a number of things: 1 or more, or none/off (None: no limit)."""
     return None if text.strip().lower() in _OFF else _count(text)
+
+
+_SIZE = re.compile(r"\s*(\d+)\s*([kmgt]?i?b?)\s*", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
+
+
+def _bytes_or_off(text: str) -> int | None:
+    """A size in bytes, 1 or more: a whole number, with a unit or not (50MB, 50 MiB, 2GiB: KB,
+    MB, GB, TB in powers of 1000, KiB, MiB, GiB, TiB in powers of 1024), or none/off (None)."""
+    if text.strip().lower() in _OFF:
+        return None
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a size in bytes (such as 50MB or 64MiB): {text!r}")
+    number, unit = match.group(1), match.group(2).lower()
+    if "i" in unit:
+        if unit[0] not in "kmgt":
+            raise ValueError(f"not a size in bytes (such as 50MB or 64MiB): {text!r}")
+        factor = 1024 ** ("kmgt".index(unit[0]) + 1)
+    else:
+        factor = _UNITS[unit[:1]]
+    value: int = int(number) * factor
+    if value < 1:
+        raise ValueError(f"must be at least 1 byte, not {text!r}")
+    return value
 
 
 def _days_or_off(text: str) -> float | None:
@@ -533,6 +559,17 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         shown="8388608, 8 MiB",
     ),
     Setting(
+        "max_state_nodes",
+        "--max-state-nodes",
+        "AGUI_MAX_STATE_NODES",
+        _count_or_off,
+        500_000,
+        "the most JSON values a STATE_DELTA may take the state to (a patch's copies can double "
+        "it per operation); past it the run ends in RUN_ERROR INVALID_EVENT; none: no limit",
+        target="app",
+        metavar="N",
+    ),
+    Setting(
         "keepalive",
         "--keepalive",
         "AGUI_KEEPALIVE",
@@ -563,6 +600,30 @@ SERVE_SETTINGS: tuple[Setting, ...] = (
         "every third of it); a run whose lease ran out ends in RUN_ERROR RUN_LOST",
         target="app",
         metavar="SECONDS",
+    ),
+    Setting(
+        "max_principal_bytes",
+        "--max-principal-bytes",
+        "AGUI_MAX_PRINCIPAL_BYTES",
+        _bytes_or_off,
+        256 * 1024 * 1024,
+        "with --store: the JSON one principal's runs may hold (inputs and events; with no "
+        "--authorize every caller is one principal); a run that would go beyond gets 429 "
+        "naming the limit; a size (50MB, 256MiB) or none",
+        target="app",
+        metavar="BYTES",
+        shown="256MiB (268435456)",
+    ),
+    Setting(
+        "max_principal_threads",
+        "--max-principal-threads",
+        "AGUI_MAX_PRINCIPAL_THREADS",
+        _count_or_off,
+        10_000,
+        "with --store: the threads one principal may keep; a run on a new thread beyond gets "
+        "429 naming the limit; none: no limit",
+        target="app",
+        metavar="N",
     ),
     Setting(
         "detach",

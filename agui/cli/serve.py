@@ -58,7 +58,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from agui.errors import AguiError
+from agui.errors import AguiError, MissingExtraError, require_extra
 
 __all__ = ["serve", "serving_kind", "settings_of", "worker_app"]
 
@@ -73,10 +73,12 @@ class _Refused(AguiError):
 
 def serve(args: argparse.Namespace) -> int:
     try:
-        import uvicorn
-    except ImportError:
-        print("agui serve needs uvicorn: pip install 'agui-spec[server]'", file=sys.stderr)
+        require_extra("server", "agui serve", ("uvicorn",))
+    except MissingExtraError as missing:
+        print(f"agui serve: {missing}", file=sys.stderr)
         return 2
+    import uvicorn
+
     try:
         settings = settings_of(args, os.environ)
     except _Refused as refused:
@@ -97,7 +99,13 @@ def serve(args: argparse.Namespace) -> int:
     if not store:
         durable = [
             given[name]
-            for name in ("lease_seconds", "detach", *settings["retention"])
+            for name in (
+                "lease_seconds",
+                "detach",
+                "max_principal_bytes",
+                "max_principal_threads",
+                *settings["retention"],
+            )
             if name in given
         ]
         if durable:
@@ -372,8 +380,8 @@ def _build(settings: dict[str, Any]) -> tuple[Any, str, str]:
         )
     except TypeError as exc:
         raise _Refused(f"{what} cannot be served: {exc}") from None
-    except ImportError as exc:  # no Starlette (CORS), no prometheus-client (--metrics)
-        where = "cors_origins" if "Starlette" in str(exc) else "metrics"
+    except MissingExtraError as exc:  # no Starlette (CORS), no prometheus-client (--metrics)
+        where = {"server": "cors_origins", "otel": "tracing"}.get(exc.extra, "metrics")
         raise _Refused(f"{given.get(where, '--' + where.replace('_', '-'))}: {exc}") from None
     except ValueError as exc:  # an origin that is not one
         raise _Refused(f"{given.get('cors_origins', '--cors-origin')}: {exc}") from None
@@ -448,13 +456,13 @@ def _check_tracing(source: str) -> None:
     provider, the OTEL_* variables name exporters that are (refused at start, not at the first
     run)."""
     try:
-        from opentelemetry import trace
+        require_extra("otel", source)  # the API, the SDK and the OTLP exporter
+    except MissingExtraError as missing:
+        raise _Refused(str(missing)) from None
+    from opentelemetry import trace
 
-        from agui.http import tracing
-    except ImportError as exc:
-        raise _Refused(
-            f"{source} needs OpenTelemetry ({exc}): pip install 'agui-spec[otel]'"
-        ) from None
+    from agui.http import tracing
+
     if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         try:
             tracing.check_environment()

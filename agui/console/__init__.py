@@ -68,9 +68,15 @@ class Console:
         not the console's. `base` is the agent's path (None: any path, the console at any path
         ending in /console)."""
         if base is None:
-            at = path.rfind(_SUFFIX)
-            if at < 0:
-                return None
+            # the folder is the segment before the file's name, which may itself start with
+            # "console" (console.css)
+            if path.endswith(_SUFFIX) or path.endswith(_SUFFIX + "/"):
+                at = path.rindex(_SUFFIX)
+            else:
+                folder, _, name = path.rpartition("/")
+                if not folder.endswith(_SUFFIX) or name not in self.files:
+                    return None
+                return name
         else:
             at = len(base.rstrip("/"))
             if not path.startswith(base.rstrip("/") + _SUFFIX):
@@ -83,8 +89,6 @@ class Console:
         if not rest.startswith("/"):
             return None
         name = rest[1:]
-        if base is None and name not in self.files:
-            return None
         return name if "/" not in name else None
 
     async def serve(self, name: str, scope: MutableMapping[str, Any], send: Send) -> None:

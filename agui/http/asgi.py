@@ -5,7 +5,7 @@ request, the writes of a response's body, and the ASGI lifespan protocol."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -29,7 +29,8 @@ _MAX_LISTED_PROBLEMS = 50
 
 class BadRequest(AguiError):
     """A request refused before any event is sent; answered with `status`, a JSON body and the
-    extra `headers` (Allow, Retry-After, Connection: close)."""
+    extra `headers` (Allow, Retry-After, Connection: close). `details`: more members of the
+    body, after `error` (a quota's limit and usage)."""
 
     def __init__(
         self,
@@ -37,8 +38,10 @@ class BadRequest(AguiError):
         error: str,
         problems: tuple[Problem, ...] = (),
         headers: tuple[tuple[bytes, bytes], ...] = (),
+        details: Mapping[str, Any] | None = None,
     ) -> None:
         self.status, self.error, self.problems, self.headers = status, error, problems, headers
+        self.details = details
 
 
 async def json_response(
@@ -51,6 +54,8 @@ async def json_response(
 
 def error_body(bad: BadRequest) -> dict[str, Any]:
     body: dict[str, Any] = {"error": bad.error}
+    if bad.details:
+        body.update(bad.details)
     if bad.problems:
         listed = bad.problems[:_MAX_LISTED_PROBLEMS]
         body["problems"] = [

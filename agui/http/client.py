@@ -5,7 +5,9 @@ frames arrive; `run_sync` does the same without asyncio. A run is over at its te
 (RUN_FINISHED or RUN_ERROR): what arrives at once after it is still read (the answer's end,
 another run of the stream), and a silence of END_GRACE seconds ends the stream and closes the
 response, even when the server (or a proxy) keeps it open. Closing the iterator early closes
-the response (and so the connection), which tells a server without a store to stop the run.
+the response (and so the connection), which tells a server without a store to stop the run; a
+server with a store, which keeps the runs of a client that resumes, is sent a stop for it
+(`HttpAgent(detach=True)`: it goes on).
 With `binary=True` the request asks for the protobuf transport; whichever the server answers (by
 its Content-Type) is read, and an answer that is neither (an HTML page, a JSON document) is a
 StreamError naming its content type.
@@ -25,8 +27,9 @@ Retries (as openai-python retries). Before the first frame of a stream, and for 
 `capabilities`, a connection error (refused, reset, closed before the answer, a connect timeout)
 and an answer 429, 502, 503 or 504 are tried again, up to `max_retries` times (2 by default),
 after the server's Retry-After (seconds or an HTTP date, at most MAX_RETRY_AFTER) or else
-INITIAL_RETRY_DELAY doubling up to MAX_RETRY_DELAY, less up to a quarter at random. Once a frame
-has arrived nothing is sent again: resuming covers a break after that.
+INITIAL_RETRY_DELAY doubling up to MAX_RETRY_DELAY, less up to a quarter at random. A 429 whose
+JSON answer names a `limit` (a principal's quota, agui's durable runs) is not tried again: it
+lasts. Once a frame has arrived nothing is sent again: resuming covers a break after that.
 
 Durable runs. A server with a store (AgentApp(agent, store=...)) sends every SSE frame with an
 `id:`, the event's cursor in the run's log. HttpAgent remembers the last one and the run's id
@@ -120,6 +123,7 @@ __all__ = [
     "ORPHAN_GRACE",
     "RESUMABLE_HEADER",
     "RETRY_STATUSES",
+    "STOP_TIMEOUT",
     "HttpAgent",
     "ResumePolicy",
     "StreamPosition",
@@ -153,6 +157,11 @@ END_GRACE = 0.25
 within it is read (the answer's end, which leaves the connection reusable; another run of the
 stream; an event that breaks the run's rules, which the pipeline reports), and a silence that
 long ends the stream and closes the response, whatever the server (a proxy) keeps open."""
+
+STOP_TIMEOUT = 5.0
+"""The longest wait, in seconds, for the stop HttpAgent sends when its consumer leaves a durable
+run's stream early (not detached): past it the stop is given up (logged), and the run goes on at
+the server until its end or another stop."""
 
 Received: TypeAlias = Event | UnknownEvent
 """What HttpAgent.run yields: an event of the spec, or (tolerant decoding) one of a type this
@@ -280,13 +289,25 @@ def _retry_after(value: str | None) -> float | None:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
+def _over_quota(status: int, body: bytes) -> bool:
+    """A 429 that is a principal's quota (AgentApp's JSON answer names the `limit`), not a rate:
+    it lasts until the principal's threads are deleted or expire, so trying again only costs."""
+    if status != 429 or not body.startswith(b"{"):
+        return False
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(answer, dict) and isinstance(answer.get("limit"), str)
+
+
 def _retryable(exc: Exception) -> bool:
     """Whether a failure before the first frame is worth another try: the connection could not
     be made or broke before an answer came (the server may have dropped an idle pooled
     connection), or the answer is one of RETRY_STATUSES. A timeout waiting for the answer is
     not: the server may be running the run."""
     if isinstance(exc, HttpError):
-        return exc.status in RETRY_STATUSES
+        return exc.status in RETRY_STATUSES and not _over_quota(exc.status, exc.body)
     return isinstance(
         exc,
         httpx.ConnectError
@@ -454,6 +475,13 @@ class HttpAgent:
     before its run's terminal event (default `ResumePolicy()`: up to 5 reconnects in a row
     without progress, 0.1 s doubling up to 2 s between them); None turns it off.
     resume_attempts: a shorthand for `ResumePolicy(attempts=N)` (0: off).
+
+    detach: what becomes of a run this agent started on a server with a store when the stream is
+    left before the run's end (an iterator closed early, its task cancelled, the consumer's
+    exception; not a transport failure). False (the default): the run is stopped there too
+    (`stop(run_id)`, given STOP_TIMEOUT seconds), as the official client's abortRun stops it, so
+    the thread is free for the next turn. True: it goes on, to rejoin or connect to later. A
+    server without a store stops the run when its connection closes, whatever this says.
     """
 
     def __init__(
@@ -470,6 +498,7 @@ class HttpAgent:
         max_retries: int = DEFAULT_MAX_RETRIES,
         resume: ResumePolicy | None = ResumePolicy(),
         resume_attempts: int | None = None,
+        detach: bool = False,
     ) -> None:
         if not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be a whole number >= 0, not {max_retries!r}")
@@ -489,6 +518,7 @@ class HttpAgent:
         if resume_attempts is not None:
             resume = attrs.evolve(resume or ResumePolicy(), attempts=resume_attempts)
         self.resume: ResumePolicy | None = resume
+        self.detach = detach
         self.declared_resumable = False
         """Whether the last `capabilities()` read said the server resumes streams
         (transport.resumable): cut runs are then resumed even without RESUMABLE_HEADER."""
@@ -607,12 +637,20 @@ class HttpAgent:
             # pre-1.0 release (AgentApp's compat), with what those cannot show dropped.
             input = attrs.evolve(input, protocol_version=PROTOCOL_VERSION)
         headers = self._request_headers()
-        if self.resume is not None:
+        if self.resume is not None or self.detach:
             # A durable agui server keeps the run going when the stream is cut only for a
-            # client that says it resumes (AgentApp's detach).
+            # client that says it resumes (AgentApp's detach); left on purpose, it is stopped
+            # (`_stop_left`) unless detach.
             headers.setdefault("agui-resume", "1")
         return _Request(
-            "POST", self.url, headers, encode(input), position, resumable=True, one_run=True
+            "POST",
+            self.url,
+            headers,
+            encode(input),
+            position,
+            resumable=True,
+            one_run=True,
+            starts="agui-resume" in headers,
         )
 
     def _rejoin(self, run_id: str, after: str | None, position: StreamPosition | None) -> _Request:
@@ -713,6 +751,7 @@ class HttpAgent:
         """The request's frames, one by one (or, `batched`, a list of those of each chunk)."""
         client, own, temporary = await self._async_client()
         resumer = _Resumer(self, request)
+        left = False
         try:
             while True:
                 seen = request.position.frames
@@ -767,13 +806,38 @@ class HttpAgent:
                 if wait is None:
                     return
                 await asyncio.sleep(wait)
+        except TransportError:
+            raise  # the server could not be read: a stop would not get there either
+        except BaseException:
+            left = True  # closed early, cancelled, or the consumer's or the decoder's error
+            raise
         finally:
-            if temporary:
-                await client.aclose()
+            try:
+                stop = self._stop_left(request, resumer) if left else None
+                if stop is not None:
+                    # A stop the enclosing cancel scope would cancel at once: shielded, bounded.
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_TIMEOUT):
+                        await self._send_stop(client, stop)
+            finally:
+                if temporary:
+                    await client.aclose()
 
     def _stream_sync(self, request: _Request) -> Generator[Frame, None, None]:
         client, own = self._sync_client()
         resumer = _Resumer(self, request)
+        try:
+            yield from self._stream_sync_frames(client, own, request, resumer)
+        except TransportError:
+            raise  # the server could not be read: a stop would not get there either
+        except BaseException:
+            stop = self._stop_left(request, resumer)
+            if stop is not None:
+                self._send_stop_sync(client, stop)
+            raise
+
+    def _stream_sync_frames(
+        self, client: httpx.Client, own: bool, request: _Request, resumer: _Resumer
+    ) -> Generator[Frame, None, None]:
         while True:
             seen = request.position.frames
             try:
@@ -813,6 +877,42 @@ class HttpAgent:
             if wait is None:
                 return
             time.sleep(wait)
+
+    def _stop_left(self, request: _Request, resumer: _Resumer) -> httpx.URL | None:
+        """The stream was left before its end: the stop URL of the run it started, when that run
+        goes on at the server without one (this agent started it asking to resume it, the server
+        said it keeps it, it has not ended, and the agent does not detach); else None."""
+        position = request.position
+        if (
+            self.detach
+            or not request.starts
+            or position.finished
+            or position.run_id is None
+            or not resumer.resumes()
+        ):
+            return None
+        return endpoint(resumer.agent_url, "runs", position.run_id, "stop")
+
+    async def _send_stop(self, client: httpx.AsyncClient, url: httpx.URL) -> None:
+        """Stop the run left early (one try: the stream's consumer is leaving)."""
+        try:
+            response = await client.post(url, headers=self._stop_headers(), timeout=STOP_TIMEOUT)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            log.warning("the stop of a run left early failed (%s): %s", url, exc)
+            return
+        _log_stop(url, response)
+
+    def _send_stop_sync(self, client: httpx.Client, url: httpx.URL) -> None:
+        """The same as `_send_stop`, without an event loop."""
+        try:
+            response = client.post(url, headers=self._stop_headers(), timeout=STOP_TIMEOUT)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            log.warning("the stop of a run left early failed (%s): %s", url, exc)
+            return
+        _log_stop(url, response)
+
+    def _stop_headers(self) -> dict[str, str]:
+        return _traced({"accept": "application/json", **self.headers})
 
     # ── events ───────────────────────────────────────────────────────────────────────────────
 
@@ -943,6 +1043,8 @@ class HttpAgent:
         TransportError."""
         if isinstance(outcome, httpx.Response):
             if outcome.status_code not in RETRY_STATUSES or retries >= self.max_retries:
+                return None
+            if _over_quota(outcome.status_code, outcome.content):
                 return None
             reason = f"HTTP {outcome.status_code}"
             wait = retry_delay(retries + 1, outcome.headers)
@@ -1089,6 +1191,19 @@ def _traced(headers: dict[str, str]) -> dict[str, str]:
     return inject(headers)
 
 
+def _log_stop(url: httpx.URL, response: httpx.Response) -> None:
+    """The answer to the stop of a run left early: 202, or 409 for a run that ended meanwhile."""
+    if response.is_success or response.status_code == 409:
+        log.info("stopped the run left early (%s): HTTP %d", url, response.status_code)
+    else:
+        log.warning(
+            "the stop of a run left early failed (%s): HTTP %d %s",
+            url,
+            response.status_code,
+            response.text[:BODY_EXCERPT],
+        )
+
+
 def _json_of(response: httpx.Response, attempts: int, what: str) -> Any:
     """The JSON of a 2xx answer; HttpError for another, StreamError for one that is not JSON."""
     body = response.content
@@ -1170,6 +1285,9 @@ class _Request:
     """A break is mended by resuming the run (a run's stream, not a thread's)."""
     one_run: bool
     """The stream is one run's: it ends at that run's terminal event."""
+    starts: bool = False
+    """The request starts a run (a POST of its input) that a server with a store keeps when its
+    stream is cut (Agui-Resume): a stream left on purpose stops it (HttpAgent._stop_left)."""
 
 
 class _Resumer:

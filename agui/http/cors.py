@@ -7,6 +7,7 @@ import logging
 import re
 from collections.abc import Iterable
 
+from agui.errors import require_extra
 from agui.http.asgi import ASGIApp
 
 log = logging.getLogger("agui.server")
@@ -39,12 +40,9 @@ def checked_origins(origins: Iterable[str]) -> tuple[str, ...]:
 
 def with_cors(app: ASGIApp, origins: tuple[str, ...]) -> ASGIApp:
     """`app` behind Starlette's CORSMiddleware, allowing `origins`."""
-    try:
-        from starlette.middleware.cors import CORSMiddleware
-    except ImportError:
-        raise ImportError(
-            "cors_origins needs Starlette's CORSMiddleware: pip install 'agui-spec[server]'"
-        ) from None
+    require_extra("server", "cors_origins (Starlette's CORSMiddleware)", ("starlette",))
+    from starlette.middleware.cors import CORSMiddleware
+
     if "*" in origins:
         log.warning(
             "CORS: web pages of any origin may call this agent (cors_origins '*'); outside "

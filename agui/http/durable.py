@@ -19,7 +19,9 @@ every `STOP_POLL` seconds reads the run's record for a stop request (`POST
 RUN_FINISHED whose outcome is cancelled. A worker that dies leaves its lease to run out: a
 response following the run checks the record whenever the run is silent, and a sweep on every
 worker checks all runs every `lease_seconds`; whoever sees the lease gone first closes the run
-with RUN_ERROR `RUN_LOST` (`EventLog.close_lost`, atomic).
+with RUN_ERROR `RUN_LOST` (`EventLog.close_lost`, atomic), counts it and logs its run line. A run
+the log no longer has (a Redis restarted without persistence) ends its streams in RUN_ERROR
+`STORE_ERROR`: its executor polls its record, a follower checks it when the run is silent.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ from agui.http.response import (
     send_last,
     unsent,
 )
+from agui.observe.runlog import about_run
 from agui.store import (
     EventBatch,
     EventLog,
@@ -141,8 +144,9 @@ RUN_LOST = "RUN_LOST"
 """The RUN_ERROR code of a run whose worker stopped renewing its lease before the run ended."""
 STORE_ERROR = "STORE_ERROR"
 """The RUN_ERROR code that ends a run's streams when the event log failed (a full disk, a
-read-only or deleted file, a lost connection): its events cannot be stored or read, so the run
-cannot go on. Stored as the run's terminal event when the log still takes that one write."""
+read-only or deleted file, a lost connection) or lost the run (a Redis restarted without
+persistence, a key evicted or deleted): its events cannot be stored or read, so the run cannot
+go on. Stored as the run's terminal event when the log still takes that one write."""
 HISTORY_RUN_SUFFIX = ":history"
 """The synthetic run of a compacted history is `<threadId>:history` (thread and run ids)."""
 STOP_POLL = 0.15
@@ -177,6 +181,7 @@ def lost_event() -> bytes:
 
 
 _STORE_ERROR_MESSAGE = "The event log failed; the run cannot go on."
+_FAILED = object()  # a read of the log failed (not: it answered None)
 _NOTED = 10_000  # runs whose store failure a worker remembers having logged
 
 
@@ -215,8 +220,16 @@ class Durable:
         *,
         exclusive_threads: bool,
         lease_seconds: float,
+        max_principal_bytes: int | None = None,
+        max_principal_threads: int | None = None,
     ) -> None:
         self.app = app
+        self.max_principal_bytes = max_principal_bytes
+        """The most JSON one principal's runs may hold in the log (`EventLog.usage`); a start
+        that would take it beyond gets 429. None: no limit."""
+        self.max_principal_threads = max_principal_threads
+        """The most threads one principal may keep in the log; a start on a new thread beyond
+        gets 429. None: no limit."""
         self.log: EventLog = open_log(store) if isinstance(store, str) else store
         self._owns_log = isinstance(store, str)
         self.exclusive_threads = exclusive_threads
@@ -238,6 +251,8 @@ class Durable:
         self._noted: dict[str, None] = {}  # runs whose store failure was logged (the latest)
         self._outage_noted = False  # the current failure was logged
         self._watchers: dict[str, set[asyncio.Future[None]]] = {}  # live streams, by run
+        # the client's ids of the runs followed here, for the log lines about them (by run key)
+        self._followed: dict[str, tuple[Principal, str | None]] = {}
 
     # ── routing ──────────────────────────────────────────────────────────────
 
@@ -341,19 +356,25 @@ class Durable:
     async def _start(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self.app
         self._capacity()
-        run_input = await app.read_input(scope, receive)
-        if run_input is None:  # the client left while sending its body
+        body = await app.read_request(scope, receive)
+        if body is None:  # the client left while sending its body
             return
-        thread_id, run_id = run_input.thread_id, run_input.run_id
+        thread_id, run_id = body.thread_id, body.run_id
         empty = tuple(
             Problem(f"/{name}", "empty", f"{name} is empty: a durable run needs one to be found")
             for name, ident in (("threadId", thread_id), ("runId", run_id))
-            if not ident
+            if ident == ""
         )
         if empty:  # its run could never be resumed, connected to or stopped
             raise BadRequest(400, "the body is not a RunAgentInput a store can keep", empty)
+        # Asked before decoding: a refused caller costs a parse, not a tolerant decode. (Ids that
+        # are missing or not strings are asked as None; decoding then answers the 400.)
         principal = await self._allowed(scope, "start", thread_id, run_id)
+        run_input = await app.decode_input(body)
+        thread_id, run_id = run_input.thread_id, run_input.run_id
         run_key = principal.key(run_id)
+        stored_input = encode(run_input)
+        await self._check_quota(principal, principal.key(thread_id), len(stored_input))
         self._capacity()
         self._reserved += 1
         try:
@@ -369,7 +390,7 @@ class Durable:
             try:
                 await self.log.start_run(
                     record,
-                    encode(run_input),
+                    stored_input,
                     exclusive=self.exclusive_threads,
                     namespace=principal.key(""),
                 )
@@ -380,7 +401,7 @@ class Durable:
                     ) from None
                 try:
                     await self.log.start_run(
-                        record, encode(run_input), exclusive=True, namespace=principal.key("")
+                        record, stored_input, exclusive=True, namespace=principal.key("")
                     )
                 except ThreadBusy:
                     raise BadRequest(
@@ -410,6 +431,46 @@ class Durable:
         await self._respond(receive, send, binary, produce, app.era_for(run_input), undeclared)
         if not (app.detach == "always" or _asks_to_resume(scope)):
             await self._end_unread(execution)
+
+    async def _check_quota(self, principal: Principal, thread_key: str, size: int) -> None:
+        """429 when the run would take its principal beyond a quota: a new thread beyond
+        `max_principal_threads`, or its input (`size` bytes of JSON) beyond
+        `max_principal_bytes` of what the principal's runs hold. Checked before the run starts,
+        on what the log holds now: the events a run stores later count for the next start (a
+        principal's usage can pass the quota by its last run's events, and by concurrent starts
+        checked together)."""
+        max_bytes, max_threads = self.max_principal_bytes, self.max_principal_threads
+        if max_bytes is None and max_threads is None:
+            return
+        usage = await self.log.usage(principal.key(""))
+        if (
+            max_threads is not None
+            and usage.threads >= max_threads
+            and not await self.log.thread_runs(thread_key)
+        ):
+            raise BadRequest(
+                429,
+                f"this principal keeps {usage.threads} threads, the most allowed "
+                f"(max-principal-threads {max_threads}): delete one to start another",
+                details={
+                    "limit": "max-principal-threads",
+                    "limit_threads": max_threads,
+                    "used_threads": usage.threads,
+                },
+            )
+        if max_bytes is not None and usage.bytes + size > max_bytes:
+            raise BadRequest(
+                429,
+                f"this principal's runs hold {usage.bytes} bytes; this input's {size} would "
+                f"take them beyond max-principal-bytes ({max_bytes}): delete threads to make "
+                "room",
+                details={
+                    "limit": "max-principal-bytes",
+                    "limit_bytes": max_bytes,
+                    "used_bytes": usage.bytes,
+                    "input_bytes": size,
+                },
+            )
 
     async def _resume_in_place(
         self, run_input: RunAgentInput, record: RunRecord, principal: Principal
@@ -443,10 +504,12 @@ class Durable:
             )
         except (RunExists, ThreadBusy):
             return None
-        log.info(
-            "run %s: a resume sent with the id of the run it answers; started as run %s",
+        about_run(
+            log,
+            logging.INFO,
+            {"agent": self.app.name, "thread": run_input.thread_id, "run": wire_id},
+            "a resume sent with the id of the run it answers (%s); started as its own run",
             run_input.run_id,
-            wire_id,
         )
         return resumed, new
 
@@ -460,10 +523,11 @@ class Durable:
             return  # it ended, or is ending
         if any(isinstance(r, _Tail) and r.run_id == execution.id for r in self.app._runs):
             return  # a resume or connect on this worker follows it
-        log.info(
-            "run %s: its request went away and its client did not ask to resume it "
-            "(no %s header): stopped",
-            execution.id,
+        about_run(
+            log,
+            logging.INFO,
+            execution.fields(),
+            "its request went away and its client did not ask to resume it (no %s header): stopped",
             RESUME_HEADER,
         )
         execution.request_stop()
@@ -512,9 +576,21 @@ class Durable:
         binary = self.app.binary_for(scope)
         if self.app._meter is not None:
             self.app._meter.resumed()
+        # the thread, for the run's RUN_STARTED if it needs one and the log lines about the run
+        record = await self.log.get_run(key)
+        thread_id = None if record is None else principal.wire(record.thread_id)
 
         async def produce(tail: _Tail) -> None:
-            await self._follow(tail, key, after, binary, principal, first=first, backlog=backlog)
+            await self._follow(
+                tail,
+                key,
+                after,
+                binary,
+                principal,
+                thread_id=thread_id,
+                first=first,
+                backlog=backlog,
+            )
 
         era, undeclared = await self._resume_era(scope, key)
         await self._respond(receive, send, binary, produce, era, undeclared)
@@ -568,7 +644,7 @@ class Durable:
         from, and its stored events are applied to them (agui.stream.reducer.Reducer); a run still
         going contributes its input only (its events follow live). `ends`, when given, gets each
         finished run's last event (by the log's run key)."""
-        reducer = Reducer()
+        reducer = Reducer(max_state_nodes=self.app.max_state_nodes)
         last_finished = False
         for record in runs:
             data = await self.log.get_input(record.run_id)
@@ -753,17 +829,21 @@ class Durable:
         # terminal event that will never be stored.
         ended: asyncio.Future[None] = tail.loop.create_future()
         self._watchers.setdefault(run_id, set()).add(ended)
+        self._followed[run_id] = (principal, thread_id)
         reader = asyncio.ensure_future(reading())
         try:
             await asyncio.wait((reader, ended), return_when=asyncio.FIRST_COMPLETED)
             if reader.done():
                 error = reader.exception()
-                if error is None:
+                if error is None and (tail.ended or await self._held(run_id)):
                     tail.run_id = None
                     return
-                if not _fault(error):
+                if error is None:  # the read ended before the run's end: the run is gone
+                    self._lost_by_log(run_id)
+                elif not _fault(error):
                     raise error
-                self._store_failed(error, run_id)
+                else:
+                    self._store_failed(error, run_id)
                 self._end_streams(run_id)
             else:
                 reader.cancel()
@@ -785,6 +865,7 @@ class Durable:
                 watchers.discard(ended)
                 if not watchers:
                     del self._watchers[run_id]
+                    self._followed.pop(run_id, None)
         ending: list[Any] = []
         if not tail.started:
             execution = self.executions.get(run_id)
@@ -898,8 +979,11 @@ class Durable:
         if execution is not None:
             execution.stop(execution.loop.time())
             if not tail.ended:
-                log.warning(
-                    "run %s: the server cancelled the response; it ends in RUN_ERROR", tail.run_id
+                about_run(
+                    log,
+                    logging.WARNING,
+                    execution.fields(SERVER_SHUTDOWN),
+                    "the server cancelled the response; it ends in RUN_ERROR",
                 )
                 ending: list[Any] = []
                 if not tail.started:
@@ -959,7 +1043,11 @@ class Durable:
         check (just after the lease would run out, unless renewed)."""
         try:
             record = await self.log.get_run(run_id)
-            if record is None or record.status == "finished":
+            if record is None:  # the log lost the run: its end will never be stored
+                self._lost_by_log(run_id)
+                self._end_streams(run_id)
+                return self.idle
+            if record.status == "finished":
                 return self.idle
             left = record.lease_until - time.time()
             if left < 0 and run_id not in self.executions:
@@ -974,10 +1062,75 @@ class Durable:
         return min(max(left + 0.05, 0.05), self.lease_seconds)
 
     async def _close_lost(self, run_id: str) -> None:
+        """Close the run whose lease ran out with RUN_ERROR RUN_LOST. Whoever closes it counts
+        it (agui_runs_ended_total, outcome error) and logs its run line: its worker, gone, never
+        will."""
         closed = await self.log.close_lost(run_id, lost_event(), time.time())
         self._store_ok()
-        if closed:
-            log.warning("run %s: its worker is gone; closed with RUN_ERROR %s", run_id, RUN_LOST)
+        if not closed:
+            return
+        fields = self._fields(run_id, RUN_LOST)
+        seconds = 0.0
+        try:  # the client's ids, from the run's input, and how long the run lasted
+            record = await self.log.get_run(run_id)
+            data = await self.log.get_input(run_id)
+            if record is not None:
+                seconds = max(0.0, time.time() - record.started_at)
+            if data is not None:
+                run_input = decode(data, RunAgentInput)
+                fields.update(thread=run_input.thread_id, run=run_input.run_id)
+        except Exception:  # the line goes out with the ids this worker knows
+            pass
+        about_run(log, logging.WARNING, fields, "its worker is gone; closed with RUN_ERROR")
+        thread = fields["thread"]
+        thread_id = None if thread is None else str(thread)
+        self.app._observe_closed(thread_id, str(fields["run"]), seconds, RUN_LOST)
+
+    def _fields(self, run_id: str, code: str | None = None) -> dict[str, object]:
+        """The fields of a log line about the run of key `run_id` (agent, thread, run, code), as
+        this worker knows them without reading the log: an execution's input, a follower's
+        request, else the key without this app's namespace (thread unknown)."""
+        execution = self.executions.get(run_id)
+        if execution is not None:
+            return execution.fields(code)
+        fields: dict[str, object] = {"agent": self.app.name, "thread": None}
+        followed = self._followed.get(run_id)
+        if followed is not None:
+            principal, thread_id = followed
+            fields.update(thread=thread_id, run=principal.wire(run_id))
+        else:
+            fields["run"] = run_id.removeprefix(self.namespace)
+        if code is not None:
+            fields["code"] = code
+        return fields
+
+    async def _held(self, run_id: str) -> bool:
+        """Whether the log still has the run (a read that fails says yes: the fault is not the
+        run's)."""
+        try:
+            return await self.log.get_run(run_id) is not None
+        except Exception:
+            return True
+
+    def _lost_by_log(self, run_id: str) -> None:
+        """The log answers that it has no record of a run that had not ended (a Redis restarted
+        without persistence, its keys evicted or deleted): its streams end in RUN_ERROR
+        STORE_ERROR. Logged once per run, counted as a failure of the log; not a failure of the
+        health (the log works, it lost what it held)."""
+        if getattr(self.log, "closed", False) or run_id in self._noted:
+            return
+        self._noted[run_id] = None
+        if len(self._noted) > _NOTED:
+            del self._noted[next(iter(self._noted))]
+        if self.app._meter is not None:
+            self.app._meter.store_failed()
+        about_run(
+            log,
+            logging.ERROR,
+            self._fields(run_id, STORE_ERROR),
+            "the event log no longer has the run (a Redis restarted without persistence, its "
+            "keys evicted or deleted); its streams end in RUN_ERROR",
+        )
 
     # ── the health of the log ────────────────────────────────────────────────
 
@@ -1020,10 +1173,11 @@ class Durable:
         if len(self._noted) > _NOTED:
             del self._noted[next(iter(self._noted))]
         self._outage_noted = True
-        log.error(
-            "run %s: the event log failed; the run's streams end in RUN_ERROR %s: %s",
-            run_id,
-            STORE_ERROR,
+        about_run(
+            log,
+            logging.ERROR,
+            self._fields(run_id, STORE_ERROR),
+            "the event log failed; the run's streams end in RUN_ERROR: %s",
             text,
         )
 
@@ -1175,7 +1329,7 @@ class Execution:
         self._drained.set()
         self.final = False  # the terminal event is queued: nothing more is
         self.stored = False  # the terminal event is in the log
-        self._open = RunTracker()
+        self._open = RunTracker(max_state_nodes=self.app.max_state_nodes)
         self.stop_at: float | None = None  # the shutdown's deadline (loop time)
         self._stop_requested = False
         self._failure: BaseException | None = None  # the log's last failure (a renewal, a poll)
@@ -1186,6 +1340,18 @@ class Execution:
         self.events = 0  # events stored
         self.first_at: float | None = None  # when the first was (the loop's clock)
         self.started_at = 0.0
+
+    def fields(self, code: str | None = None) -> dict[str, object]:
+        """What every log line about the run carries: agent, thread, run (the ids as its client
+        named them), and `code` when given (agui.observe.runlog.about_run)."""
+        fields: dict[str, object] = {
+            "agent": self.app.name,
+            "thread": self.input.thread_id,
+            "run": self.input.run_id,
+        }
+        if code is not None:
+            fields["code"] = code
+        return fields
 
     def start(self) -> None:
         self.started_at = self.app._observe_start()
@@ -1236,7 +1402,7 @@ class Execution:
             self.span.ended_by_server(code, message)
         if self._open.started is None:
             self._queue_event(run_started(self.input))
-        log.warning("run %s: ended with RUN_ERROR %s: %s", self.id, code, message)
+        about_run(log, logging.WARNING, self.fields(code), "ended with RUN_ERROR: %s", message)
         self._queue_event(run_error(message, code))
 
     def close_cancelled(self) -> None:
@@ -1257,7 +1423,7 @@ class Execution:
         except ProtocolError as exc:  # pragma: no cover - what is open is what gets closed
             self.close_with(f"The run cannot be finished: {exc}", INVALID_EVENT)
             return
-        log.info("run %s: stopped on request", self.id)
+        about_run(log, logging.INFO, self.fields(), "stopped on request")
         if self.span is not None:
             self.span.ended_by_server(None, closed=len(closing))
         for event in closing:
@@ -1283,17 +1449,23 @@ class Execution:
         except _Abandoned:
             pass
         except Exception:
-            log.exception("run %s: executing the run failed", self.id)
+            about_run(log, logging.ERROR, self.fields(), "executing the run failed", exc_info=True)
         finally:
             for task in (producer, writer):
                 task.cancel()
             done, pending = await asyncio.wait((producer, writer), timeout=STOP_WAIT)
             if pending:
-                log.error("run %s: the agent did not stop when it was cancelled", self.id)
+                about_run(
+                    log,
+                    logging.ERROR,
+                    self.fields(),
+                    "the agent did not stop when it was cancelled",
+                )
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     if not isinstance(task.exception(), _Abandoned):
-                        log.error("run %s failed", self.id, exc_info=task.exception())
+                        error = task.exception()
+                        about_run(log, logging.ERROR, self.fields(), "failed", exc_info=error)
             self.app._runs.discard(self)
             if self.durable.executions.get(self.id) is self:
                 del self.durable.executions[self.id]
@@ -1307,12 +1479,12 @@ class Execution:
                 self.first_at,
                 self.client,
                 default="error",  # no end of its own here: abandoned (the lease, the log)
+                span=self.span,
             )
 
     async def _produce(self) -> None:
         """Drive the agent through the run lifecycle; encode and queue its events."""
         app = self.app
-        run_id = self.id
         pending = self._pending
         limit = self._limit
         filled = self._filled
@@ -1343,7 +1515,12 @@ class Execution:
             return True
 
         stream = run_lifecycle(
-            app.agent, self.input, finish_grace=app.finish_grace, tracker=self._open, sink=sink
+            app.agent,
+            self.input,
+            finish_grace=app.finish_grace,
+            tracker=self._open,
+            sink=sink,
+            log_fields=self.fields(),
         )
         try:
             async for event in stream:
@@ -1359,14 +1536,21 @@ class Execution:
                 try:
                     data = exact(event)
                 except EncodeError:
-                    log.exception("run %s: the agent sent an event that cannot be encoded", run_id)
+                    about_run(
+                        log,
+                        logging.ERROR,
+                        self.fields(INVALID_EVENT),
+                        "the agent sent an event that cannot be encoded",
+                        exc_info=True,
+                    )
                     self.close_with("The agent produced an invalid event.", INVALID_EVENT)
                     return
                 if len(data) > _DATA_LIMIT:
-                    log.error(
-                        "run %s: the agent sent %s as %d bytes of JSON; clients refuse frames "
-                        "over %d bytes",
-                        run_id,
+                    about_run(
+                        log,
+                        logging.ERROR,
+                        self.fields(INVALID_EVENT),
+                        "the agent sent %s as %d bytes of JSON; clients refuse frames over %d bytes",
                         getattr(event.type, "value", event.type),
                         len(data),
                         MAX_SSE_FRAME,
@@ -1427,10 +1611,14 @@ class Execution:
                 # store its events twice.
                 if _fault(exc):
                     await self._unstorable(exc)
+                elif isinstance(exc, UnknownRun):  # the log lost the run, its record included
+                    await self._unstorable(exc, vanished=True)
                 else:  # the run was closed elsewhere
-                    log.error(
-                        "run %s: appending to the log failed; the run is abandoned: %s",
-                        self.id,
+                    about_run(
+                        log,
+                        logging.ERROR,
+                        self.fields(),
+                        "appending to the log failed; the run is abandoned: %s",
                         exc,
                     )
                 raise _Abandoned(str(exc)) from exc
@@ -1442,21 +1630,29 @@ class Execution:
                 self.stored = True
                 return
 
-    async def _unstorable(self, error: BaseException) -> None:
+    async def _unstorable(self, error: BaseException, *, vanished: bool = False) -> None:
         """The log failed the run (an append, or renewals until the lease ran out): nothing
         queued will be stored. Logged once; then the run ends in RUN_ERROR STORE_ERROR, stored
         if the log takes that one small append now (not a retry of what failed: the log then
         holds the events up to the failure, perhaps the failed batch, and this end), else sent
         to the streams here only (`Durable._end_streams`): the lease runs out, and once the log
-        works again the sweep closes the run as lost."""
+        works again the sweep closes the run as lost. `vanished`: the log no longer has the run
+        at all (a Redis restarted without persistence): nothing is stored, the streams here end
+        (those elsewhere notice by their own reads)."""
         durable = self.durable
-        durable._store_failed(error, self.id)
+        if vanished:
+            durable._lost_by_log(self.id)
+        else:
+            durable._store_failed(error, self.id)
         if self.span is not None:
             self.span.ended_by_server(STORE_ERROR, _STORE_ERROR_MESSAGE)
         self.final = True  # nothing more is queued
         self._pending.clear()
         self.terminal = run_error(_STORE_ERROR_MESSAGE, STORE_ERROR)
         end = encode(self.terminal)
+        if vanished:
+            durable._end_streams(self.id)
+            return
         try:
             async with asyncio.timeout(STOP_WAIT):
                 await durable.log.append(self.id, [end], final=True)
@@ -1482,19 +1678,21 @@ class Execution:
             now = loop.time()
             if self.stop_at is not None and now >= self.stop_at:
                 self.stop_at = math.inf
-                await stop_agent(producer, self.id)
+                await stop_agent(producer, self.fields())
                 self.close_with("The server is shutting down.", SERVER_SHUTDOWN)
             if expires is not None and now >= expires:
                 expires = None
-                await stop_agent(producer, self.id)
+                await stop_agent(producer, self.fields())
                 self.close_with(f"The run took longer than {app.max_run_seconds} seconds.", TIMEOUT)
             if not self.final and now >= poll_at:
                 poll_at = now + STOP_POLL
-                record = await self._quietly(durable.log.get_run(self.id))
-                if record is not None and record.stop_requested:
+                record = await self._quietly(durable.log.get_run(self.id), _FAILED)
+                if record is None and not self.final:
+                    await self._vanished(producer, writer)
+                if isinstance(record, RunRecord) and record.stop_requested:
                     self._stop_requested = True
             if self._stop_requested and not self.final:
-                await stop_agent(producer, self.id)
+                await stop_agent(producer, self.fields())
                 self.close_cancelled()
             if not self.stored and now >= renew_at:
                 renew_at = now + lease / 3
@@ -1505,14 +1703,22 @@ class Execution:
                 if renewed:
                     leased = until
                 if renewed is False and not self.final:
-                    log.error("run %s: the run is no longer this worker's; abandoned", self.id)
+                    record = await self._quietly(durable.log.get_run(self.id), _FAILED)
+                    if record is None:  # no lease to renew: the run is gone from the log
+                        await self._vanished(producer, writer)
+                    about_run(
+                        log,
+                        logging.ERROR,
+                        self.fields(),
+                        "the run is no longer this worker's; abandoned",
+                    )
                     raise _Abandoned("the lease was lost")
                 if renewed is None and time.time() >= leased and not self.stored:
                     # The log failed every renewal until the lease ran out: another worker may
                     # close the run any moment, and a silent agent would leave its streams
                     # waiting for as long as the log fails.
                     writer.cancel()
-                    await stop_agent(producer, self.id)
+                    await stop_agent(producer, self.fields())
                     await self._unstorable(self._failure or StoreError("the lease ran out"))
                     raise _Abandoned("the lease could not be renewed")
             if self.wake.done():
@@ -1525,15 +1731,24 @@ class Execution:
         # The run is stored. The agent may still be working after its terminal event.
         await let_finish(self, producer)
 
-    async def _quietly(self, call: Awaitable[Any]) -> Any:
-        """The call's result, or None when the log fails (kept in the health, logged once for
-        the outage): a lease renewal or a poll missed once is tried again."""
+    async def _vanished(self, producer: asyncio.Task[None], writer: asyncio.Task[None]) -> None:
+        """The log answers that it has no record of the run (a Redis restarted without
+        persistence, its keys evicted or deleted): no event can be stored any more. The agent
+        is stopped and the run's streams end in RUN_ERROR STORE_ERROR; raises _Abandoned."""
+        writer.cancel()
+        await stop_agent(producer, self.fields())
+        await self._unstorable(UnknownRun(f"no run {self.id!r} in the log"), vanished=True)
+        raise _Abandoned("the run is no longer in the log")
+
+    async def _quietly(self, call: Awaitable[Any], failed: Any = None) -> Any:
+        """The call's result, or `failed` when the log fails (kept in the health, logged once
+        for the outage): a lease renewal or a poll missed once is tried again."""
         try:
             return await call
         except Exception as error:
             self._failure = error
             self.durable._store_failed(error)
-            return None
+            return failed
 
 
 async def _chain(first: EventBatch, rest: AsyncIterator[EventBatch]) -> AsyncIterator[EventBatch]:

@@ -9,9 +9,12 @@ import contextvars
 import logging
 import math
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from agui_generated import RunErrorEvent, RunFinishedEvent
+
+from agui.observe.runlog import about_run
 
 if TYPE_CHECKING:
     from agui.http.server import AgentApp
@@ -30,13 +33,14 @@ SERVING: contextvars.ContextVar[AgentApp] = contextvars.ContextVar("agui_serving
 """The AgentApp serving the request (and the tasks it started): whose shutdown `_stop_wait` sees."""
 
 
-async def stop_agent(producer: asyncio.Task[None], run_id: str) -> None:
-    """Cancel the agent's task and wait for it a little (`_stop_wait`); log one that goes on."""
+async def stop_agent(producer: asyncio.Task[None], fields: Mapping[str, object]) -> None:
+    """Cancel the agent's task and wait for it a little (`_stop_wait`); log one that goes on
+    (the line carries the run's `fields`: agui.observe.runlog.about_run)."""
     producer.cancel()
     wait = _stop_wait()
     await asyncio.wait((producer,), timeout=wait)
     if not producer.done() and wait >= STOP_WAIT:  # at the shutdown, the request's end logs it
-        log.error("run %s: the agent did not stop when it was cancelled", run_id)
+        about_run(log, logging.ERROR, fields, "the agent did not stop when it was cancelled")
 
 
 def _stop_wait() -> float:
@@ -58,6 +62,8 @@ class _Finishing(Protocol):
     stop_at: float | None
     wake: asyncio.Future[None]
 
+    def fields(self, code: str | None = None) -> dict[str, object]: ...
+
 
 async def let_finish(run: _Finishing, producer: asyncio.Task[None]) -> None:
     """Wait for an agent still working after its terminal event (the run lifecycle gives it
@@ -68,7 +74,13 @@ async def let_finish(run: _Finishing, producer: asyncio.Task[None]) -> None:
         if run.stop_at == math.inf:
             return  # the shutdown ended the run, and cancelled the agent then
         if run.stop_at is not None and now >= run.stop_at:
-            log.warning("run %s: the server shuts down; the finishing agent is cancelled", run.id)
+            fields = run.fields()
+            about_run(
+                log,
+                logging.WARNING,
+                fields,
+                "the server shuts down; the finishing agent is cancelled",
+            )
             return
         if run.wake.done():
             run.wake = loop.create_future()

@@ -8,9 +8,10 @@ configuration of your own naming `agui.http.logs.JsonFormatter`), or `uvicorn.ru
 log_config=log_config("json"))`.
 
 Each object has `time` (UTC, ISO 8601 with milliseconds), `level`, `logger` and `message`; a
-record with an `agui` attribute (the line a run's end logs: agent, thread, run, outcome, code,
-events, duration, client) has those fields too; uvicorn's access lines have `client`, `method`,
-`path`, `status`; an error logged with its exception has `exception`, the traceback.
+record with an `agui` attribute has those fields too: the line a run's end logs (agent, thread,
+run, outcome, code, events, duration, client, trace) and every other line about a run
+(agui.observe.runlog.about_run: agent, thread, run, and code when the server ended the run
+with one); uvicorn's access lines have `client`, `method`, `path`, `status`; an error logged with its exception has `exception`, the traceback.
 """
 
 from __future__ import annotations

@@ -166,6 +166,13 @@ class AgentMeter:
         if first_event is not None:
             self._first.observe(first_event)
 
+    def run_closed(self, outcome: str, seconds: float) -> None:
+        """A run another worker executed ended here after `seconds` (its worker was lost and this
+        one closed it): counted as ended, never active here."""
+        ended, duration = self._ended[outcome]
+        ended.inc()
+        duration.observe(seconds)
+
     def resumed(self) -> None:
         self._resumes.inc()
 

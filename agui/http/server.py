@@ -29,14 +29,13 @@ import contextlib
 import inspect
 import logging
 import math
-import re
 import signal
 import sys
 import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar
 
 import attrs
 import orjson
@@ -52,7 +51,7 @@ from agui_generated import (
 )
 
 from agui.agent.protocol import Agent, CapabilitySource, InputValidator
-from agui.errors import EncodeError
+from agui.errors import EncodeError, require_extra
 from agui.http import health
 from agui.http.access import Action, Authorize, Refused, ask
 from agui.http.asgi import (
@@ -95,6 +94,7 @@ from agui.http.response import (
     send_last,
     unsent,
 )
+from agui.observe.runlog import about_run, logfmt
 from agui.stream.lifecycle import (
     DEFAULT_FINISH_GRACE,
     INVALID_EVENT,
@@ -103,7 +103,8 @@ from agui.stream.lifecycle import (
     run_lifecycle,
     run_started,
 )
-from agui.wire.codec import decode, encode
+from agui.stream.patch import DEFAULT_MAX_STATE_NODES
+from agui.wire.codec import MAX_WARNINGS, decode, decode_loaded, encode
 from agui.wire.content import content_writer
 from agui.wire.eras import (
     NEWEST,
@@ -149,6 +150,18 @@ _KEEP_NEWEST = (
 
 
 _METRICS = "/metrics"
+
+MAX_PRINCIPAL_BYTES = 256 * 1024 * 1024
+"""With a store, the JSON one principal's runs may hold by default (AgentApp's
+max_principal_bytes): a few hundred conversations of long histories, a fraction of a small
+server's memory (memory://) or disk."""
+
+MAX_PRINCIPAL_THREADS = 10_000
+"""With a store, the threads one principal may keep by default (max_principal_threads): the
+bytes bound what they hold; this bounds the index a listing reads, and leaves room for a server
+with no authorize hook, whose callers are all one principal (10,000 conversations per retention
+window)."""
+
 # The shutdown under uvicorn (`_uvicorn_grace`): runs go on for the graceful window less a margin
 # for what follows, measured on a 2-core machine (docs/serving.md#shutdown).
 _MARGIN = 1.0  # seconds: agents stopping, uvicorn's checks (every 0.1 s), the lifespan, the exit
@@ -181,7 +194,10 @@ class AgentApp:
     """An ASGI application serving `agent` (see the module docstring).
 
     path: the one path served (None: any path, for mounting). max_body_bytes: the largest request
-    body accepted (413 beyond). keepalive: seconds of silence before a keep-alive comment (None: off).
+    body accepted (413 beyond). max_state_nodes: the most nodes (JSON values) a STATE_DELTA may
+    take the state to, checked as the client's Reducer checks it, before the patch builds
+    anything (agui.stream.patch): past it the run ends in RUN_ERROR `INVALID_EVENT`, the reason
+    logged (None: no limit). keepalive: seconds of silence before a keep-alive comment (None: off).
     strict_input: decode the body strictly (unknown members rejected) instead of tolerantly.
     protobuf: answer with the binary transport when the Accept header names
     application/vnd.ag-ui.event+proto with a q above 0 (wildcards do not count); False: always SSE.
@@ -216,6 +232,12 @@ class AgentApp:
     used (agui.http.access).
     lease_seconds: how long a run stays owned by this worker without a renewal (renewed every
     third of it); a run whose lease ran out is closed with RUN_ERROR `RUN_LOST`.
+    max_principal_bytes, max_principal_threads: with a store, what one principal (its
+    namespace: one per agent and principal; with no `authorize` hook, every caller is one
+    principal) may keep in the log: the JSON of its runs (inputs and events, `EventLog.usage`;
+    default MAX_PRINCIPAL_BYTES, 256 MiB) and its threads (MAX_PRINCIPAL_THREADS, 10,000). A start
+    that would go beyond either (a new thread beyond the threads, an input beyond the bytes) gets
+    429 before the run starts, its JSON body naming the limit and the usage. None: no limit.
     retention: what the log opened from a store URL keeps (an agui.store.Retention; None: its
     defaults, a run's latest 1,000,000 events, finished runs for 7 days, a thread's latest 100
     runs); the app closes that log at its lifespan's end. For a store given as an EventLog, give
@@ -264,9 +286,11 @@ class AgentApp:
     mounted one leaves it to the application (docs/operations.md). False (the default): nothing
     is counted or imported.
 
-    Every run's end is logged at INFO on "agui.server" (agent, thread, run, outcome, events,
-    duration, client address), its fields also in the record's `agui` attribute (for
-    agui.http.logs.JsonFormatter).
+    Every run's end is logged at INFO on "agui.server" (agent, thread, run, outcome, code,
+    events, duration, client address, trace id when traced), its fields also in the record's
+    `agui` attribute (for agui.http.logs.JsonFormatter); with a store, by the worker that closes
+    a lost run too. Every other line about a run carries agent, thread, run (and code) likewise
+    (agui.observe.runlog.about_run).
 
     An `agent` that cannot be one (a sync generator function, an `async def` without `yield`,
     something not callable with the input) is refused here with TypeError.
@@ -280,6 +304,7 @@ class AgentApp:
         *,
         path: str | None = None,
         max_body_bytes: int = 8 * 1024 * 1024,
+        max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
         keepalive: float | None = 15.0,
         strict_input: bool = False,
         queue_size: int = 1024,
@@ -294,6 +319,8 @@ class AgentApp:
         detach: Literal["requested", "always"] = "requested",
         authorize: Authorize | None = None,
         lease_seconds: float = 10.0,
+        max_principal_bytes: int | None = MAX_PRINCIPAL_BYTES,
+        max_principal_threads: int | None = MAX_PRINCIPAL_THREADS,
         compat: str = "auto",
         cors_origins: Iterable[str] = (),
         console: bool = False,
@@ -310,6 +337,12 @@ class AgentApp:
             raise ValueError("max_active_runs must be at least 1 (None: no limit)")
         if lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
+        for quota, value in (
+            ("max_principal_bytes", max_principal_bytes),
+            ("max_principal_threads", max_principal_threads),
+        ):
+            if value is not None and value < 1:
+                raise ValueError(f"{quota} must be at least 1 (None: no limit)")
         if detach not in ("requested", "always"):
             raise ValueError(f"detach is 'requested' or 'always', not {detach!r}")
         self.detach = detach
@@ -317,6 +350,9 @@ class AgentApp:
         self.agent = agent
         self.path = path
         self.max_body_bytes = max_body_bytes
+        if max_state_nodes is not None and max_state_nodes < 1:
+            raise ValueError("max_state_nodes must be at least 1 (None: no limit)")
+        self.max_state_nodes = max_state_nodes
         self.keepalive = keepalive
         self.strict_input = strict_input
         self.queue_size = queue_size
@@ -377,6 +413,8 @@ class AgentApp:
                 store,
                 exclusive_threads=exclusive_threads,
                 lease_seconds=lease_seconds,
+                max_principal_bytes=max_principal_bytes,
+                max_principal_threads=max_principal_threads,
             )
             if retention is not None:
                 self._durable._owns_log = True  # opened here from its URL: closed with the app
@@ -559,18 +597,18 @@ class AgentApp:
                     405, "only POST is allowed: send a RunAgentInput as JSON", (), ALLOW_POST
                 )
             self.check_capacity(self._served)
-            run_input = await self.read_input(scope, receive)
-            if run_input is not None and self.authorize is not None:
-                try:
-                    await ask(
-                        self.authorize,
-                        scope["headers"],
-                        "start",
-                        run_input.thread_id,
-                        run_input.run_id,
-                    )
-                except Refused as refused:
-                    raise BadRequest(refused.status, refused.error) from None
+            body = await self.read_request(scope, receive)
+            run_input = None
+            if body is not None:
+                # Asked before decoding: a refused caller costs a parse, not a tolerant decode.
+                if self.authorize is not None:
+                    try:
+                        await ask(
+                            self.authorize, scope["headers"], "start", body.thread_id, body.run_id
+                        )
+                    except Refused as refused:
+                        raise BadRequest(refused.status, refused.error) from None
+                run_input = await self.decode_input(body)
             self.check_capacity(self._served)
         except BadRequest as bad:
             await json_response(send, bad.status, error_body(bad), bad.headers)
@@ -655,17 +693,41 @@ class AgentApp:
         first_event: float | None,
         client: object,
         default: str = "disconnected",
+        span: RunSpan | None = None,
     ) -> None:
         """A run ended: counted, and its line logged at INFO. `terminal`: its terminal event
         queued (None: none, the outcome is `default`); `first_event`: when its first event was
-        written (the loop's clock; None: never)."""
+        written (the loop's clock; None: never); `span`: its trace span, whose trace id the line
+        carries."""
         now = asyncio.get_running_loop().time()
         outcome, code = _outcome(terminal, default)
         if self._meter is not None:
             ttfe = None if first_event is None else max(0.0, first_event - started)
             self._meter.run_ended(outcome, now - started, ttfe)
         if log.isEnabledFor(logging.INFO):
-            _log_run(self.name, run_input, outcome, code, events, now - started, client)
+            trace = None if span is None else span.trace_id
+            _log_run(
+                self.name,
+                run_input.thread_id,
+                run_input.run_id,
+                outcome,
+                code,
+                events,
+                now - started,
+                client,
+                trace,
+            )
+
+    def _observe_closed(
+        self, thread_id: str | None, run_id: str, seconds: float, code: str
+    ) -> None:
+        """A run another worker executed was closed here with RUN_ERROR `code` (it was lost):
+        whoever closes a run counts it (outcome error; not an active run here) and logs its line.
+        `thread_id` and `run_id` as the run's client named them."""
+        if self._meter is not None:
+            self._meter.run_closed("error", seconds)
+        if log.isEnabledFor(logging.INFO):
+            _log_run(self.name, thread_id, run_id, "error", code, 0, seconds, None, None)
 
     # ── capabilities ─────────────────────────────────────────────────────────
     async def capabilities(self) -> AgentCapabilities:
@@ -758,9 +820,10 @@ class AgentApp:
                 RETRY_AFTER,
             )
 
-    async def read_input(self, scope: Scope, receive: Receive) -> RunAgentInput | None:
-        """The request's RunAgentInput, read, decoded and validated; None when the client left
-        while sending it. Raises BadRequest (415, 413, 408, 400)."""
+    async def read_request(self, scope: Scope, receive: Receive) -> RequestBody | None:
+        """The request's body, read and parsed as JSON, not yet decoded: what `authorize` is
+        asked with (its threadId and runId) before decode_input does the costly part; None when
+        the client left while sending it. Raises BadRequest (415, 413, 408)."""
         headers = {k.lower(): v for k, v in scope["headers"]}
         media = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
         if media != b"application/json" and not media.endswith(b"+json"):
@@ -781,29 +844,31 @@ class AgentApp:
             raise BadRequest(
                 408, f"the body took longer than {self.body_timeout} seconds", (), CLOSE
             ) from None
+        data = b"".join(chunks)
+        return await _off_loop(len(data), RequestBody.parse, data)
+
+    async def decode_input(self, body: RequestBody) -> RunAgentInput:
+        """The request's RunAgentInput, decoded and validated, what was removed logged (at most
+        MAX_WARNINGS lines of a kind, then how many more). Raises BadRequest (400)."""
         warnings: list[Problem] = []
+        upgrades: list[str] = []
         try:
-            run_input = decode(
-                _upgraded(b"".join(chunks)),
-                RunAgentInput,
-                strict=self.strict_input,
-                warnings=warnings,
+            run_input = await _off_loop(
+                len(body.data), body.decode, self.strict_input, warnings, upgrades
             )
         except DecodeError as exc:
-            body = b"".join(chunks)
             try:
-                body.decode()
+                body.data.decode()
             except UnicodeDecodeError as bad:
                 problem = Problem(
                     "",
                     "encoding",
-                    f"the body is not UTF-8: byte 0x{body[bad.start]:02x} at offset {bad.start} "
-                    f"({bad.reason})",
+                    f"the body is not UTF-8: byte 0x{body.data[bad.start]:02x} at offset "
+                    f"{bad.start} ({bad.reason})",
                 )
                 raise BadRequest(400, "the body is not UTF-8 JSON", (problem,)) from None
             raise BadRequest(400, "the body is not a valid RunAgentInput", exc.problems) from None
-        for warning in warnings:
-            log.warning("request body: %s", warning)
+        _log_body(run_input, upgrades, warnings)
         # An agent with a validate(input) method can refuse a run before the stream opens.
         refused = tuple(self._validator.validate(run_input)) if self._validator else ()
         if refused:
@@ -839,7 +904,7 @@ class AgentApp:
         if self.protobuf:
             headers = [*headers, VARY]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        run = _Run(run_input, self.queue_size, binary, era, span)
+        run = _Run(run_input, self.queue_size, binary, era, span, self.name)
         # The agent runs in the producer's task: a traced run's span is current there.
         context = None if span is None else span.task_context()
         producer = asyncio.create_task(self._produce(run), context=context)
@@ -869,14 +934,19 @@ class AgentApp:
             run.outbox.close()  # an agent that let the cancellation pass stops at its next event
             done, pending = await asyncio.wait(tasks, timeout=self._within_window(STOP_WAIT))
             if pending:
-                log.error("run %s: the agent did not stop when it was cancelled", run.id)
+                about_run(
+                    log, logging.ERROR, run.fields(), "the agent did not stop when it was cancelled"
+                )
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
-                    log.error("streaming run %s failed", run.id, exc_info=task.exception())
+                    error = task.exception()
+                    about_run(log, logging.ERROR, run.fields(), "streaming failed", exc_info=error)
             if self._meter is not None:
                 self._meter.streamed(run.clock, binary)
             clock = run.clock
-            self._observe_end(run.input, started, run.terminal, clock.events, clock.first, client)
+            self._observe_end(
+                run.input, started, run.terminal, clock.events, clock.first, client, span=span
+            )
 
     async def _supervise(
         self, run: _Run, producer: asyncio.Task[None], sender: asyncio.Task[None], watcher: Any
@@ -887,7 +957,12 @@ class AgentApp:
         expires = None if self.max_run_seconds is None else loop.time() + self.max_run_seconds
         while not sender.done():
             if watcher.done():
-                log.info("client disconnected from run %s; the agent is cancelled", run.id)
+                about_run(
+                    log,
+                    logging.INFO,
+                    run.fields(),
+                    "the client disconnected; the agent is cancelled",
+                )
                 return
             now = loop.time()
             if run.stop_at is not None and now >= run.stop_at:
@@ -927,13 +1002,14 @@ class AgentApp:
         else:
             frame_of = downgrade.sse_writer()  # sse, its text deltas in one call
         limit = MAX_PROTO_FRAME if binary else MAX_SSE_FRAME
-        run_id = run.id
         span = run.span  # counted here, in the same pass (RunSpan.saw)
         stream = run_lifecycle(
             self.agent,
             run.input,
             finish_grace=self.finish_grace,
             sink=outbox.sink(frame_of, limit, span),
+            max_state_nodes=self.max_state_nodes,
+            log_fields=run.fields(),
         )
         try:
             async for event in stream:
@@ -941,23 +1017,33 @@ class AgentApp:
                     span.saw(event)
                 if binary and type(event) is UnknownEvent:
                     # an event of a type the binary form has no arm for cannot be sent
-                    log.warning(
-                        "run %s: dropped an event of unknown type %r (no protobuf form)",
-                        run_id,
+                    about_run(
+                        log,
+                        logging.WARNING,
+                        run.fields(),
+                        "dropped an event of unknown type %r (no protobuf form)",
                         event.type,
                     )
                     continue
                 try:
                     frame = frame_of(event)
                 except EncodeError:
-                    log.exception("run %s: the agent sent an event that cannot be encoded", run_id)
+                    about_run(
+                        log,
+                        logging.ERROR,
+                        run.fields(INVALID_EVENT),
+                        "the agent sent an event that cannot be encoded",
+                        exc_info=True,
+                    )
                     run.close_with("The agent produced an invalid event.", INVALID_EVENT)
                     return
                 if len(frame) > limit:
-                    log.error(
-                        "run %s: the agent sent %s as a frame of %d bytes; clients refuse frames "
-                        "over %d bytes",
-                        run_id,
+                    about_run(
+                        log,
+                        logging.ERROR,
+                        run.fields(INVALID_EVENT),
+                        "the agent sent %s as a frame of %d bytes; clients refuse frames over %d "
+                        "bytes",
                         getattr(event.type, "value", event.type),
                         len(frame),
                         limit,
@@ -980,9 +1066,11 @@ class AgentApp:
         finally:
             await stream.aclose()
             if downgrade is not None and downgrade.notes:
-                log.info(
-                    "run %s: for a client of the %s era (no protocolVersion): %s",
-                    run_id,
+                about_run(
+                    log,
+                    logging.INFO,
+                    run.fields(),
+                    "for a client of the %s era (no protocolVersion): %s",
                     downgrade.era.name,
                     downgrade.notes.summary(),
                 )
@@ -990,13 +1078,16 @@ class AgentApp:
 
 
 def _tracing(agent: Agent, tracing: bool | TracerProvider) -> Tracing:
-    """What `AgentApp(tracing=...)` traces with; ImportError without OpenTelemetry."""
-    try:
-        from agui.http.tracing import Tracing
-    except ImportError as exc:
-        raise ImportError(
-            f"tracing needs OpenTelemetry ({exc}): pip install 'agui-spec[otel]'"
-        ) from None
+    """What `AgentApp(tracing=...)` traces with. MissingExtraError (an ImportError) when the
+    otel extra is not wholly installed: now, not at the first run. A provider given needs the
+    API alone; True needs the SDK and the OTLP exporter too, which the first run configures
+    from the environment when the application sets no provider of its own."""
+    if isinstance(tracing, bool):
+        require_extra("otel", "AgentApp(tracing=True)")
+    else:
+        require_extra("otel", "AgentApp(tracing=provider)", ("opentelemetry.trace",))
+    from agui.http.tracing import Tracing
+
     return Tracing(agent, None if isinstance(tracing, bool) else tracing)
 
 
@@ -1008,12 +1099,9 @@ def _agent_name(agent: object) -> str:
 
 def _meter_of(metrics: Any, name: str) -> AgentMeter:
     """The instruments of `name` in the registry `metrics` names (True: the default one)."""
-    try:
-        from agui.http.metrics import Metrics
-    except ImportError:
-        raise ImportError(
-            "metrics need prometheus-client: pip install 'agui-spec[metrics]'"
-        ) from None
+    require_extra("metrics", "AgentApp(metrics=...)")
+    from agui.http.metrics import Metrics
+
     return Metrics.of(None if metrics is True else metrics).for_agent(name)
 
 
@@ -1029,41 +1117,40 @@ def _outcome(terminal: object, default: str) -> tuple[str, str | None]:
 
 def _log_run(
     agent: str,
-    run_input: RunAgentInput,
+    thread_id: str | None,
+    run_id: str,
     outcome: str,
     code: str | None,
     events: int,
     seconds: float,
     client: object,
+    trace: str | None,
 ) -> None:
     """The run's line at INFO: its fields as key=value (values quoted when they need it: ids
     come from clients), and in the record's `agui` attribute for a structured formatter."""
-    address = f"{client[0]}:{client[1]}" if isinstance(client, (tuple, list)) else None
     fields: dict[str, Any] = {
         "agent": agent,
-        "thread": run_input.thread_id,
-        "run": run_input.run_id,
+        "thread": thread_id,
+        "run": run_id,
         "outcome": outcome,
     }
     if code is not None:
         fields["code"] = code
-    fields.update(events=events, duration=round(seconds, 3), client=address)
-    text = " ".join(f"{key}={_logfmt(value)}" for key, value in fields.items())
-    log.info("run ended: %s", text, extra={"agui": fields})
+    fields.update(events=events, duration=round(seconds, 3), client=client_address(client))
+    if trace is not None:
+        fields["trace"] = trace
+    log.info("run ended: %s", logfmt(fields), extra={"agui": fields})
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9_.:/@+-]+")
-
-
-def _logfmt(value: object) -> str:
-    """A value of a key=value log line: as it is when plain, else as a JSON string (no space,
-    quote, newline or control character of a client's id can forge another field or line)."""
-    if value is None:
-        return "-"
-    text = str(value)
-    if _PLAIN.fullmatch(text):
-        return text
-    return orjson.dumps(text).decode()
+def client_address(client: object) -> str | None:
+    """The ASGI scope's `client` as the run line writes it: `host:port`, or the host alone when
+    the port is 0 or missing (uvicorn's --proxy-headers puts the X-Forwarded-For address with
+    port 0: the client's port is not forwarded, and `:0` would be a fake one); None: unknown."""
+    if not isinstance(client, (tuple, list)) or not client:
+        return None
+    host = client[0]
+    port = client[1] if len(client) > 1 else None
+    return f"{host}:{port}" if port else str(host)
 
 
 def _declared(value: object) -> AgentCapabilities:
@@ -1081,25 +1168,89 @@ def _a(value: object) -> str:
     return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
-def _upgraded(body: bytes) -> bytes:
-    """A request body with the retired shapes a pre-1.0 client sends (legacy binary content
-    parts) upgraded, each upgrade logged; the body as it is when it holds none."""
-    if not needs_upgrade(body):
-        return body
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return body  # decoding says what is wrong with it
-    said = upgrade_input(value)
-    for warning in said:
-        log.warning("request body: %s", warning)
-    return orjson.dumps(value) if said else body
+_OFF_LOOP_BYTES = 1024 * 1024
+"""A request body larger than this is parsed and decoded in a worker thread, so that one large
+body does not hold up the event loop (8 MiB with a million unknown members decodes in about 0.3 s
+of CPU; a 1 MiB body of no warnings in a few ms)."""
+
+_NOT_JSON: Any = object()
+T = TypeVar("T")
+
+
+async def _off_loop(size: int, call: Callable[..., T], *args: Any) -> T:
+    """call(*args), in a worker thread when it works on more than _OFF_LOOP_BYTES."""
+    if size > _OFF_LOOP_BYTES:
+        return await asyncio.to_thread(call, *args)
+    return call(*args)
+
+
+@attrs.define(slots=True)
+class RequestBody:
+    """A run request's body, parsed as JSON but not decoded: the threadId and runId it names (None
+    when missing or not strings: decoding then says what is wrong), which is all `authorize` is
+    asked with, so a refused caller costs one orjson parse and no tolerant decode."""
+
+    data: bytes
+    value: Any
+    thread_id: str | None
+    run_id: str | None
+
+    @classmethod
+    def parse(cls, data: bytes) -> RequestBody:
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return cls(data, _NOT_JSON, None, None)
+        if type(value) is not dict:
+            return cls(data, value, None, None)
+        thread_id, run_id = value.get("threadId"), value.get("runId")
+        # (once decoded, the input's ids are these: the decoder reads the same members, as is)
+        return cls(
+            data,
+            value,
+            thread_id if type(thread_id) is str else None,
+            run_id if type(run_id) is str else None,
+        )
+
+    def decode(self, strict: bool, warnings: list[Problem], upgrades: list[str]) -> RunAgentInput:
+        """The RunAgentInput, retired shapes a pre-1.0 client sends (legacy binary content
+        parts) upgraded first (each upgrade said in `upgrades`). Raises DecodeError."""
+        if self.value is _NOT_JSON:
+            return decode(self.data, RunAgentInput, strict=strict)  # it says what is wrong
+        reshaped = False
+        if needs_upgrade(self.data):
+            upgrades.extend(upgrade_input(self.value))
+            reshaped = bool(upgrades)
+        return decode_loaded(  # type: ignore[no-any-return]
+            self.data,
+            self.value,
+            RunAgentInput,
+            strict=strict,
+            warnings=warnings,
+            reshaped=reshaped,
+        )
+
+
+def _log_body(run_input: RunAgentInput, upgrades: list[str], warnings: list[Problem]) -> None:
+    """Log what a request body had upgraded or removed, naming its run and thread. A null on an
+    optional member (what many official clients send for an absent one) is DEBUG; the rest is a
+    WARNING. The decoder lists at most MAX_WARNINGS of a kind; upgrades are capped alike."""
+    ids = (run_input.run_id, run_input.thread_id)
+    for said in upgrades[:MAX_WARNINGS]:
+        log.warning("run %s (thread %s): request body: %s", *ids, said)
+    if len(upgrades) > MAX_WARNINGS:
+        more = len(upgrades) - MAX_WARNINGS
+        log.warning("run %s (thread %s): request body: ... and %d more upgrades", *ids, more)
+    for problem in warnings:
+        level = logging.DEBUG if problem.kind == "null" else logging.WARNING
+        log.log(level, "run %s (thread %s): request body: %s", *ids, problem)
 
 
 class _Run:
     """One run being served: its queue of frames, and how far the response got."""
 
     __slots__ = (
+        "agent",
         "binary",
         "clock",
         "downgrade",
@@ -1122,8 +1273,10 @@ class _Run:
         binary: bool,
         era: Era | None = None,
         span: RunSpan | None = None,
+        agent: str = "agent",
     ) -> None:
         self.input = run_input
+        self.agent = agent  # the AgentApp's name, for the log lines about the run
         self.span = span  # the run's trace span (None: not traced)
         self.id = run_input.run_id
         self.binary = binary
@@ -1149,6 +1302,17 @@ class _Run:
         if not self.wake.done():
             self.wake.set_result(None)
 
+    def fields(self, code: str | None = None) -> dict[str, object]:
+        """What every log line about the run carries (agui.observe.runlog.about_run)."""
+        fields: dict[str, object] = {
+            "agent": self.agent,
+            "thread": self.input.thread_id,
+            "run": self.input.run_id,
+        }
+        if code is not None:
+            fields["code"] = code
+        return fields
+
     def close_with(self, message: str, code: str) -> None:
         """Queue the run's end: RUN_STARTED when nothing was sent yet, then RUN_ERROR."""
         if self.ended:
@@ -1165,9 +1329,9 @@ class _Run:
 
     async def end(self, producer: asyncio.Task[None], code: str, message: str) -> None:
         """Stop the agent and end the response in RUN_ERROR `code` (unless it already ended)."""
-        await stop_agent(producer, self.id)
+        await stop_agent(producer, self.fields())
         if not self.ended:
-            log.warning("run %s: ended with RUN_ERROR %s: %s", self.id, code, message)
+            about_run(log, logging.WARNING, self.fields(code), "ended with RUN_ERROR: %s", message)
         self.close_with(message, code)
 
 
@@ -1186,7 +1350,10 @@ async def _cancelled(
             return  # the response was complete
     frames = unsent(run.outbox)
     if not run.ended:
-        log.warning("run %s: the server cancelled the run; it ends in RUN_ERROR", run.id)
+        fields = run.fields(SERVER_SHUTDOWN)
+        about_run(
+            log, logging.WARNING, fields, "the server cancelled the run; it ends in RUN_ERROR"
+        )
         if run.span is not None:
             run.span.ended_by_server(SERVER_SHUTDOWN, "The server is shutting down.")
         if not run.started:
@@ -1198,7 +1365,7 @@ async def _cancelled(
         async with asyncio.timeout(STOP_WAIT):
             await send_last(send, frames)
     except Exception:  # the connection is gone: nothing more to tell the client
-        log.info("run %s: the end of the response could not be sent", run.id)
+        about_run(log, logging.INFO, run.fields(), "the end of the response could not be sent")
 
 
 def _shutdown_of(app: AgentApp) -> Callable[[Any], None]:

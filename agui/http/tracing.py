@@ -290,6 +290,12 @@ class RunSpan:
         self._context = contextvars.copy_context()
         self._context.run(_enter, span, tracer, parent)
 
+    @property
+    def trace_id(self) -> str:
+        """The run's trace id, 32 hex digits as W3C traceparent writes it (the run line's
+        `trace`)."""
+        return format(self.span.get_span_context().trace_id, "032x")
+
     def task_context(self) -> contextvars.Context:
         """A context for a task of the run (asyncio.create_task(..., context=...)): the span
         current in it."""

@@ -10,7 +10,10 @@
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import parse_qs, urlsplit
+
+from agui.errors import MissingExtraError, missing_modules, require_extra
 
 from .base import (
     Cursor,
@@ -28,6 +31,7 @@ from .base import (
     ThreadBusy,
     ThreadSummary,
     UnknownRun,
+    Usage,
 )
 
 __all__ = [
@@ -46,6 +50,7 @@ __all__ = [
     "ThreadBusy",
     "ThreadSummary",
     "UnknownRun",
+    "Usage",
     "open_log",
 ]
 
@@ -97,11 +102,19 @@ def open_log(url: str, *, retention: Retention | None = None) -> EventLog:
         if database and not database.isdigit():
             raise StoreError(f"a Redis database is a number: {url!r}")
         try:
+            require_extra("redis", "a redis:// store")
             from .redis import RedisLog
-        except ImportError as error:
+        except MissingExtraError as missing:
+            raise StoreError(str(missing)) from None
+        except ImportError as error:  # installed, but not a redis-py this backend can use
             raise StoreError(
                 f"redis:// needs the redis extra: pip install 'agui-spec[redis]' ({error})"
             ) from None
+        if missing_modules(("hiredis",)):
+            logging.getLogger("agui.store").warning(
+                "redis:// without hiredis: replies are parsed in pure Python, slower; "
+                "pip install 'agui-spec[redis]' brings it"
+            )
         plain = parts._replace(query="").geturl()
         return RedisLog(plain, retention, prefix=prefix)
     known = ", ".join(f"{name}://" for name in SCHEMES)

@@ -10,6 +10,11 @@ the run goes on); a run whose lease ran out before its terminal event was stored
 worker, and whoever notices first closes it (`close_lost`) with the RUN_ERROR the server builds.
 A stop request is a flag on the run that its owner watches, wherever it executes.
 
+The run's first event, RUN_STARTED, carries the run's input, which the record holds too: every
+backend stores that event without its copy (`elide_input`) and reads it back whole, so an input
+costs its size once. `EventLog.usage(namespace)` says what a namespace (a principal's) holds, the
+server's quotas per principal.
+
 Backends implement `EventLog`; `agui.store.open_log(url)` picks one by URL. Everything here is
 async; a backend never blocks the event loop.
 """
@@ -40,6 +45,9 @@ __all__ = [
     "ThreadBusy",
     "ThreadSummary",
     "UnknownRun",
+    "Usage",
+    "elide_input",
+    "restore_input",
 ]
 
 Cursor: TypeAlias = str
@@ -71,6 +79,32 @@ class RunExists(StoreError):
 
 class UnknownRun(StoreError):
     """No run with this id is in the log (HTTP 404)."""
+
+
+ELIDED = b"\x00"
+"""The first byte of a stored event whose copy of the run's input was cut out (`elide_input`):
+never the first byte of JSON, so an event stored before elision existed reads as it is."""
+
+
+def elide_input(input: bytes, event: bytes) -> bytes | None:
+    """`event` (a run's first event, RUN_STARTED carrying the run's input) as the log stores it
+    when it holds `input` byte for byte: `\\x00`, the offset of the input in decimal, `:`, then
+    the event without it. The log keeps the input once, with the run's record; a read puts it
+    back (`restore_input`). None when the event does not hold the input (nothing to cut)."""
+    at = event.find(input) if input else -1
+    if at < 0:
+        return None
+    return b"%s%d:%s%s" % (ELIDED, at, event[:at], event[at + len(input) :])
+
+
+def restore_input(input: bytes, stored: bytes) -> bytes:
+    """The event `elide_input` stored, whole again (any other event as it is)."""
+    if stored[:1] != ELIDED:
+        return stored
+    colon = stored.index(b":", 1)
+    at = int(stored[1:colon])
+    body = memoryview(stored)[colon + 1 :]
+    return b"".join((body[:at], input, body[at:]))
 
 
 def parse_seq(cursor: Cursor) -> int:
@@ -173,6 +207,16 @@ class ThreadSummary:
     """The thread's latest run (the last one started)."""
     last_event: bytes | None = None
     """That run's last stored event (its terminal event once it finished); None before one."""
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """What one namespace (a principal's, agui.http.access) holds in the log: `EventLog.usage`."""
+
+    bytes: int
+    """The JSON its runs hold: each run's input (once) and every event kept."""
+    threads: int
+    """Its threads the log keeps."""
 
 
 @attrs.frozen(kw_only=True)
@@ -323,6 +367,13 @@ class EventLog(Protocol):
         (empty for a thread the log does not hold). A reader following a removed run ends, as
         when retention drops it; a run still executing finds itself unknown at its next write.
         The caller stops live runs first (their followers then get the run's end)."""
+        ...
+
+    async def usage(self, namespace: str) -> Usage:
+        """What the threads of `namespace` hold (the quota a server applies per principal):
+        kept as runs start, events are appended and runs are dropped (retention, expiry,
+        `delete_thread`), so reading it costs a lookup, not a scan of the runs; the same in
+        every worker sharing the log."""
         ...
 
     async def renew(self, run_id: str, owner: str, lease_until: float) -> bool:

@@ -17,6 +17,10 @@ resume, a replay) decompresses the block holding them, and the run keeps its las
 block for the next batch.
 `MemoryLog(compress=False)` keeps every chunk as it is.
 
+The run's first event, RUN_STARTED carrying the run's input, is kept without that copy (the run
+holds the input) and made whole when read. Each namespace's usage (the JSON its runs hold, before
+compression) is kept as runs start, events are appended and runs are dropped.
+
 Why copy: the events handed to `append` are usually orjson's output (`agui.encode`), and orjson
 (3.13) returns its whole working buffer, at least 4 KiB from malloc, whatever the JSON's length.
 Keeping those objects would pin 4 KiB per event (a 100,000-event run: over 400 MiB) and make every
@@ -42,6 +46,7 @@ from itertools import accumulate
 import attrs
 
 from .base import (
+    ELIDED,
     Cursor,
     EventBatch,
     EventLog,
@@ -54,7 +59,10 @@ from .base import (
     ThreadBusy,
     ThreadSummary,
     UnknownRun,
+    Usage,
+    elide_input,
     parse_seq,
+    restore_input,
 )
 
 __all__ = ["BATCH", "BLOCK_BYTES", "MemoryLog"]
@@ -95,12 +103,20 @@ class _Run:
         "recent_at",
         "record",
         "sealed",
+        "size",
+        "space",
         "starts",
         "wake",
     )
 
-    def __init__(self, record: RunRecord, input: bytes, compress: bool, order: int = 0) -> None:
+    def __init__(
+        self, record: RunRecord, input: bytes, compress: bool, order: int = 0, space: str = ""
+    ) -> None:
         self.record = record
+        self.space = space
+        """The namespace of the run's thread (whose usage it counts in)."""
+        self.size = len(input)
+        """The JSON it holds: its input and the events kept (`MemoryLog.usage`)."""
         self.order = order
         """Where the run's start stands among the log's (list_threads' order)."""
         self.input = input
@@ -135,6 +151,7 @@ class _Run:
             ends = array(_offsets(len(data)), accumulate(map(len, events)))
         self.starts.append(start)
         self.blocks.append((data, ends))
+        self.size += len(data)
         self.last = start + len(events) - 1
         self.recent = events if type(events) is ExactEvents else None
         self.recent_at = start
@@ -200,6 +217,8 @@ class _Run:
                 data[begin:end] for begin, end in zip(begins, ends[offset:stop], strict=True)
             ]
             seq += count
+        if first == 1 and events[0][:1] == ELIDED:
+            events[0] = restore_input(self.input, events[0])
         return EventBatch(cursors=NumberedCursors(range(first, stop_at)), data=events)
 
     def keep_from(self, seq: int) -> None:
@@ -212,6 +231,7 @@ class _Run:
             sealed = min(whole, self.sealed)
             for data, _ in self.blocks[sealed:whole]:
                 self.loose -= len(data)
+            self.size -= sum(ends[-1] for _, ends in self.blocks[:whole] if ends)
             del self.starts[:whole]
             del self.blocks[:whole]
             self.sealed -= sealed
@@ -248,6 +268,8 @@ class MemoryLog(EventLog):
         """Each namespace's threads, with the order of their latest run (list_threads)."""
         self._space_of: dict[str, str] = {}
         """Each thread's namespace."""
+        self._used: dict[str, int] = {}
+        """The bytes each namespace's runs hold (`usage`)."""
         self._closed = False
 
     def _run(self, run_id: str) -> _Run:
@@ -269,9 +291,11 @@ class MemoryLog(EventLog):
                 raise ThreadBusy(f"thread {record.thread_id!r} has a running run ({busy[-1]!r})")
         stored = attrs.evolve(record, status="running", last_cursor=None, finished_at=None)
         order = next(self._order)
-        self._runs[record.run_id] = _Run(stored, _copy(input), self.compress, order)
-        runs.append(record.run_id)
         space = self._space_of.setdefault(record.thread_id, namespace)
+        run = _Run(stored, _copy(input), self.compress, order, space)
+        self._runs[record.run_id] = run
+        self._used[space] = self._used.get(space, 0) + run.size
+        runs.append(record.run_id)
         threads = self._spaces.setdefault(space, {})
         threads.pop(record.thread_id, None)  # to the end: the dict stays in the threads' order
         threads[record.thread_id] = order
@@ -291,6 +315,13 @@ class MemoryLog(EventLog):
             if final:
                 raise StoreError("a final append needs the terminal event")
             return []
+        size = run.size
+        if run.last == 0:
+            # RUN_STARTED carries the input the run's record holds: keep the one copy (a list,
+            # not ExactEvents: the event handed over, input and all, is not kept either)
+            elided = elide_input(run.input, events[0])
+            if elided is not None:
+                events = [elided, *events[1:]]
         start = run.add(events)
         last = run.last
         if final:
@@ -305,6 +336,7 @@ class MemoryLog(EventLog):
         limit = self.retention.max_events_per_run
         if limit is not None:
             run.keep_from(last - max(limit, 1) + 1)
+        self._used[run.space] += run.size - size
         run.notify()
         return NumberedCursors(range(start, last + 1))
 
@@ -377,6 +409,11 @@ class MemoryLog(EventLog):
             self._drop(run_id)
         return run_ids
 
+    async def usage(self, namespace: str) -> Usage:
+        return Usage(
+            bytes=self._used.get(namespace, 0), threads=len(self._spaces.get(namespace, ()))
+        )
+
     async def renew(self, run_id: str, owner: str, lease_until: float) -> bool:
         run = self._runs.get(run_id)
         if run is None or run.record.status != "running" or run.record.owner != owner:
@@ -425,6 +462,11 @@ class MemoryLog(EventLog):
         runs = self._threads[thread_id]
         runs.remove(run_id)
         space = self._space_of[thread_id]
+        left = self._used[space] - run.size
+        if left:
+            self._used[space] = left
+        else:
+            del self._used[space]
         if not runs:
             del self._threads[thread_id]
             del self._space_of[thread_id]

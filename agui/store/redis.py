@@ -23,7 +23,15 @@ Keys, under a prefix (`agui:` unless the URL says `?prefix=`):
 * `leases`: a sorted set of the running runs by the end of their lease (`expired()`);
 * `threads:{namespace}`: a sorted set of a namespace's threads, scored by the `seq` of their
   latest run (`list_threads` reads a page of it; the ids of threads whose keys expired are
-  dropped from it as a listing meets them).
+  dropped from it as a listing meets them);
+* `used:{namespace}` (the bytes its runs hold), `sizes:{namespace}` (a hash, each run's bytes)
+  and `expiring:{namespace}` (a sorted set of its finished runs, `r{run_id}`, and idle threads,
+  `t{thread_id}`, by when their keys expire, in ms): `usage`, kept by the scripts that write;
+  what expired leaves it when it is next read. A run's hash names its namespace (`ns`); runs
+  written before (without it) are not counted.
+
+The first entry of a run's stream holds its RUN_STARTED without its copy of the input (the APPEND
+script cuts it out: agui.store.base.elide_input's form), made whole when read.
 
 `delete_thread` is one script: every key of the thread's runs (UNLINK: Redis frees a long
 stream in the background), their leases, the thread's index and running set, its entry in its
@@ -68,6 +76,7 @@ from redis.exceptions import (
 )
 
 from .base import (
+    ELIDED,
     Cursor,
     EventBatch,
     EventLog,
@@ -78,6 +87,8 @@ from .base import (
     ThreadBusy,
     ThreadSummary,
     UnknownRun,
+    Usage,
+    restore_input,
 )
 
 __all__ = ["RedisLog"]
@@ -144,7 +155,33 @@ TAIL_CONNECTIONS = 100_000
 
 RECORD_FIELDS = ("thread", "status", "owner", "started", "lease", "stop", "last", "finished")
 
-_FINISH = """
+_USAGE = """
+-- A namespace's usage: `used:{ns}` its bytes, `sizes:{ns}` each run's, `expiring:{ns}` the runs
+-- ('r' .. id) and threads ('t' .. id) whose keys expire, by when (ms).
+local function add_usage(prefix, ns, run_id, change)
+    if ns and change ~= 0 then
+        redis.call('HINCRBY', prefix .. 'sizes:' .. ns, run_id, change)
+        redis.call('INCRBY', prefix .. 'used:' .. ns, change)
+    end
+end
+local function forget(prefix, ns, run_id)
+    if not ns then return end
+    local sizes = prefix .. 'sizes:' .. ns
+    local size = redis.call('HGET', sizes, run_id)
+    if size then
+        -- a namespace that holds nothing leaves no key (nor its name)
+        if redis.call('DECRBY', prefix .. 'used:' .. ns, size) <= 0 then
+            redis.call('DEL', prefix .. 'used:' .. ns)
+        end
+        redis.call('HDEL', sizes, run_id)
+    end
+    redis.call('ZREM', prefix .. 'expiring:' .. ns, 'r' .. run_id)
+end
+"""
+
+_FINISH = (
+    _USAGE
+    + """
 local function finish(run_key, run_id, thread, now, ttl_ms, prefix)
     redis.call('HSET', run_key, 'status', 'finished', 'finished', now)
     redis.call('ZREM', prefix .. 'leases', run_id)
@@ -153,16 +190,25 @@ local function finish(run_key, run_id, thread, now, ttl_ms, prefix)
     if ttl_ms > 0 then
         redis.call('PEXPIRE', run_key, ttl_ms)
         redis.call('PEXPIRE', prefix .. 'events:' .. run_id, ttl_ms)
+        local ns = redis.call('HGET', run_key, 'ns')
+        local expiring = ns and prefix .. 'expiring:' .. ns
+        local at = math.floor(tonumber(now) * 1000) + ttl_ms
+        if ns then redis.call('ZADD', expiring, at, 'r' .. run_id) end
         if redis.call('SCARD', running) == 0 then
             redis.call('PEXPIRE', prefix .. 'thread:' .. thread, ttl_ms)
+            if ns then redis.call('ZADD', expiring, at, 't' .. thread) end
         end
     end
 end
 """
+)
 
-START = """
+START = (
+    _USAGE
+    + """
 -- KEYS: run, thread, running, leases, seq, threads (the namespace's index)
--- ARGV: run_id, thread_id, owner, started, lease, stop, input, exclusive, max_runs, prefix, token
+-- ARGV: run_id, thread_id, owner, started, lease, stop, input, exclusive, max_runs, prefix, token,
+-- namespace
 if redis.call('EXISTS', KEYS[1]) == 1 then
     -- the same token: a retry of this very start, whose reply was lost
     if redis.call('HGET', KEYS[1], 'token') == ARGV[11] then return 'ok' end
@@ -178,7 +224,9 @@ if ARGV[8] == '1' then
 end
 redis.call('HSET', KEYS[1], 'thread', ARGV[2], 'status', 'running', 'owner', ARGV[3],
     'started', ARGV[4], 'lease', ARGV[5], 'stop', ARGV[6], 'last', '', 'kept', 0,
-    'input', ARGV[7], 'token', ARGV[11])
+    'input', ARGV[7], 'token', ARGV[11], 'ns', ARGV[12])
+add_usage(ARGV[10], ARGV[12], ARGV[1], #ARGV[7])
+redis.call('ZREM', ARGV[10] .. 'expiring:' .. ARGV[12], 't' .. ARGV[2])
 local seq = redis.call('INCR', KEYS[5])
 redis.call('ZADD', KEYS[2], seq, ARGV[1])
 redis.call('ZADD', KEYS[6], seq, ARGV[2])
@@ -191,7 +239,9 @@ if max_runs > 0 then
     if count > max_runs then
         for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, count - max_runs - 1)) do
             local key = ARGV[10] .. 'run:' .. id
-            if redis.call('HGET', key, 'status') ~= 'running' then
+            local old = redis.call('HMGET', key, 'status', 'ns')
+            if old[1] ~= 'running' then
+                forget(ARGV[10], old[2], id)
                 redis.call('DEL', key, ARGV[10] .. 'events:' .. id)
                 redis.call('ZREM', KEYS[2], id)
             end
@@ -200,34 +250,56 @@ if max_runs > 0 then
 end
 return 'ok'
 """
+)
 
 APPEND = (
     _FINISH
     + """
 -- KEYS: run, events
 -- ARGV: run_id, count, lengths, data, final, max_events, ttl_ms, prefix, now, token
-local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'kept', 'token', 'entry')
+local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'kept', 'token', 'entry', 'last',
+    'ns')
 if not record[1] then return 'unknown' end
 -- the same token: a retry of this very append, whose reply was lost; it was stored
 if record[4] == ARGV[10] then return record[5] end
 if record[1] ~= 'running' then return 'finished' end
 local count = tonumber(ARGV[2])
+local data, lengths = ARGV[4], ARGV[3]
+if record[6] == '' and record[7] then
+    -- the run's first event, RUN_STARTED, carries the input the record holds: keep one copy
+    -- (agui.store.base.elide_input's form: NUL, the input's offset, ':', the rest)
+    local input = redis.call('HGET', KEYS[1], 'input')
+    local first = #data
+    if count > 1 then first = tonumber(string.match(lengths, '^%d+')) end
+    local at = nil
+    if #input > 0 then at = string.find(string.sub(data, 1, first), input, 1, true) end
+    if at then
+        local head = '\0' .. string.format('%d', at - 1) .. ':'
+        data = head .. string.sub(data, 1, at - 1) .. string.sub(data, at + #input)
+        if count > 1 then
+            local rest = string.sub(lengths, #string.match(lengths, '^%d+') + 1)
+            lengths = string.format('%d', first - #input + #head) .. rest
+        end
+    end
+end
 local id
 if count == 1 then
     if ARGV[5] == '1' then
-        id = redis.call('XADD', KEYS[2], '*', 'c', 1, 'd', ARGV[4], 't', 1)
+        id = redis.call('XADD', KEYS[2], '*', 'c', 1, 'd', data, 't', 1)
     else
-        id = redis.call('XADD', KEYS[2], '*', 'c', 1, 'd', ARGV[4])
+        id = redis.call('XADD', KEYS[2], '*', 'c', 1, 'd', data)
     end
 elseif ARGV[5] == '1' then
-    id = redis.call('XADD', KEYS[2], '*', 'c', count, 'd', ARGV[4], 'l', ARGV[3], 't', 1)
+    id = redis.call('XADD', KEYS[2], '*', 'c', count, 'd', data, 'l', lengths, 't', 1)
 else
-    id = redis.call('XADD', KEYS[2], '*', 'c', count, 'd', ARGV[4], 'l', ARGV[3])
+    id = redis.call('XADD', KEYS[2], '*', 'c', count, 'd', data, 'l', lengths)
 end
+local added = #data
 local kept = tonumber(record[3]) + count
 local max_events = tonumber(ARGV[6])
 if max_events > 0 and kept > max_events then
     local keep_from = nil
+    local dropped = 0
     for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 64)) do
         local size = tonumber(entry[2][2])
         if entry[1] == id or kept - size < max_events then
@@ -235,15 +307,19 @@ if max_events > 0 and kept > max_events then
             break
         end
         kept = kept - size
+        dropped = dropped + #entry[2][4]
     end
     if keep_from == nil then
         keep_from = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1][1]
+        dropped = 0
     end
+    added = added - dropped
     redis.call('XTRIM', KEYS[2], 'MINID', keep_from)
     redis.call('HSET', KEYS[1], 'trimmed', 1)
 end
 redis.call('HSET', KEYS[1], 'kept', kept, 'last', id .. '.' .. (count - 1), 'token', ARGV[10],
     'entry', id)
+add_usage(ARGV[8], record[7], ARGV[1], added)
 if ARGV[5] == '1' then
     finish(KEYS[1], ARGV[1], record[2], ARGV[9], tonumber(ARGV[7]), ARGV[8])
 end
@@ -256,10 +332,11 @@ CLOSE_LOST = (
     + """
 -- KEYS: run, events
 -- ARGV: run_id, event, now, ttl_ms, prefix, token
-local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'lease', 'kept', 'token')
+local record = redis.call('HMGET', KEYS[1], 'status', 'thread', 'lease', 'kept', 'token', 'ns')
 if record[5] == ARGV[6] then return 1 end  -- a retry of this very call: it closed the run
 if record[1] ~= 'running' or tonumber(record[3]) >= tonumber(ARGV[3]) then return 0 end
 local id = redis.call('XADD', KEYS[2], '*', 'c', 1, 'd', ARGV[2], 't', 1)
+add_usage(ARGV[5], record[6], ARGV[1], #ARGV[2])
 redis.call('HSET', KEYS[1], 'kept', tonumber(record[4]) + 1, 'last', id .. '.0', 'token', ARGV[6],
     'entry', id)
 finish(KEYS[1], ARGV[1], record[2], ARGV[3], tonumber(ARGV[4]), ARGV[5])
@@ -311,18 +388,43 @@ end
 return found
 """
 
-DELETE_THREAD = """
--- KEYS: thread, running, threads (the namespace's index), leases; ARGV: prefix, thread_id
+DELETE_THREAD = (
+    _USAGE
+    + """
+-- KEYS: thread, running, threads (the namespace's index), leases
+-- ARGV: prefix, thread_id, namespace
 local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
 for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do table.insert(ids, id) end
 for _, id in ipairs(ids) do
+    forget(ARGV[1], ARGV[3], id)
     redis.call('UNLINK', ARGV[1] .. 'run:' .. id, ARGV[1] .. 'events:' .. id)
     redis.call('ZREM', KEYS[4], id)
 end
 redis.call('UNLINK', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZREM', ARGV[1] .. 'expiring:' .. ARGV[3], 't' .. ARGV[2])
 return ids
 """
+)
+
+USAGE = (
+    _USAGE
+    + """
+-- KEYS: used, expiring, threads (the namespace's); ARGV: prefix, namespace, now (ms)
+-- What expired since the last look leaves the usage first: the runs and threads whose keys
+-- Redis dropped (at most 1000 a call; a key not yet expired is looked at again next time).
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[3], 'LIMIT', 0, 1000)) do
+    local id = string.sub(member, 2)
+    if string.sub(member, 1, 1) == 'r' then
+        if redis.call('EXISTS', ARGV[1] .. 'run:' .. id) == 0 then forget(ARGV[1], ARGV[2], id) end
+    elseif redis.call('EXISTS', ARGV[1] .. 'thread:' .. id) == 0 then
+        redis.call('ZREM', KEYS[3], id)
+        redis.call('ZREM', KEYS[2], member)
+    end
+end
+return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('ZCARD', KEYS[3])}
+"""
+)
 
 RENEW = """
 -- KEYS: run, leases; ARGV: run_id, owner, lease
@@ -589,6 +691,7 @@ class RedisLog(EventLog):
         self._stop = self._redis.register_script(STOP)
         self._list_threads = self._redis.register_script(LIST_THREADS)
         self._delete_thread = self._redis.register_script(DELETE_THREAD)
+        self._usage = self._redis.register_script(USAGE)
         ttl = self.retention.run_ttl_seconds
         self._ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
         limit = self.retention.max_events_per_run
@@ -629,6 +732,7 @@ class RedisLog(EventLog):
             self._max_runs,
             self.prefix,
             self._token(),
+            namespace,
         ]
         try:
             answer = await self._start(keys, arguments)
@@ -730,6 +834,9 @@ class RedisLog(EventLog):
             if data is not None:
                 fields = {b"d": data} if lengths is None else {b"d": data, b"l": lengths}
                 event = split(fields)[-1]
+                if event[:1] == ELIDED:  # the run's first event, its only one yet
+                    input = await self.get_input(run_id.decode())
+                    event = None if input is None else restore_input(input, event)
             threads.append(
                 ThreadSummary(
                     thread_id=thread.decode(),
@@ -749,10 +856,24 @@ class RedisLog(EventLog):
             self.prefix + "leases",
         ]
         try:
-            removed = await self._delete_thread(keys, [self.prefix, thread_id])
+            removed = await self._delete_thread(keys, [self.prefix, thread_id, namespace])
         except RedisError as error:
             raise StoreError(f"Redis store: {error}") from error
         return list(dict.fromkeys(run_id.decode() for run_id in removed))
+
+    async def usage(self, namespace: str) -> Usage:
+        keys = [
+            self._key("used", namespace),
+            self._key("expiring", namespace),
+            self._key("threads", namespace),
+        ]
+        try:
+            used, threads = await self._usage(
+                keys, [self.prefix, namespace, math.floor(time.time() * 1000)]
+            )
+        except RedisError as error:
+            raise StoreError(f"Redis store: {error}") from error
+        return Usage(bytes=int(used), threads=int(threads))
 
     async def prune(self, now: float) -> int:
         """Nothing to do: Redis expires finished runs by itself (PEXPIRE when they finish), and
@@ -837,6 +958,7 @@ class RedisLog(EventLog):
                 entries = await self._redis.xrange(stream, min=start, max="+", count=count)
                 if entries:
                     start = "(" + entries[-1][0].decode()
+                    await self._restore(run_key, entries)
                 for batch in self._batches(entries, skip, size, cursors, events):
                     yield batch
                 ended = bool(entries) and b"t" in entries[-1][1]
@@ -863,6 +985,7 @@ class RedisLog(EventLog):
                     continue
                 entries = reply[0][1]
                 position = entries[-1][0].decode()
+                await self._restore(run_key, entries)
                 cursors, events = [], []
                 for batch in self._batches(entries, skip, size, cursors, events):
                     yield batch
@@ -872,6 +995,25 @@ class RedisLog(EventLog):
                     return
         except RedisError as error:
             raise StoreError(f"Redis store: {error}") from error
+
+    async def _restore(self, run_key: str, entries: list[Any]) -> None:
+        """The run's first event whole again, when `entries` hold it stored without its input
+        (the first entry of the run's stream: agui.store.base.elide_input)."""
+        fields = entries[0][1]
+        data = fields[b"d"]
+        if data[:1] != ELIDED:
+            return
+        input = await self._redis.hget(run_key, "input")
+        if input is None:
+            return  # the run was dropped meanwhile: its event is read as it is stored
+        lengths = fields.get(b"l")
+        if lengths is None:
+            fields[b"d"] = restore_input(input, data)
+            return
+        first, _, rest = lengths.partition(b",")
+        whole = restore_input(input, data[: int(first)])
+        fields[b"d"] = whole + data[int(first) :]
+        fields[b"l"] = b"%d,%s" % (len(whole), rest)
 
     @staticmethod
     def _batches(

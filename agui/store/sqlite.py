@@ -7,13 +7,18 @@ serialized by SQLite's lock and `start_run` / `close_lost` stay atomic across pr
 go to a small pool of reader threads, each with its own connection. WAL journal,
 `synchronous=NORMAL`: a commit does not wait for the disk, readers never block the writer.
 
-Tables: `runs` (one row per run: its record, its RunAgentInput, the sequence numbers of its
-first kept and last event; `n`, an autoincrement key, orders a thread's runs), `events`
-(`(run, seq) -> data`, without rowid) and `threads` (one row per thread: its namespace and the
-`n` of its latest run, indexed by both: `list_threads` reads a page of one namespace from the
-index). The cursor is the event's sequence number in its run, in decimal. A file of schema
-version 1 (before `threads`) is upgraded when opened: its threads' namespaces are read from
-their ids (agui.http.access's prefixes: 32 hex digits and a slash, or `-/`; else none).
+Tables: `runs` (one row per run: its record, the sequence numbers of its first kept and last
+event, the bytes it holds; `n`, an autoincrement key, orders a thread's runs), `inputs` (`run ->`
+its RunAgentInput: in the run's row, every update of the row, one per append, would write it
+again), `events` (`(run, seq) -> data`, without rowid), `threads` (one row per thread: its
+namespace and the `n` of its latest run, indexed by both: `list_threads` reads a page of one
+namespace from the index) and `spaces` (each namespace's bytes, `usage`, updated in the
+transaction that changes them). The cursor is the event's sequence number in its run, in decimal.
+A run's first event, RUN_STARTED, is stored without its copy of the input and made whole when
+read. A file of schema version 1 (before `threads`) is upgraded when opened: its threads'
+namespaces are read from their ids (agui.http.access's prefixes: 32 hex digits and a slash, or
+`-/`; else none); one of version 1 or 2 gets its usage counted (its runs keep their input in
+their row, and their RUN_STARTED whole: both read as they are).
 
 `delete_thread` erases: its deletes run with `PRAGMA secure_delete` (the freed pages are
 overwritten with zeros) and end with a checkpoint that truncates the write-ahead log, so the
@@ -50,6 +55,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .base import (
+    ELIDED,
     Cursor,
     EventBatch,
     EventLog,
@@ -61,7 +67,10 @@ from .base import (
     ThreadBusy,
     ThreadSummary,
     UnknownRun,
+    Usage,
+    elide_input,
     parse_seq,
+    restore_input,
 )
 
 __all__ = ["SQLiteLog"]
@@ -89,7 +98,7 @@ READERS = 4
 RECENT = 4096
 """The latest events per followed run kept in memory for its live followers."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -104,7 +113,8 @@ CREATE TABLE IF NOT EXISTS runs (
     first_seq INTEGER NOT NULL DEFAULT 1,
     last_seq INTEGER NOT NULL DEFAULT 0,
     finished_at REAL,
-    input BLOB NOT NULL
+    input BLOB NOT NULL,
+    bytes INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id, n);
 CREATE INDEX IF NOT EXISTS runs_by_lease ON runs (lease_until) WHERE status = 'running';
@@ -121,11 +131,22 @@ CREATE TABLE IF NOT EXISTS threads (
     last_n INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS threads_by_namespace ON threads (namespace, last_n);
+CREATE TABLE IF NOT EXISTS inputs (
+    run INTEGER PRIMARY KEY,
+    input BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS spaces (
+    namespace TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL
+);
 """
 
 _UPGRADE_NAMESPACE = re.compile(r"[0-9a-f]{32}/|-/")
 """The namespace prefixes of agui.http.access, read from a thread's id when a version 1 file
 (no `threads` table) is upgraded."""
+
+_INPUT = "coalesce((SELECT i.input FROM inputs i WHERE i.run = runs.n), runs.input)"
+"""A run's input, in a query of `runs`: in `inputs` (schema 3), else in its row (before)."""
 
 _NO_ORDER = 1 << 62  # above every run's n: `before` left out
 
@@ -281,10 +302,10 @@ class SQLiteLog(EventLog):
             self._wal(connection)
             with _Transaction(connection, immediate=True):
                 version = connection.execute("PRAGMA user_version").fetchone()[0]
-                if version not in (0, 1, SCHEMA_VERSION):
+                if version not in (0, 1, 2, SCHEMA_VERSION):
                     raise StoreError(
                         f"{self.path!r} holds a store of schema version {version}; this agui "
-                        f"knows versions 1 and {SCHEMA_VERSION}"
+                        f"knows versions 1 to {SCHEMA_VERSION}"
                     )
                 if version != SCHEMA_VERSION:
                     for statement in SCHEMA.split(";"):  # not executescript: it commits first
@@ -292,6 +313,8 @@ class SQLiteLog(EventLog):
                             connection.execute(statement)
                     if version == 1:
                         self._upgrade_threads(connection)
+                    if version in (1, 2):
+                        self._upgrade_bytes(connection)
                     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             status = os.stat(self.path)
         except (sqlite3.Error, OSError) as error:
@@ -311,6 +334,23 @@ class SQLiteLog(EventLog):
                 "INSERT OR REPLACE INTO threads (thread_id, namespace, last_n) VALUES (?, ?, ?)",
                 (thread_id, namespace, last),
             )
+
+    @staticmethod
+    def _upgrade_bytes(db: sqlite3.Connection) -> None:
+        """Count what the runs of a version 1 or 2 file hold (`usage`): each run's `bytes`, each
+        namespace's sum. Their events keep their input copy (a read takes them as they are)."""
+        columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+        if "bytes" not in columns:
+            db.execute("ALTER TABLE runs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0")
+        db.execute("DELETE FROM spaces")
+        db.execute(
+            "UPDATE runs SET bytes = length(input) + coalesce("
+            "(SELECT sum(length(data)) FROM events WHERE run = runs.n), 0)"
+        )
+        db.execute(
+            "INSERT INTO spaces (namespace, bytes) SELECT t.namespace, sum(r.bytes)"
+            " FROM threads t JOIN runs r ON r.thread_id = t.thread_id GROUP BY t.namespace"
+        )
 
     def _check_file(self) -> None:
         """StoreUnavailable when the path no longer names the file this log opened."""
@@ -463,7 +503,7 @@ class SQLiteLog(EventLog):
                     raise ThreadBusy(f"thread {record.thread_id!r} has a running run ({busy[0]!r})")
             inserted = db.execute(
                 "INSERT INTO runs (run_id, thread_id, status, owner, started_at, lease_until,"
-                " stop, input) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+                " stop, input, bytes) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                 (
                     record.run_id,
                     record.thread_id,
@@ -471,14 +511,17 @@ class SQLiteLog(EventLog):
                     record.started_at,
                     record.lease_until,
                     int(record.stop_requested),
-                    input,
+                    b"",  # in `inputs`: every update of the run's row rewrites the whole row
+                    len(input),
                 ),
             )
+            db.execute("INSERT INTO inputs (run, input) VALUES (?, ?)", (inserted.lastrowid, input))
             db.execute(
                 "INSERT INTO threads (thread_id, namespace, last_n) VALUES (?, ?, ?)"
                 " ON CONFLICT (thread_id) DO UPDATE SET last_n = excluded.last_n",
                 (record.thread_id, namespace, inserted.lastrowid),
             )
+            self._count(db, record.thread_id, len(input))
             limit = self.retention.max_runs_per_thread
             if limit is not None:
                 beyond = db.execute(
@@ -490,17 +533,38 @@ class SQLiteLog(EventLog):
                 self._drop(db, [n for (n,) in beyond])
 
     @staticmethod
-    def _drop(db: sqlite3.Connection, runs: list[int]) -> None:
-        """Drop runs (their events and rows); each thread they leave keeps its latest run's n,
-        and a thread left with no run goes."""
+    def _count(db: sqlite3.Connection, thread_id: str, change: int) -> None:
+        """Add `change` bytes to the usage of the thread's namespace (in the caller's
+        transaction; the thread's row exists)."""
+        if change:
+            db.execute(
+                "INSERT INTO spaces (namespace, bytes)"
+                " SELECT namespace, ? FROM threads WHERE thread_id = ?"
+                " ON CONFLICT (namespace) DO UPDATE SET bytes = bytes + excluded.bytes",
+                (change, thread_id),
+            )
+        if change < 0:  # a namespace that holds nothing leaves no row (nor its name)
+            db.execute(
+                "DELETE FROM spaces WHERE bytes <= 0 AND namespace ="
+                " (SELECT namespace FROM threads WHERE thread_id = ?)",
+                (thread_id,),
+            )
+
+    @classmethod
+    def _drop(cls, db: sqlite3.Connection, runs: list[int]) -> None:
+        """Drop runs (their events and rows, their bytes from their namespace's usage); each
+        thread they leave keeps its latest run's n, and a thread left with no run goes."""
         if not runs:
             return
-        threads = {
-            row[0]
-            for n in runs
-            for row in db.execute("SELECT thread_id FROM runs WHERE n = ?", (n,)).fetchall()
-        }
+        threads: set[str] = set()
+        for n in runs:
+            for thread_id, size in db.execute(
+                "SELECT thread_id, bytes FROM runs WHERE n = ?", (n,)
+            ).fetchall():
+                threads.add(thread_id)
+                cls._count(db, thread_id, -size)
         db.executemany("DELETE FROM events WHERE run = ?", [(n,) for n in runs])
+        db.executemany("DELETE FROM inputs WHERE run = ?", [(n,) for n in runs])
         db.executemany("DELETE FROM runs WHERE n = ?", [(n,) for n in runs])
         for thread_id in threads:
             (last,) = db.execute(
@@ -558,7 +622,9 @@ class SQLiteLog(EventLog):
     ) -> int:
         with _Transaction(db, immediate=True):
             row = db.execute(
-                "SELECT n, status, first_seq, last_seq FROM runs WHERE run_id = ?", (run_id,)
+                "SELECT n, status, first_seq, last_seq, thread_id,"
+                f" CASE WHEN last_seq = 0 THEN {_INPUT} END FROM runs WHERE run_id = ?",
+                (run_id,),
             ).fetchone()
             if row is None:
                 raise UnknownRun(f"no run {run_id!r} in the log")
@@ -566,29 +632,43 @@ class SQLiteLog(EventLog):
             status: str = row[1]
             first: int = row[2]
             last: int = row[3]
+            thread_id: str = row[4]
             if status != "running":
                 raise StoreError(f"run {run_id!r} is finished: nothing can be appended")
             if not events:
                 return last + 1
+            if row[5] is not None:
+                # RUN_STARTED carries the input the run's row holds: the file keeps one copy
+                elided = elide_input(row[5], events[0])
+                if elided is not None:
+                    events = [elided, *events[1:]]
             start = last + 1
             db.executemany(
                 "INSERT INTO events (run, seq, data) VALUES (?, ?, ?)",
                 [(n, start + i, data) for i, data in enumerate(events)],
             )
+            size = sum(map(len, events))
             last += len(events)
             limit = self.retention.max_events_per_run
             if limit is not None and last - first + 1 > max(limit, 1):
                 first = last - max(limit, 1) + 1
+                (dropped,) = db.execute(
+                    "SELECT coalesce(sum(length(data)), 0) FROM events WHERE run = ? AND seq < ?",
+                    (n, first),
+                ).fetchone()
+                size -= dropped
                 db.execute("DELETE FROM events WHERE run = ? AND seq < ?", (n, first))
+            self._count(db, thread_id, size)
             if final:
                 db.execute(
-                    "UPDATE runs SET last_seq = ?, first_seq = ?, status = 'finished',"
-                    " finished_at = ? WHERE n = ?",
-                    (last, first, now, n),
+                    "UPDATE runs SET last_seq = ?, first_seq = ?, bytes = bytes + ?,"
+                    " status = 'finished', finished_at = ? WHERE n = ?",
+                    (last, first, size, now, n),
                 )
             else:
                 db.execute(
-                    "UPDATE runs SET last_seq = ?, first_seq = ? WHERE n = ?", (last, first, n)
+                    "UPDATE runs SET last_seq = ?, first_seq = ?, bytes = bytes + ? WHERE n = ?",
+                    (last, first, size, n),
                 )
             return start
 
@@ -623,21 +703,22 @@ class SQLiteLog(EventLog):
         def close(db: sqlite3.Connection) -> bool:
             with _Transaction(db, immediate=True):
                 row = db.execute(
-                    "SELECT n, last_seq FROM runs WHERE run_id = ? AND status = 'running'"
-                    " AND lease_until < ?",
+                    "SELECT n, last_seq, thread_id FROM runs WHERE run_id = ?"
+                    " AND status = 'running' AND lease_until < ?",
                     (run_id, now),
                 ).fetchone()
                 if row is None:
                     return False
-                n, last = row
+                n, last, thread_id = row
                 db.execute(
                     "INSERT INTO events (run, seq, data) VALUES (?, ?, ?)", (n, last + 1, event)
                 )
                 db.execute(
-                    "UPDATE runs SET last_seq = ?, status = 'finished', finished_at = ?"
-                    " WHERE n = ?",
-                    (last + 1, time.time(), n),
+                    "UPDATE runs SET last_seq = ?, status = 'finished', finished_at = ?,"
+                    " bytes = bytes + ? WHERE n = ?",
+                    (last + 1, time.time(), len(event), n),
                 )
+                self._count(db, thread_id, len(event))
                 return True
 
         closed = await self._write(close)
@@ -738,7 +819,15 @@ class SQLiteLog(EventLog):
                 "SELECT seq, data FROM events WHERE run = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (n, position, limit),
             ).fetchall()
+            if rows and rows[0][0] == 1 and rows[0][1][:1] == ELIDED:
+                rows[0] = (1, SQLiteLog._whole(db, n, rows[0][1]))
         return (None if row is None else row[0]), rows
+
+    @staticmethod
+    def _whole(db: sqlite3.Connection, n: int, stored: bytes) -> bytes:
+        """A run's first event stored without its input (`elide_input`), whole again."""
+        (input,) = db.execute(f"SELECT {_INPUT} FROM runs WHERE n = ?", (n,)).fetchone()
+        return restore_input(input, stored)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         def get(db: sqlite3.Connection) -> RunRecord | None:
@@ -751,7 +840,7 @@ class SQLiteLog(EventLog):
 
     async def get_input(self, run_id: str) -> bytes | None:
         def get(db: sqlite3.Connection) -> bytes | None:
-            row = db.execute("SELECT input FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = db.execute(f"SELECT {_INPUT} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             return None if row is None else bytes(row[0])
 
         return await self._read(get)
@@ -779,18 +868,39 @@ class SQLiteLog(EventLog):
                     " WHERE t.namespace = ? AND t.last_n < ? ORDER BY t.last_n DESC LIMIT ?",
                     (namespace, _NO_ORDER if before is None else before, max(0, limit)),
                 ).fetchall()
+                last = [
+                    None
+                    if row[11] is None
+                    else self._whole(db, row[0], row[11])
+                    if row[11][:1] == ELIDED
+                    else bytes(row[11])
+                    for row in rows
+                ]
             return [
                 ThreadSummary(
                     thread_id=row[1],
                     order=row[0],
                     runs=row[10],
                     last_run=to_record(row[1:10]),
-                    last_event=None if row[11] is None else bytes(row[11]),
+                    last_event=event,
                 )
-                for row in rows
+                for row, event in zip(rows, last, strict=True)
             ]
 
         return await self._read(threads)
+
+    async def usage(self, namespace: str) -> Usage:
+        def usage(db: sqlite3.Connection) -> Usage:
+            with _Transaction(db, immediate=False):  # one snapshot
+                row = db.execute(
+                    "SELECT bytes FROM spaces WHERE namespace = ?", (namespace,)
+                ).fetchone()
+                (threads,) = db.execute(
+                    "SELECT count(*) FROM threads WHERE namespace = ?", (namespace,)
+                ).fetchone()
+            return Usage(bytes=0 if row is None else row[0], threads=threads)
+
+        return await self._read(usage)
 
     async def expired(self, now: float) -> list[RunRecord]:
         def expired(db: sqlite3.Connection) -> list[RunRecord]:

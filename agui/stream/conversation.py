@@ -16,8 +16,10 @@ error wording is the TypeScript client's.
 `stream()` runs as `run()` does and hands over each event as it is applied (`RunUpdate`: the event
 and the conversation as of that event), then the run's result; closing it stops the run.
 
-The new message joins the history when the run's stream starts: when its first frame arrives,
-before that frame is applied. What a run that does not end leaves behind: a run the client did
+`set_state(state)` replaces the state the next run sends (as the TypeScript client's
+`setState`). The new message joins the history, and the input's state becomes the conversation's
+(an input given to `run` with a state of its own included), when the run's stream starts: when
+its first frame arrives, before that frame is applied. What a run that does not end leaves behind: a run the client did
 not see end (its stream cut, rejected or stopped: a run recorded as truncated), and a stream that
 failed before its run started, are rolled back: the messages, the state and the pending
 interrupts are as they were before the run, the new message included, so the same call can be
@@ -83,6 +85,7 @@ from agui.errors import (
     ProtocolError,
 )
 from agui.stream.lifecycle import run_lifecycle
+from agui.stream.patch import DEFAULT_MAX_STATE_NODES
 from agui.stream.pipeline import Pipeline, StrictSource, describe
 from agui.stream.reducer import TRUNCATED, Checkpoint, Reducer, RunResult
 from agui.stream.warning import StreamWarning, warning_json
@@ -232,8 +235,9 @@ class RunStream(AsyncIterator[RunUpdate]):
     `input` is the RunAgentInput it runs (its `run_id` names the run, to stop it say); `result`
     is the run's result once the last item was handed over (None before). `aclose()` (or leaving
     the `async with`) stops the run: the source is closed, the open run recorded as truncated
-    (STOPPED) and rolled back unless keep_partial. A stream neither exhausted nor closed holds
-    the conversation (ConversationBusyError for the next run) until it is garbage-collected."""
+    (STOPPED) and rolled back unless keep_partial, and an HttpAgent stops it on a server with a
+    store too, unless it detaches. A stream neither exhausted nor closed holds the conversation
+    (ConversationBusyError for the next run) until it is garbage-collected."""
 
     def __init__(self, input: RunAgentInput, updates: AsyncGenerator[RunUpdate]) -> None:
         self.input = input
@@ -315,6 +319,9 @@ class Conversation:
     verified; before a rejection, the events up to it), to watch runs live; an async function is
     awaited by the async methods (see OnEvent); an exception it raises stops the run like a
     rejection. on_frame: called with each frame as received, before it is processed (see OnFrame).
+    max_state_nodes: the most nodes a STATE_DELTA or ACTIVITY_DELTA may take the state or an
+    activity's content to (default 500,000; None: no limit): a patch past it is refused before it
+    builds anything and the run fails (ProtocolError naming the operation; agui.stream.patch).
     """
 
     def __init__(
@@ -329,10 +336,13 @@ class Conversation:
         keep_partial: bool = False,
         on_event: OnEvent | None = None,
         on_frame: OnFrame | None = None,
+        max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
     ) -> None:
         self.thread_id = thread_id or str(uuid.uuid4())
         self.reducer = (
-            Reducer(messages) if state is _DEFAULT_STATE else Reducer(messages, state=state)
+            Reducer(messages, max_state_nodes=max_state_nodes)
+            if state is _DEFAULT_STATE
+            else Reducer(messages, state=state, max_state_nodes=max_state_nodes)
         )
         self.reducer.pending_interrupts = tuple(pending_interrupts)
         self.keep_events = keep_events
@@ -366,6 +376,13 @@ class Conversation:
     def state(self) -> Any:
         """The state: any JSON value (a copy: changing it does not change the conversation)."""
         return self.reducer.state
+
+    def set_state(self, state: Any) -> None:
+        """Replace the state (any JSON value, copied): what the next run sends (`next_input`),
+        and what `state` reads until a run changes it. Refused while a stream is being applied
+        (ConversationBusyError): that run's events apply to the state it sent."""
+        self._refuse_if_busy("set_state")
+        self.reducer.set_state(state)
 
     @property
     def pending_interrupts(self) -> tuple[Interrupt, ...]:
@@ -408,6 +425,7 @@ class Conversation:
         keep_partial: bool = False,
         on_event: OnEvent | None = None,
         on_frame: OnFrame | None = None,
+        max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
     ) -> Conversation:
         """A conversation restored from `to_json()`'s object (or its JSON text): the same thread,
         messages, state, pending interrupts and recorded answers, so the next run continues the
@@ -435,6 +453,7 @@ class Conversation:
             keep_partial=keep_partial,
             on_event=on_event,
             on_frame=on_frame,
+            max_state_nodes=max_state_nodes,
         )
         held = {i.id for i in pending}
         for entry in answers:
@@ -654,7 +673,8 @@ class Conversation:
 
         Cancelling the task that awaits it closes the stream (and so the connection) and records
         the open run as truncated (STOPPED), rolled back unless keep_partial; the conversation is
-        ready for the next run."""
+        ready for the next run. An HttpAgent then stops the run on a server with a store too,
+        unless it detaches (`HttpAgent(url, detach=True)`)."""
         with self._only("run"):
             return await self._run(agent, message, tools, context, forwarded_props, resume, input)
 
@@ -679,7 +699,9 @@ class Conversation:
         batches = _batches(agent, input)
         if batches is not None:
             return await self._apply(batches, input, _strict(agent), batched=True)
-        return await self._apply(_source(agent, input), input, _strict(agent))
+        return await self._apply(
+            _source(agent, input, self.reducer.max_state_nodes), input, _strict(agent)
+        )
 
     def stream(
         self,
@@ -720,7 +742,9 @@ class Conversation:
     async def _updates(self, agent: Agent, input: RunAgentInput) -> AsyncGenerator[RunUpdate]:
         with self._only("stream"):
             attempt = _Attempt(self.reducer, self.keep_partial)
-            events = self._events(_source(agent, input), input, _strict(agent), attempt)
+            events = self._events(
+                _source(agent, input, self.reducer.max_state_nodes), input, _strict(agent), attempt
+            )
             async with aclosing(events):
                 async for event in events:
                     yield RunUpdate(conversation=self, event=event)
@@ -919,8 +943,11 @@ class Conversation:
             return attempt.result()
 
     def _join(self, input: RunAgentInput) -> None:
-        """The run of `input` started: its messages join the history (those not held yet)."""
+        """The run of `input` started: its messages join the history (those not held yet), and
+        its state is the conversation's (an input given to `run` may carry another than
+        `next_input` put in; the next run must send that one, not the older)."""
         self.reducer.add_messages(input.messages)
+        self.reducer.set_state(input.state)
 
     @contextmanager
     def _stream(self, pipeline: Pipeline, attempt: _Attempt) -> Iterator[None]:
@@ -996,7 +1023,9 @@ def _batches(agent: Agent, input: RunAgentInput) -> AsyncIterator[list[Any]] | N
     return got
 
 
-def _source(agent: Agent, input: RunAgentInput) -> AsyncIterator[Any]:
+def _source(agent: Agent, input: RunAgentInput, max_state_nodes: int | None) -> AsyncIterator[Any]:
     """What a run of `agent` reads: a FrameSource's frames, else the local agent inside the run
-    lifecycle."""
-    return agent.frames(input) if isinstance(agent, FrameSource) else run_lifecycle(agent, input)
+    lifecycle (refusing the deltas the conversation would refuse)."""
+    if isinstance(agent, FrameSource):
+        return agent.frames(input)
+    return run_lifecycle(agent, input, max_state_nodes=max_state_nodes)

@@ -19,7 +19,9 @@
   not an event model, is not sent; the run ends in RUN_ERROR `INVALID_EVENT` saying which rule
   it broke, and the agent is closed. So is a STATE_DELTA that does not apply to the state the
   client holds by then (the input's state, then the snapshots and deltas sent): clients would log
-  it and keep the old state, going on out of step with the agent.
+  it and keep the old state, going on out of step with the agent. So is a STATE_DELTA that would
+  take the state past `max_state_nodes` nodes (agui.stream.patch), refused before it builds
+  anything, as the client's Reducer refuses it.
 * The agent is handed a copy of the input that shares nothing with it (`agents_copy`): what it
   changes in place never reaches the run's RUN_STARTED or the stored run.
 * After the terminal event nothing more: what the agent still yields is dropped and logged, while
@@ -33,11 +35,10 @@ a local agent and the same agent behind a server give the same events.
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Container
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Container, Mapping
 from typing import Any, get_args
 
 import attrs
@@ -61,7 +62,9 @@ from agui_generated import (
 
 from agui.agent.protocol import Agent
 from agui.errors import ProtocolError
+from agui.observe.runlog import about_run
 from agui.stream.chunks import ChunkExpander
+from agui.stream.patch import DEFAULT_MAX_STATE_NODES, PatchLimitError, apply_patch
 from agui.stream.verify import Verifier
 from agui.wire.codec import decode, encode, to_json
 
@@ -153,8 +156,13 @@ class RunTracker(Verifier):
     closes nothing). A producer that ends a run itself (a stop, a shutdown) passes one to
     `run_lifecycle` and asks it what to close (`finishing`)."""
 
-    def __init__(self, state: Any = None) -> None:
+    def __init__(
+        self, state: Any = None, *, max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES
+    ) -> None:
         super().__init__()
+        self.max_state_nodes = max_state_nodes
+        """The most nodes a STATE_DELTA may take the state to, as the client's Reducer checks it
+        (agui.stream.patch; None: no limit): past it the delta is refused."""
         self.expander: ChunkExpander | None = None
         self.started: RunStartedEvent | None = None
         """The run's RUN_STARTED, once sent."""
@@ -162,6 +170,7 @@ class RunTracker(Verifier):
         """The state the client holds by now: the input's, then the snapshots and deltas sent.
         Shared with the input or the last snapshot until a delta applies (`_owned`)."""
         self._owned = False
+        self._nodes: int | None = None  # the owned state's node count, once a delta counted it
         self.open_text: Container[str] = self._messages
         """The text messages open (read-only: the Verifier's own record)."""
 
@@ -180,7 +189,7 @@ class RunTracker(Verifier):
         if kind is StateDeltaEvent:
             self._apply(event)
         elif kind is StateSnapshotEvent:
-            self.state, self._owned = event.snapshot, False
+            self.state, self._owned, self._nodes = event.snapshot, False, None
         if self.expander is None:
             if type(event) not in _CHUNKS:
                 self.feed(event)
@@ -190,24 +199,25 @@ class RunTracker(Verifier):
             self.feed(expanded)
 
     def _apply(self, event: StateDeltaEvent) -> None:
-        import jsonpatch  # only runs that send deltas pay for the import
-        import jsonpointer
-
-        if not self._owned:  # a private copy, patched in place from now on
-            self.state, self._owned = copy.deepcopy(self.state), True
+        nodes, self._nodes = self._nodes, None  # unknown again if the patch fails half-way
         try:
-            self.state = jsonpatch.apply_patch(
-                self.state, [to_json(op) for op in event.delta], in_place=True
+            patched = apply_patch(
+                self.state,
+                [to_json(op) for op in event.delta],
+                max_nodes=self.max_state_nodes,
+                nodes=nodes,
+                in_place=self._owned,  # else a private copy, patched in place from now on
+                pointer="/delta",
             )
-        except (
-            jsonpatch.JsonPatchException,
-            jsonpointer.JsonPointerException,
-            TypeError,  # the reducer's list: a patch into a scalar, say
-            ValueError,
-        ) as exc:
+        except PatchLimitError as exc:
+            raise ProtocolError(f"STATE_DELTA {exc}") from None
+        # The reducer's list (jsonpatch's and jsonpointer's errors are ValueErrors; a patch into
+        # a scalar, say, a TypeError): what the client would not apply is refused here.
+        except (TypeError, ValueError, LookupError, AttributeError) as exc:
             raise ProtocolError(
                 f"STATE_DELTA does not apply to the state the client holds: {exc}"
             ) from None
+        self.state, self._nodes, self._owned = patched.document, patched.nodes, True
 
     def finishing(self, finished: RunFinishedEvent) -> list[Any]:
         """The events that close what is open, to send before `finished`, already checked; then
@@ -263,6 +273,8 @@ async def run_lifecycle(
     finish_grace: float | None = DEFAULT_FINISH_GRACE,
     tracker: RunTracker | None = None,
     sink: Callable[[Any], bool] | None = None,
+    max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
+    log_fields: Mapping[str, object] | None = None,
 ) -> AsyncGenerator[Event | UnknownEvent, None]:
     """The agent's events for `run_input`, inside a correct run lifecycle (see the module).
 
@@ -273,12 +285,19 @@ async def run_lifecycle(
     content event of an open stream (checked as every event is, and changing nothing) is
     offered to `sink(event)` first, and yielded only when it returns False (it could not take
     the event now: a full queue, an event it leaves to the producer's own handling). Only such
-    events: everything else is yielded."""
-    run_id = run_input.run_id
+    events: everything else is yielded. max_state_nodes: the most nodes a STATE_DELTA may take
+    the state to (RunTracker's; a tracker given keeps its own). log_fields: what each line logged
+    about the run carries (agui.observe.runlog.about_run; the server's: agent, thread, run); by default
+    the input's thread and run."""
+    fields = (
+        {"thread": run_input.thread_id, "run": run_input.run_id}
+        if log_fields is None
+        else log_fields
+    )
     started: RunStartedEvent | None = None
     terminal = False  # a terminal event was yielded
     returned = False  # the agent's stream ended by itself
-    check = RunTracker() if tracker is None else tracker
+    check = RunTracker(max_state_nodes=max_state_nodes) if tracker is None else tracker
     check.state = run_input.state
     quick = False  # content events may take the fast path (check.quick)
     stream: AsyncIterator[Any] | None = None
@@ -286,9 +305,11 @@ async def run_lifecycle(
         # Inside the try: an agent whose call itself raises ends in RUN_ERROR too.
         stream = agent(agents_copy(run_input))
         if not isinstance(stream, AsyncIterator):
-            log.error(
-                "run %s: the agent returned %s, not an async iterator; %s",
-                run_id,
+            about_run(
+                log,
+                logging.ERROR,
+                _coded(fields, AGENT_ERROR),
+                "the agent returned %s, not an async iterator; %s",
                 type(stream).__name__,
                 _AGENT,
             )
@@ -322,10 +343,12 @@ async def run_lifecycle(
                     yield event
                 continue
             if kind not in _EVENT_TYPES:
-                log.error(
-                    "run %s: the agent yielded %s, which is not an AG-UI event; yield the event "
-                    "model classes (agui.TextMessageContentEvent, ...)",
-                    run_id,
+                about_run(
+                    log,
+                    logging.ERROR,
+                    _coded(fields, INVALID_EVENT),
+                    "the agent yielded %s, which is not an AG-UI event; yield the event model "
+                    "classes (agui.TextMessageContentEvent, ...)",
                     kind.__name__,
                 )
                 if started is None:
@@ -348,17 +371,22 @@ async def run_lifecycle(
                 if kind is RunStartedEvent:
                     continue
             elif kind is RunStartedEvent:
-                log.warning(
-                    "run %s: dropped a second RUN_STARTED (the run is already started)", run_id
+                about_run(
+                    log,
+                    logging.WARNING,
+                    fields,
+                    "dropped a second RUN_STARTED (the run is already started)",
                 )
                 continue
             try:
                 if kind is RunFinishedEvent:
                     if (event.thread_id, event.run_id) != (started.thread_id, started.run_id):
-                        log.warning(
-                            "run %s: the agent's RUN_FINISHED named thread %r, run %r; it is sent "
-                            "with the run's (thread %r, run %r)",
-                            run_id,
+                        about_run(
+                            log,
+                            logging.WARNING,
+                            fields,
+                            "the agent's RUN_FINISHED named thread %r, run %r; it is sent with "
+                            "the run's (thread %r, run %r)",
                             event.thread_id,
                             event.run_id,
                             started.thread_id,
@@ -369,7 +397,13 @@ async def run_lifecycle(
                         )
                     closing = check.finishing(event)
                     if closing:
-                        log.info("run %s: closed before RUN_FINISHED: %s", run_id, _closed(closing))
+                        about_run(
+                            log,
+                            logging.INFO,
+                            fields,
+                            "closed before RUN_FINISHED: %s",
+                            _closed(closing),
+                        )
                     for closer in closing:
                         yield closer
                     terminal = True
@@ -382,9 +416,11 @@ async def run_lifecycle(
                 check.admit(event)
                 quick = check.expander is None
             except ProtocolError as exc:
-                log.error(
-                    "run %s: the agent sent an event a client must reject (%s): %s",
-                    run_id,
+                about_run(
+                    log,
+                    logging.ERROR,
+                    _coded(fields, INVALID_EVENT),
+                    "the agent sent an event a client must reject (%s): %s",
                     _describe(event),
                     exc,
                 )
@@ -395,9 +431,11 @@ async def run_lifecycle(
         else:
             returned = True
         if terminal and not returned:
-            await _finish(stream, run_id, finish_grace)
+            await _finish(stream, fields, finish_grace)
     except Exception:
-        log.exception("run %s: the agent failed", run_id)
+        about_run(
+            log, logging.ERROR, _coded(fields, AGENT_ERROR), "the agent failed", exc_info=True
+        )
         if started is None:
             started = run_started(run_input)
             check.start(started)
@@ -410,7 +448,7 @@ async def run_lifecycle(
             try:
                 await stream.aclose()
             except Exception:  # the run still needs its end
-                log.exception("run %s: closing the agent failed", run_id)
+                about_run(log, logging.ERROR, fields, "closing the agent failed", exc_info=True)
     if started is None:
         started = run_started(run_input)
         check.start(started)
@@ -420,17 +458,29 @@ async def run_lifecycle(
         try:
             closing = check.finishing(finished)
         except ProtocolError as exc:  # pragma: no cover - what is open is what gets closed
-            log.error("run %s: the run cannot be finished: %s", run_id, exc)
+            about_run(
+                log,
+                logging.ERROR,
+                _coded(fields, INVALID_EVENT),
+                "the run cannot be finished: %s",
+                exc,
+            )
             yield run_error(f"The agent sent an invalid event: {exc}", INVALID_EVENT)
             return
         if closing:
-            log.info("run %s: closed before RUN_FINISHED: %s", run_id, _closed(closing))
+            about_run(log, logging.INFO, fields, "closed before RUN_FINISHED: %s", _closed(closing))
         for closer in closing:
             yield closer
         yield finished
 
 
-async def _finish(stream: AsyncIterator[Any], run_id: str, grace: float | None) -> None:
+def _coded(fields: Mapping[str, object], code: str) -> dict[str, object]:
+    return {**fields, "code": code}
+
+
+async def _finish(
+    stream: AsyncIterator[Any], fields: Mapping[str, object], grace: float | None
+) -> None:
     """Let the agent finish after its terminal event: drop (and log) what it still yields, for at
     most `grace` seconds; then cancel it."""
     loop = asyncio.get_running_loop()
@@ -445,18 +495,27 @@ async def _finish(stream: AsyncIterator[Any], run_id: str, grace: float | None) 
         except TimeoutError:
             if not limit.expired():
                 raise  # the agent's own
-            log.warning(
-                "run %s: the agent was still working %s s after its terminal event; it is "
-                "cancelled",
-                run_id,
+            about_run(
+                log,
+                logging.WARNING,
+                fields,
+                "the agent was still working %s s after its terminal event; it is cancelled",
                 grace,
             )
             return
-        log.warning("run %s: dropped %s sent after the terminal event", run_id, _describe(event))
+        about_run(
+            log,
+            logging.WARNING,
+            fields,
+            "dropped %s sent after the terminal event",
+            _describe(event),
+        )
         if deadline is not None and loop.time() >= deadline:
-            log.warning(
-                "run %s: the agent was still yielding %s s after its terminal event; it is closed",
-                run_id,
+            about_run(
+                log,
+                logging.WARNING,
+                fields,
+                "the agent was still yielding %s s after its terminal event; it is closed",
                 grace,
             )
             return

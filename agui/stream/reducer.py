@@ -12,6 +12,9 @@ The rules are those of the official TypeScript client (apply/default.ts, @ag-ui/
   key, last write wins, no recursion, null values kept.
 * STATE_SNAPSHOT replaces the state with any JSON value, null and 0 included. STATE_DELTA is an
   RFC 6902 patch applied all or nothing: a patch that fails leaves the state as it was and warns.
+  A patch that would take the state (or, for ACTIVITY_DELTA, an activity's content) past
+  `max_state_nodes` nodes is refused before it builds anything, and rejects the stream
+  (ProtocolError naming the operation, `/delta/19`): see agui.stream.patch.
 * MESSAGES_SNAPSHOT is reconciled by id; ACTIVITY_SNAPSHOT / ACTIVITY_DELTA set and patch activity
   messages; REASONING_ENCRYPTED_VALUE is stored on its tool call or message.
 * RUN_STARTED adds the messages of its input the conversation does not hold yet; RUN_FINISHED and
@@ -73,6 +76,7 @@ from agui_generated import (
 )
 
 from agui.errors import ProtocolError
+from agui.stream.patch import DEFAULT_MAX_STATE_NODES, PatchLimitError, apply_patch
 from agui.stream.warning import StreamWarning
 from agui.wire.codec import DISCRIMINATORS, TAGS, decode_json, to_json, wire_name
 
@@ -100,19 +104,7 @@ TRUNCATED = (
 """Why a run that never got its terminal event is recorded as truncated."""
 
 _PATCH_ERRORS = (TypeError, ValueError, LookupError, AttributeError)
-"""What a patch that cannot be applied raises (_apply_patch)."""
-
-
-def _apply_patch(document: Any, patch: list[Any]) -> Any:
-    """jsonpatch.apply_patch, imported with the first patch (only streams that send deltas pay
-    for jsonpatch); its errors and jsonpointer's come out as ValueError with their message."""
-    import jsonpatch
-    import jsonpointer
-
-    try:
-        return jsonpatch.apply_patch(document, patch)
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-        raise ValueError(str(exc)) from exc
+"""What a patch that cannot be applied raises (agui.stream.patch.apply_patch)."""
 
 
 _UNDECLARED = object()
@@ -231,8 +223,17 @@ class Reducer:
     """
 
     def __init__(
-        self, messages: Iterable[Message | Mapping[str, Any]] = (), state: Any = _DEFAULT_STATE
+        self,
+        messages: Iterable[Message | Mapping[str, Any]] = (),
+        state: Any = _DEFAULT_STATE,
+        *,
+        max_state_nodes: int | None = DEFAULT_MAX_STATE_NODES,
     ) -> None:
+        if max_state_nodes is not None and max_state_nodes < 1:
+            raise ValueError("max_state_nodes must be at least 1 (None: no limit)")
+        self.max_state_nodes = max_state_nodes
+        """The most nodes a STATE_DELTA or ACTIVITY_DELTA may take the state or an activity's
+        content to (agui.stream.patch; None: no limit)."""
         self.warnings: list[StreamWarning] = []
         self.runs: list[RunResult] = []
         self.pending_interrupts: tuple[Interrupt, ...] = ()
@@ -308,6 +309,10 @@ class Reducer:
         """The state (a copy the caller may change): any JSON value; {} until the producer says
         otherwise."""
         return copy.deepcopy(self._state)
+
+    def set_state(self, state: Any) -> None:
+        """Replace the state with `state` (a copy: changing it afterwards changes nothing here)."""
+        self._state = _copy_json(state)
 
     @property
     def run_open(self) -> bool:
@@ -561,13 +566,22 @@ class Reducer:
     def _state_delta(self, event: StateDeltaEvent) -> None:
         patch = [to_json(op) for op in event.delta]
         try:
-            self._state = _apply_patch(self._state, patch)
+            # on a copy (counted as it is made), so a patch that fails changes nothing
+            patched = apply_patch(
+                self._state, patch, max_nodes=self.max_state_nodes, pointer="/delta"
+            )
+        except PatchLimitError as exc:
+            # Not a patch to skip with a warning: a stream whose state outgrows what the client
+            # will hold is rejected, so the run is reported failed rather than going on without it.
+            raise ProtocolError(f"STATE_DELTA {exc}", event=self._at) from None
         except _PATCH_ERRORS as exc:
             self._warn(
                 "patch_failed",
                 f"Failed to apply state patch; the state is unchanged: {exc}",
                 "/delta",
             )
+            return
+        self._state = patched.document
 
     # ── messages snapshot ────────────────────────────────────────────────────────────────────
 
@@ -642,9 +656,13 @@ class Reducer:
         self._merge(message, message, event.metadata)
         patch = [to_json(op) for op in event.patch]
         try:
-            content = _apply_patch(message[_CONTENT], patch)
+            content = apply_patch(
+                message[_CONTENT], patch, max_nodes=self.max_state_nodes, pointer="/patch"
+            ).document
             if not isinstance(content, dict):
                 raise TypeError("the patched content is not an object")
+        except PatchLimitError as exc:
+            raise ProtocolError(f"ACTIVITY_DELTA {exc}", event=self._at) from None
         except _PATCH_ERRORS as exc:
             self._warn(
                 "patch_failed",

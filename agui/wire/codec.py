@@ -19,6 +19,7 @@ import orjson
 from agui_generated import DecodeError, Event, Problem, UnknownEvent
 from agui_generated._runtime import (
     _SHALLOW_TEXT,
+    MAX_WARNINGS,
     document_nests_deeper,
     dumps_checked,
     json_fragment,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # loaded on first use (__getattr__ below)
 __all__ = [
     "DEFINITIONS",
     "DISCRIMINATORS",
+    "MAX_WARNINGS",
     "TAGS",
     "UnknownEvent",
     "configure_converter",
@@ -98,8 +100,9 @@ def decode(
     modes, and nothing is coerced. An any-JSON value (state, metadata, ...) may nest at most
     MAX_JSON_DEPTH (128) levels of arrays and objects, the limit encoding has: a deeper one is an
     error of kind "depth" at the array or object one level too deep. Warnings are appended to
-    `warnings` when a list is given, else logged on the "agui" logger. Raises DecodeError listing
-    every problem with its JSON pointer.
+    `warnings` when a list is given, else logged on the "agui" logger: at most MAX_WARNINGS (20)
+    of a kind, then one of that kind (pointer "") saying how many more were removed. Raises
+    DecodeError listing every problem with its JSON pointer.
     """
     try:
         value = _loads(data)
@@ -124,6 +127,22 @@ def decode_json(
 ) -> Any:
     """Like decode, for a document already parsed into Python JSON values."""
     return decode_parsed(value, cls, strict, warnings, deep=True)
+
+
+def decode_loaded(
+    data: bytes | str,
+    value: Any,
+    cls: Any,
+    *,
+    strict: bool = False,
+    warnings: list[Problem] | None = None,
+    reshaped: bool = False,
+) -> Any:
+    """Like decode, for `value`, which the caller parsed from `data` already (a parse saved:
+    the server reads a request's ids before it decodes). `reshaped`: the caller changed `value`
+    since (an upgrade), so its nesting is measured rather than judged from `data`."""
+    deep = reshaped or (len(data) > _SHALLOW_TEXT and document_nests_deeper(data, value))
+    return decode_parsed(value, cls, strict, warnings, deep=deep)
 
 
 def decode_parsed(

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from agui_generated import DecodeError, Event, Problem
 
-from agui.errors import EncodeError, ProtoStreamError
+from agui.errors import EncodeError, ProtoStreamError, require_extra
 from agui.wire.codec import decode_parsed, to_json
 
 __all__ = [
@@ -193,12 +193,9 @@ def accepts_proto(accept: str | bytes | None) -> bool:
 
 # ── the protobuf runtime's message objects ───────────────────────────────────────────────────
 def _pb2() -> Any:
-    try:
-        from agui_generated import proto_pb2
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "to_message/from_message need the protobuf runtime: pip install 'agui-spec[proto]'"
-        ) from exc
+    require_extra("proto", "to_message/from_message (the protobuf runtime)")
+    from agui_generated import proto_pb2
+
     return proto_pb2
 
 

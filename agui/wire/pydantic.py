@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agui.errors import require_extra
 from agui.wire.codec import decode_json, to_json
 
 if TYPE_CHECKING:
@@ -17,12 +18,9 @@ if TYPE_CHECKING:
 
 
 def _binding() -> Any:
-    try:
-        import agui_pydantic
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "the pydantic binding needs pydantic: pip install 'agui-spec[pydantic]'"
-        ) from exc
+    require_extra("pydantic", "the pydantic binding (to_pydantic, from_pydantic)")
+    import agui_pydantic
+
     return agui_pydantic
 
 

@@ -170,20 +170,43 @@ class Ctx:
     unless the caller knows the document cannot nest deeper than MAX_JSON_DEPTH), and what was
     found so far."""
 
-    __slots__ = ("deep", "dropped", "problems", "strict", "warnings")
+    __slots__ = ("deep", "dropped", "problems", "strict", "warned", "warnings")
 
     def __init__(self, strict: bool, deep: bool = True) -> None:
         self.strict = strict
         self.deep = deep
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
+        self.warned: dict[str, int] = {}  # warnings found, by kind (listed or not)
         self.dropped = 0
 
     def error(self, at: At, kind: str, message: str) -> None:
         self.problems.append(Problem(pointer(at), kind, message))
 
     def warn(self, at: At, kind: str, message: str) -> None:
-        self.warnings.append(Problem(pointer(at), kind, message))
+        # Past MAX_WARNINGS of a kind, only counted: no pointer, no Problem (a body of a million
+        # unknown members costs a count each, not a warning each).
+        found = self.warned.get(kind, 0) + 1
+        self.warned[kind] = found
+        if found <= MAX_WARNINGS:
+            self.warnings.append(Problem(pointer(at), kind, message))
+
+    def listed(self) -> list[Problem]:
+        """The warnings: the first MAX_WARNINGS of each kind, then, for a kind that had more, one
+        of that kind (pointer "") saying how many more were found."""
+        for kind, found in self.warned.items():
+            if found > MAX_WARNINGS:
+                more = found - MAX_WARNINGS
+                self.warnings.append(
+                    Problem("", kind, f"... and {more} more warnings of kind {kind}, not listed")
+                )
+        return self.warnings
+
+
+MAX_WARNINGS: Final = 20
+"""The most warnings of one kind a tolerant decode lists (as DecodeError's message lists the first
+20 problems); the rest are counted, and one more warning of that kind says how many. A document
+is read whole either way: this bounds what removing a million members costs to report."""
 
 
 class Restart(Exception):
@@ -204,6 +227,7 @@ class FirstPass(Ctx):
         self.deep = deep
         self.problems = []
         self.warnings = []
+        self.warned = {}
         self.dropped = 0
 
     def error(self, at: At, kind: str, message: str) -> None:

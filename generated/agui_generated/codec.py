@@ -11134,7 +11134,7 @@ def decode_value(
             _rt.depth(cx, value, ())
         if cx.problems:
             raise DecodeError(cx.problems) from None
-        return result, cx.warnings
+        return result, cx.listed()
 
 
 AGAIN: Final = object()

@@ -127,9 +127,9 @@ def test_what_was_translated_is_logged_once_per_run(
     post(serve(AgentApp(Scripted(), compat="0.0.37")), body())
     said = [r.getMessage() for r in caplog.records if "era" in r.getMessage()]
     assert said == [
-        "run run-1: for a client of the 0.0.37 era (no protocolVersion): translated "
+        "for a client of the 0.0.37 era (no protocolVersion): translated "
         "REASONING_* events to THINKING_* (5x); dropped ACTIVITY_* events, empty deltas, "
-        "SUBAGENT_* events (2x)"
+        "SUBAGENT_* events (2x): agent=agent thread=thread-1 run=run-1"
     ]
 
 

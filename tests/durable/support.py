@@ -208,6 +208,8 @@ class Served:
         while True:
             line = self.lines.get(timeout=STARTUP)
             assert line is not None, "agui serve exited: " + "".join(self.stderr)
+            if line.startswith("{"):  # --log-format json
+                line = json.loads(line)["message"]
             found = re.search(r"http://\S+", line)
             if line.startswith("serving ") and found:
                 return found.group(0)

@@ -231,7 +231,8 @@ def test_frames_after_a_reconnect_are_numbered_on(serve: Serve, mode: str) -> No
                         pass
 
                 asyncio.run(read())
-    assert proxy.connections == 2
+    # the run, its resume, and the stop of the run the client rejected (HttpAgent's detach)
+    assert proxy.connections == 3
     assert caught.value.frame == 61
     assert str(caught.value).startswith("frame 61 ")
 

@@ -69,7 +69,7 @@ def run_lines(caplog: pytest.LogCaptureFixture) -> dict[str, dict[str, Any]]:
     lines: dict[str, dict[str, Any]] = {}
     for record in caplog.records:
         fields = getattr(record, "agui", None)
-        if record.name == "agui.server" and fields is not None:
+        if fields is not None and record.getMessage().startswith("run ended:"):
             assert fields["run"] not in lines, record.getMessage()
             lines[fields["run"]] = fields
     return lines
