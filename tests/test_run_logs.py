@@ -388,3 +388,33 @@ def test_the_run_line_has_the_trace_id_when_tracing_is_on(
     with live_server(agui.AgentApp(failing, path="/agent")) as url:
         start(url, "r-untraced")
     assert "trace" not in about(caplog, "run ended").agui  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("store", [None, "memory://"])
+def test_a_served_model_agent_s_lines_carry_the_server_s_fields(
+    caplog: pytest.LogCaptureFixture, store: str | None
+) -> None:
+    """A line the model agent logs inside a served run (a tool that failed) carries the server's
+    fields for the run, its agent name included (agui.observe.runlog.RUN_FIELDS); run alone,
+    without a server, the input's thread and run."""
+    from agui.model import ModelAgent, ScriptedModel, tool
+    from agui.model.scripted import call, say
+
+    def explode() -> str:
+        raise RuntimeError("the tool broke")
+
+    def agent() -> ModelAgent:
+        model = ScriptedModel([call("explode", {}, id="c1"), say("sorry")])
+        return ModelAgent(model, tools=[tool(explode)])
+
+    caplog.set_level(logging.INFO, logger="agui")
+    with live_server(agui.AgentApp(agent(), path="/agent", name="shop", store=store)) as url:
+        assert "RUN_FINISHED" in start(url, "r-tool").text
+    check_fields(
+        about(caplog, "tool explode failed"), {"agent": "shop", "thread": "t 1", "run": "r-tool"}
+    )
+    caplog.clear()
+    asyncio.run(agui.Conversation().run(agent(), "hi"))
+    record = about(caplog, "tool explode failed")
+    assert record.agui["thread"] and record.agui["run"]  # type: ignore[attr-defined]
+    assert "agent" not in record.agui  # type: ignore[attr-defined]

@@ -154,7 +154,9 @@ def test_an_allowed_caller_s_large_body_logs_a_bounded_number_of_lines(
     assert len(warned) == MAX_WARNINGS + 1  # the first of a kind, then how many more
     more = MESSAGES * UNKNOWN - MAX_WARNINGS
     assert f"... and {more} more warnings of kind unknown_property" in warned[-1].getMessage()
-    assert all("run run-big (thread thread-big)" in r.getMessage() for r in warned)
+    fields = {"thread": "thread-big", "run": "run-big"}
+    assert all(fields.items() <= r.agui.items() for r in warned)  # type: ignore[attr-defined]
+    assert all(r.getMessage().endswith("thread=thread-big run=run-big") for r in warned)
     assert statuses and set(statuses) == {200}
 
 
@@ -193,7 +195,8 @@ def test_a_hundred_runs_with_a_null_state_log_no_warning(
     assert warned == [], [r.getMessage() for r in warned]
     nulls = [r for r in body_records(caplog) if "removed null" in r.getMessage()]
     assert len(nulls) == 100 and {r.levelno for r in nulls} == {logging.DEBUG}
-    assert "run run-7 (thread thread-null): request body: /state:" in nulls[7].getMessage()
+    assert nulls[7].getMessage().startswith("request body: /state:")
+    assert nulls[7].getMessage().endswith("thread=thread-null run=run-7")
 
 
 def test_the_upgrades_of_a_legacy_body_are_logged_with_the_same_cap(
@@ -212,7 +215,7 @@ def test_the_upgrades_of_a_legacy_body_are_logged_with_the_same_cap(
     lines = [r.getMessage() for r in body_records(caplog) if r.levelno >= logging.WARNING]
     upgrades = [line for line in lines if "onverted" in line or "more upgrades" in line]
     assert len(upgrades) == MAX_WARNINGS + 1
-    assert upgrades[-1].endswith("... and 11 more upgrades")  # 31: the notice, then 30 parts
+    assert "... and 11 more upgrades: agent=" in upgrades[-1]  # 31: the notice, then 30 parts
     assert len(lines) == 2 * (MAX_WARNINGS + 1)  # and the 30 removals: 20, then the count
 
 

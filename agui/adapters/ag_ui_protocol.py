@@ -73,11 +73,12 @@ from agui_generated import (
 
 from agui.adapters.imports import framework_module
 from agui.errors import AguiError, SSEError
+from agui.observe.runlog import about_run, run_fields
 from agui.stream.lifecycle import AGENT_FAILED, INVALID_EVENT, run_error
 from agui.wire.codec import decode, decode_json, to_json
 from agui.wire.sse import SSEDecoder
 
-__all__ = ["AgUiProtocolAgent", "SdkAgent"]
+__all__ = ["AgUiProtocolAgent", "SdkAgent", "read_events"]
 
 log = logging.getLogger("agui.adapters")
 
@@ -153,7 +154,9 @@ class AgUiProtocolAgent:
         if self.clone:
             agent = agent.clone()
         stream: AsyncIterator[Any] = agent.run(self._input_type.model_validate(to_json(input)))
-        async with aclosing(_read_events(stream, input.run_id, self.error_messages)) as events:
+        async with aclosing(
+            read_events(stream, run_fields(input.thread_id, input.run_id), self.error_messages)
+        ) as events:
             async for event in events:
                 yield event
 
@@ -201,25 +204,32 @@ async def _declared_capabilities(agent: object) -> AgentCapabilities:
     return declared
 
 
-async def _read_events(
-    stream: AsyncIterator[Any], run_id: str, error_messages: bool
+async def read_events(
+    stream: AsyncIterator[Any], fields: Mapping[str, object], error_messages: bool
 ) -> AsyncGenerator[Event | UnknownEvent, None]:
     """An official agent's stream as agui events (see the module docstring): its items decoded,
     the message of its RUN_ERROR withheld unless `error_messages`, an item that cannot be sent
-    ending the run in RUN_ERROR INVALID_EVENT; `stream` is closed at the end. Shared by the
-    adapters of agui.adapters."""
-    reader = _Reader(run_id)
+    ending the run in RUN_ERROR INVALID_EVENT; `stream` is closed at the end; what is logged
+    about the run carries `fields` (agui.observe.runlog). Shared by the adapters of agui.adapters."""
+    reader = _Reader(fields)
     try:
         try:
             async for item in stream:
                 for event in reader.read(item):
                     if type(event) is RunErrorEvent and not error_messages:
-                        event = _withheld(event, run_id)
+                        event = _withheld(event, fields)
                     yield event
             for event in reader.close():
                 yield event
         except _Invalid as exc:
-            log.error("run %s: %s; the run ends in RUN_ERROR %s", run_id, exc, INVALID_EVENT)
+            about_run(
+                log,
+                logging.ERROR,
+                fields,
+                "%s; the run ends in RUN_ERROR %s",
+                exc,
+                INVALID_EVENT,
+            )
             yield run_error("The agent produced an invalid event.", INVALID_EVENT)
     finally:
         aclose = getattr(stream, "aclose", None)
@@ -227,12 +237,14 @@ async def _read_events(
             await aclose()
 
 
-def _withheld(event: RunErrorEvent, run_id: str) -> RunErrorEvent:
+def _withheld(event: RunErrorEvent, fields: Mapping[str, object]) -> RunErrorEvent:
     """The agent's RUN_ERROR with a generic message; its own goes to the log."""
-    log.error(
-        "run %s: the agent ended the run in RUN_ERROR (code %r): %s; the client gets %r "
+    about_run(
+        log,
+        logging.ERROR,
+        fields,
+        "the agent ended the run in RUN_ERROR (code %r): %s; the client gets %r "
         "(the adapter's error_messages=True passes the message on)",
-        run_id,
         event.code,
         event.message,
         AGENT_FAILED,
@@ -314,8 +326,8 @@ def _rules_out_1(specifier: str) -> bool:
 class _Reader:
     """The official agent's items, decoded into events (see the module docstring)."""
 
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
+    def __init__(self, fields: Mapping[str, object]) -> None:
+        self.fields = fields  # what its log lines about the run carry
         self.count = 0  # events read so far
         self.text: Literal["sse", "json"] | None = None  # decided by the first string
         self.sse = SSEDecoder()
@@ -373,9 +385,11 @@ class _Reader:
                 f"{'; '.join(map(str, exc.problems))} (in {_preview(data)})"
             ) from None
         if warnings:
-            log.warning(
-                "run %s: the agent's event %d (%s): %s",
-                self.run_id,
+            about_run(
+                log,
+                logging.WARNING,
+                self.fields,
+                "the agent's event %d (%s): %s",
                 self.count,
                 event.type,
                 "; ".join(map(str, warnings)),

@@ -46,8 +46,9 @@ from agui_generated import (
     UnknownEvent,
 )
 
-from agui.adapters.ag_ui_protocol import _read_events
+from agui.adapters.ag_ui_protocol import read_events
 from agui.adapters.imports import framework_module
+from agui.observe.runlog import run_fields
 from agui.wire.codec import to_json
 
 __all__ = ["AgentFrameworkAgent"]
@@ -122,7 +123,9 @@ class AgentFrameworkAgent:
             if wire.get(key) is None:
                 wire[key] = empty()
         stream: AsyncIterator[Any] = self.runner.run(wire)
-        async with aclosing(_read_events(stream, input.run_id, self.error_messages)) as events:
+        async with aclosing(
+            read_events(stream, run_fields(input.thread_id, input.run_id), self.error_messages)
+        ) as events:
             async for event in events:
                 yield event
 

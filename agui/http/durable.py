@@ -27,6 +27,7 @@ the log no longer has (a Redis restarted without persistence) ends its streams i
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 import os
@@ -93,7 +94,7 @@ from agui.http.response import (
     send_last,
     unsent,
 )
-from agui.observe.runlog import about_run
+from agui.observe.runlog import RUN_FIELDS, about_run
 from agui.store import (
     EventBatch,
     EventLog,
@@ -1355,7 +1356,8 @@ class Execution:
 
     def start(self) -> None:
         self.started_at = self.app._observe_start()
-        context = None if self.span is None else self.span.task_context()
+        context = contextvars.copy_context() if self.span is None else self.span.task_context()
+        context.run(RUN_FIELDS.set, self.fields())  # what the agent logs about the run carries
         self.task = asyncio.create_task(self.run(), name=f"agui run {self.id}", context=context)
         self.app._runs.add(self)
         if self.app._stop_at is not None:
@@ -1774,7 +1776,12 @@ def _proto_of(data: bytes, run_id: str) -> bytes | None:
     try:
         event = decode(data)
     except Exception:
-        log.warning("run %s: a stored event cannot be decoded; it is skipped", run_id)
+        about_run(
+            log,
+            logging.WARNING,
+            {"run": run_id},
+            "a stored event cannot be decoded; it is skipped",
+        )
         return None
     if type(event) is UnknownEvent:
         return None

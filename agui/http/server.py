@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 import math
@@ -94,7 +95,7 @@ from agui.http.response import (
     send_last,
     unsent,
 )
-from agui.observe.runlog import about_run, logfmt
+from agui.observe.runlog import RUN_FIELDS, about_run, logfmt
 from agui.stream.lifecycle import (
     DEFAULT_FINISH_GRACE,
     INVALID_EVENT,
@@ -868,7 +869,7 @@ class AgentApp:
                 )
                 raise BadRequest(400, "the body is not UTF-8 JSON", (problem,)) from None
             raise BadRequest(400, "the body is not a valid RunAgentInput", exc.problems) from None
-        _log_body(run_input, upgrades, warnings)
+        _log_body(self.name, run_input, upgrades, warnings)
         # An agent with a validate(input) method can refuse a run before the stream opens.
         refused = tuple(self._validator.validate(run_input)) if self._validator else ()
         if refused:
@@ -905,8 +906,10 @@ class AgentApp:
             headers = [*headers, VARY]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         run = _Run(run_input, self.queue_size, binary, era, span, self.name)
-        # The agent runs in the producer's task: a traced run's span is current there.
-        context = None if span is None else span.task_context()
+        # The agent runs in the producer's task: a traced run's span is current there, and so are
+        # the run's log fields (what its agent logs about it carries them).
+        context = contextvars.copy_context() if span is None else span.task_context()
+        context.run(RUN_FIELDS.set, run.fields())
         producer = asyncio.create_task(self._produce(run), context=context)
         sender = asyncio.create_task(send_frames(run.outbox, send, run.clock))
         watcher = asyncio.create_task(wait_for_disconnect(receive))
@@ -1231,19 +1234,22 @@ class RequestBody:
         )
 
 
-def _log_body(run_input: RunAgentInput, upgrades: list[str], warnings: list[Problem]) -> None:
-    """Log what a request body had upgraded or removed, naming its run and thread. A null on an
-    optional member (what many official clients send for an absent one) is DEBUG; the rest is a
-    WARNING. The decoder lists at most MAX_WARNINGS of a kind; upgrades are capped alike."""
-    ids = (run_input.run_id, run_input.thread_id)
+def _log_body(
+    agent: str | None, run_input: RunAgentInput, upgrades: list[str], warnings: list[Problem]
+) -> None:
+    """Log what a request body had upgraded or removed, each line with the run's fields (agent,
+    thread, run). A null on an optional member (what many official clients send for an absent
+    one) is DEBUG; the rest is a WARNING. The decoder lists at most MAX_WARNINGS of a kind;
+    upgrades are capped alike."""
+    fields = {"agent": agent, "thread": run_input.thread_id, "run": run_input.run_id}
     for said in upgrades[:MAX_WARNINGS]:
-        log.warning("run %s (thread %s): request body: %s", *ids, said)
+        about_run(log, logging.WARNING, fields, "request body: %s", said)
     if len(upgrades) > MAX_WARNINGS:
         more = len(upgrades) - MAX_WARNINGS
-        log.warning("run %s (thread %s): request body: ... and %d more upgrades", *ids, more)
+        about_run(log, logging.WARNING, fields, "request body: ... and %d more upgrades", more)
     for problem in warnings:
         level = logging.DEBUG if problem.kind == "null" else logging.WARNING
-        log.log(level, "run %s (thread %s): request body: %s", *ids, problem)
+        about_run(log, level, fields, "request body: %s", problem)
 
 
 class _Run:

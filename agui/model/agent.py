@@ -109,6 +109,7 @@ from agui.model.tools import (
     thread_safe_sink,
     tool,
 )
+from agui.observe.runlog import about_run, run_fields
 
 if TYPE_CHECKING:
     from agui.http.tracing import ChatSpan, ToolSpan
@@ -383,6 +384,10 @@ class _Round:
 class _Run:
     """One run of a ModelAgent."""
 
+    def _log_fields(self) -> Mapping[str, object]:
+        """What a line about this run carries (the server's agent name when it serves it)."""
+        return run_fields(self.input.thread_id, self.input.run_id)
+
     def __init__(self, agent: ModelAgent, input: RunAgentInput) -> None:
         self.agent = agent
         self.input = input
@@ -431,8 +436,13 @@ class _Run:
                 async for event in self._model_round(prompt, produced):
                     yield event
             except ModelError as exc:
-                log.warning(
-                    "run %s: the model failed (%s): %s", self.input.run_id, exc.code, exc.message
+                about_run(
+                    log,
+                    logging.WARNING,
+                    self._log_fields(),
+                    "the model failed (%s): %s",
+                    exc.code,
+                    exc.message,
                 )
                 yield RunErrorEvent(
                     message=exc.message, code=exc.code, usage=tuple(self.usage.values()) or None
@@ -467,8 +477,13 @@ class _Run:
                 try:
                     ask = server.needs_approval(self.input, arguments)
                 except Exception as exc:
-                    log.exception(
-                        "run %s: approval rule of %s failed", self.input.run_id, call.name
+                    about_run(
+                        log,
+                        logging.ERROR,
+                        self._log_fields(),
+                        "approval rule of %s failed",
+                        call.name,
+                        exc_info=True,
                     )
                     round_results[call.id] = _failed(server.name, exc)
                     continue
@@ -495,7 +510,9 @@ class _Run:
                 return
             if produced.calls and not pending and step == agent.max_steps:
                 # The model saw none of this round's results and has not answered.
-                log.warning("run %s: stopped after max_steps=%d", self.input.run_id, step)
+                about_run(
+                    log, logging.WARNING, self._log_fields(), "stopped after max_steps=%d", step
+                )
                 yield RunErrorEvent(
                     message=f"The agent stopped after {step} model rounds without an answer "
                     "(max_steps).",
@@ -742,7 +759,9 @@ class _Run:
                 span.failed(exc)
             return f"Error: {exc}"
         except Exception as exc:
-            log.exception("run %s: tool %s failed", self.input.run_id, call.name)
+            about_run(
+                log, logging.ERROR, self._log_fields(), "tool %s failed", call.name, exc_info=True
+            )
             if span is not None:
                 span.failed(exc)
             return _failed(server.name, exc)
@@ -751,9 +770,11 @@ class _Run:
         except TypeError:
             if span is not None:
                 span.failed(kind="not_json")
-            log.error(
-                "run %s: tool %s returned a %s, which is not JSON",
-                self.input.run_id,
+            about_run(
+                log,
+                logging.ERROR,
+                self._log_fields(),
+                "tool %s returned a %s, which is not JSON",
                 call.name,
                 type(value).__name__,
             )

@@ -240,12 +240,12 @@ def test_what_the_tolerant_decoder_removes_is_logged_per_event(
     ]
     assert isinstance(got[2], agui.UnknownEvent)
     assert agui_warnings(caplog) == [
-        "agui.adapters: run run-1: the agent's event 2 (TEXT_MESSAGE_START): /bogus: removed "
-        "unknown member 'bogus'",
-        "agui.adapters: run run-1: the agent's event 3 (FUTURE_EVENT): /type: unknown event type "
-        "'FUTURE_EVENT'; passed on as UnknownEvent",
-        "agui.adapters: run run-1: the agent's event 4 (TEXT_MESSAGE_END): /timestamp: removed "
-        "null from an optional member",
+        "agui.adapters: the agent's event 2 (TEXT_MESSAGE_START): /bogus: removed "
+        "unknown member 'bogus': thread=thread-1 run=run-1",
+        "agui.adapters: the agent's event 3 (FUTURE_EVENT): /type: unknown event type "
+        "'FUTURE_EVENT'; passed on as UnknownEvent: thread=thread-1 run=run-1",
+        "agui.adapters: the agent's event 4 (TEXT_MESSAGE_END): /timestamp: removed "
+        "null from an optional member: thread=thread-1 run=run-1",
     ]
 
 
@@ -303,9 +303,9 @@ def test_an_invalid_event_ends_the_run_in_invalid_event(
     (logged,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert logged.name == "agui.adapters"
     message = logged.getMessage()
-    assert message.startswith("run run-1: the agent's event 3 ")
+    assert message.startswith("the agent's event 3 ")
     assert problem in message
-    assert message.endswith("; the run ends in RUN_ERROR INVALID_EVENT")
+    assert message.endswith("; the run ends in RUN_ERROR INVALID_EVENT: thread=thread-1 run=run-1")
 
 
 def test_an_exception_in_the_agent_ends_the_run_in_agent_error(
