@@ -21,9 +21,9 @@ from typing import Any
 
 import attrs
 
-from codegen.formats import FORMATS, conforms
 from codegen.load import NAMING, SpecError, yaml_path
 from codegen.regex import compile_error, search
+from codegen.runtime import FORMATS, conforms
 
 SCALARS = {"str": "str", "int": "int", "number": "int | float", "bool": "bool"}
 JSON_KINDS = {"str": "a string", "int": "an integer", "number": "a number", "bool": "a boolean"}
@@ -65,7 +65,7 @@ class Constraints:
     max: int | float | None = None
     pattern: str | None = None
     min_items: int | None = None
-    format: str | None = None  # a key of codegen.formats.FORMATS
+    format: str | None = None  # a key of codegen.runtime.FORMATS
 
     @property
     def any(self) -> bool:

@@ -70,11 +70,11 @@ def jsonschema_pattern(validator: Any, pattern: str, instance: Any, schema: Any)
 def spec_validator(schema: Any, registry: Any) -> Any:
     """A python-jsonschema 2020-12 validator of `schema` that reads the contract as agui's
     bindings do: `pattern` in ECMA-262's sense (jsonschema_pattern) and every spec `format`
-    asserted with its one implementation (codegen.formats; jsonschema's own format checkers differ,
-    its `email` asks only for an @). `registry` resolves the `$ref`s."""
+    asserted with its one implementation (codegen/runtime/_formats.py; jsonschema's own format
+    checkers differ, its `email` asks only for an @). `registry` resolves the `$ref`s."""
     import jsonschema
 
-    from codegen.formats import FORMATS, conforms
+    from codegen.runtime import FORMATS, conforms
 
     checker = jsonschema.FormatChecker(formats=())
     for name in FORMATS:

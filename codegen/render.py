@@ -29,6 +29,7 @@ from codegen.pydantic_binding import (
     json_composites,
     patterns,
 )
+from codegen.runtime import MAX_JSON_DEPTH
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PACKAGE = "agui_generated"
@@ -59,7 +60,6 @@ def header(spec: Spec, comment: str = "#") -> str:
 # template -> output path under generated/
 OUTPUTS = {
     "__init__.py.jinja": f"{PACKAGE}/__init__.py",
-    "_runtime.py.jinja": f"{PACKAGE}/_runtime.py",
     "enums.py.jinja": f"{PACKAGE}/enums.py",
     "models.py.jinja": f"{PACKAGE}/models.py",
     "codec.py.jinja": f"{PACKAGE}/codec.py",
@@ -81,42 +81,29 @@ PYDANTIC_MODELS = f"{PYDANTIC}/models.py"
 STATIC = {
     f"{PACKAGE}/py.typed": "",
     f"{PYDANTIC}/py.typed": "",
-    f"{PACKAGE}/_construct.pyi": (
-        '"""The compiled constructor (_construct.c), where the build made it."""\n'
-        "\n"
-        "from collections.abc import Callable\n"
-        "from typing import Any\n"
-        "\n"
-        "def constructor(cls: type, names: tuple[str, ...], /) -> Callable[..., Any]: ...\n"
-        "def initializer(\n"
-        "    cls: type,\n"
-        "    names: tuple[str, ...],\n"
-        "    defaults: tuple[Any, ...],\n"
-        "    required: object,\n"
-        "    original: Callable[..., None],\n"
-        "    /,\n"
-        ") -> Callable[..., None]: ...\n"
-    ),
 }
-FORMATS_SOURCE = Path(__file__).resolve().parent / "formats.py"
-"""The string formats' one implementation, copied into the generated tree as it is (`_formats.py`:
-the generated packages import nothing of codegen, which the wheel does not ship)."""
-FORMATS_OUTPUT = f"{PACKAGE}/_formats.py"
-CONSTRUCT_SOURCE = Path(__file__).resolve().parent / "construct.c"
-"""The decoders' compiled constructor, copied as it is (`_construct.c`): the wheel's build hook
-(codegen/build_hook.py) compiles it where a C compiler is."""
-CONSTRUCT_OUTPUT = f"{PACKAGE}/_construct.c"
+RUNTIME = Path(__file__).resolve().parent / "runtime"
+"""The generated package's hand-written support (codegen/runtime/: `_runtime.py`, `_formats.py`,
+`_construct.c`, `_construct.pyi`), real modules checked where they are written; each is copied into
+agui_generated/ under its own name as it is, below a banner (the generated packages import nothing
+of codegen, which the wheel does not ship)."""
 
-MAX_JSON_DEPTH = 128
-"""The deepest an any-JSON value may nest, in levels of arrays and objects (the value itself is
-the first), decoding and encoding alike, JSON and protobuf alike: _runtime.MAX_JSON_DEPTH and
-proto_wire.MAX_DEPTH are this number. One limit both ways means whatever decodes encodes again.
 
-It sits well inside what the libraries underneath take: orjson reads 1024 levels and writes 254
-(since 3.11.5; `orjson.dumps` refuses the 255th), and the spec puts at most 6 levels of models
-above an any-JSON value (RUN_STARTED.input.messages[i].toolCalls[j].metadata), so a document at
-the limit is at most 134 levels deep: orjson writes it in one call, with 120 levels to spare, and
-pydantic-core's parser (201 levels) reads it too. tests/test_nesting.py checks these numbers."""
+def runtime_files(spec: Spec) -> dict[str, str]:
+    """The copies of codegen/runtime/'s modules: path under generated/ -> a banner naming the
+    source, then the source's text unchanged."""
+    out = {}
+    for source in sorted(RUNTIME.iterdir()):
+        if source.name == "__init__.py" or source.suffix not in (".py", ".pyi", ".c"):
+            continue
+        origin = f"a copy of codegen/runtime/{source.name}."
+        banner = (
+            f"/*\n{header(spec, ' *')}: {origin}\n */\n"
+            if source.suffix == ".c"
+            else f"{header(spec)}: {origin}\n"
+        )
+        out[f"{PACKAGE}/{source.name}"] = banner + source.read_text()
+    return out
 
 
 def docstring(text: str, indent: int) -> str:
@@ -181,7 +168,7 @@ def environment() -> jinja2.Environment:
     env.filters["pyrepr"] = pyrepr
     env.filters["comment"] = comment
     env.filters["bytes_chunks"] = bytes_chunks
-    env.globals["max_json_depth"] = MAX_JSON_DEPTH
+    env.globals["max_json_depth"] = MAX_JSON_DEPTH  # proto_wire.MAX_DEPTH
     return env
 
 
@@ -287,13 +274,8 @@ def render(spec: Spec, ledger: str | None = None) -> dict[str, str]:
         " (codegen/pydantic_binding.py)."
     )
     raw[PYDANTIC_MODELS] = generate_models(raw[SCHEMA], spec, dmcg_header)
-    raw[FORMATS_OUTPUT] = (
-        f"{header(spec)}: a copy of codegen/formats.py.\n{FORMATS_SOURCE.read_text()}"
-    )
     files = ruff_format(raw)
     files.update(STATIC)
-    files[CONSTRUCT_OUTPUT] = (
-        f"/*\n{header(spec, ' *')}: a copy of codegen/construct.c.\n */\n"
-        + CONSTRUCT_SOURCE.read_text()
-    )
+    # after the formatter: the copies are the sources as they are (ruff checks those in place)
+    files.update(runtime_files(spec))
     return files

@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agui
 from agui.wire.codec import TAGS
-from codegen.formats import FORMATS, conforms, expression
 from codegen.load import load_spec
 from codegen.model import Object, TypeRef, build
 from codegen.regex import python_regex, search
+from codegen.runtime import FORMATS, conforms, expression
 
 # a fork's spec, when tests/test_codegen_every_form.py runs this file on the tree it generated
 _FORK = os.environ.get("AGUI_EVERY_FORM_SPEC")
@@ -78,8 +78,8 @@ _DATE_TIMES = st.builds(
 
 @functools.cache
 def formatted(fmt: str) -> Any:
-    """Strings of a spec format, drawn from the expression codegen.formats checks them by (or, for
-    date-time, built from a date and a time) and each confirmed by that check."""
+    """Strings of a spec format, drawn from the expression codegen/runtime/_formats.py checks them
+    by (or, for date-time, built from a date and a time) and each confirmed by that check."""
     assert fmt in FORMATS, fmt
     found = expression(fmt)
     if found is None:

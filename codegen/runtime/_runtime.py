@@ -1,4 +1,3 @@
-{{ header }}
 """Support shared by the generated decoders and encoders: problem records, the decode context,
 the errors, the check of any-JSON values, and the slow paths that run only when a value is wrong.
 The fast paths live inline in codec.py."""
@@ -115,7 +114,6 @@ _log = logging.getLogger("agui")
 _Build = TypeVar("_Build", bound=Callable[..., Any])
 
 
-
 def _native() -> Callable[[type, tuple[str, ...]], Callable[..., Any]] | None:
     if os.environ.get("AGUI_PURE_PYTHON"):
         return None
@@ -150,7 +148,11 @@ def report(result: Any, found: list[Problem], value: Any, warnings: list[Problem
     if result is DROP:
         tag = value["type"]
         found = [
-            Problem("/type", "unknown_tag", f"unknown event type {describe(tag)}; passed on as UnknownEvent")
+            Problem(
+                "/type",
+                "unknown_tag",
+                f"unknown event type {describe(tag)}; passed on as UnknownEvent",
+            )
         ]
         result = UnknownEvent(type=tag, raw=value)
     if warnings is not None:
@@ -233,21 +235,27 @@ class FirstPass(Ctx):
         raise Restart
 
 
-FIRST_PASS: Final = {deep: {True: FirstPass(True, deep), False: FirstPass(False, deep)} for deep in (True, False)}
+FIRST_PASS: Final = {
+    deep: {True: FirstPass(True, deep), False: FirstPass(False, deep)} for deep in (True, False)
+}
 """The shared first-pass contexts, by `deep`, then by `strict`."""
 
 
 # ── nesting ────────────────────────────────────────────────────────────────────────────────────
 
-MAX_JSON_DEPTH: Final = {{ max_json_depth }}
+MAX_JSON_DEPTH: Final = 128
 """The deepest an any-JSON value (state, a result, metadata, a patch value, a tool's parameters,
 an unknown event) may nest, in levels of arrays and objects: the value itself is the first, so
 `{}` and `[]` are one level and `[[1]]` two. Decoding refuses a deeper value (a Problem of kind
 "depth" whose pointer is the array or object one level too deep) and encoding refuses it
 (EncodeError, the same pointer), so whatever decodes encodes again; the binary form holds the
-same (proto_wire.MAX_DEPTH). The number comes from codegen/render.py, which says why it is this
-one: well inside the 1024 levels orjson reads and the 254 it writes, models around the value
-included."""
+same (proto_wire.MAX_DEPTH, which the generator writes from this number).
+
+It sits well inside what the libraries underneath take: orjson reads 1024 levels and writes 254
+(since 3.11.5; `orjson.dumps` refuses the 255th), and the spec puts at most 6 levels of models
+above an any-JSON value (RUN_STARTED.input.messages[i].toolCalls[j].metadata), so a document at
+the limit is at most 134 levels deep: orjson writes it in one call, with 120 levels to spare, and
+pydantic-core's parser (201 levels) reads it too. tests/test_nesting.py checks these numbers."""
 _SHALLOW_TEXT: Final = 2 * MAX_JSON_DEPTH
 """JSON text this long or shorter cannot nest deeper (a level costs two brackets)."""
 _WALK_BUDGET: Final = 256
@@ -391,7 +399,9 @@ def depth(cx: Ctx, value: Any, at: At) -> None:
     it for each such value when the document may nest that deep (cx.deep)."""
     if nests_deeper(value):
         found = too_deep_at(value, at)
-        cx.error(at if found is None else found, "depth", f"nests deeper than {MAX_JSON_DEPTH} levels")
+        cx.error(
+            at if found is None else found, "depth", f"nests deeper than {MAX_JSON_DEPTH} levels"
+        )
 
 
 def outside(value: Any, lo: float | None, hi: float | None) -> str:
@@ -504,7 +514,9 @@ def int_at(cx: Ctx, value: Any, at: At, lo: int | None, hi: int | None) -> Any:
 def number_at(cx: Ctx, value: Any, at: At, lo: float | None, hi: float | None) -> Any:
     """The slow path of a number that is no member: a finite int or float within the bounds."""
     if type(value) is not int and type(value) is not float:
-        if isinstance(value, int | float) and not isinstance(value, bool):  # a subclass built in Python
+        if isinstance(value, int | float) and not isinstance(
+            value, bool
+        ):  # a subclass built in Python
             value = float(value) if isinstance(value, float) else int(value)
         else:
             return bad_value(cx, value, at, "a number")
@@ -541,7 +553,9 @@ def min_items_at(cx: Ctx, at: At, minimum: int) -> None:
     cx.error(at, "min_items", f"needs at least {minimum} item{'s' if minimum != 1 else ''}")
 
 
-def values(cx: Ctx, items: list[Any], at: At, decode: Callable[[Any, At, Ctx], Any]) -> tuple[Any, ...]:
+def values(
+    cx: Ctx, items: list[Any], at: At, decode: Callable[[Any, At, Ctx], Any]
+) -> tuple[Any, ...]:
     """An array whose items one generated function checks (`_dv_N`); a union member it removed
     (tolerant mode) is left out."""
     before = cx.dropped
@@ -562,7 +576,12 @@ def json_items(cx: Ctx, items: list[Any], at: At) -> tuple[Any, ...]:
 
 
 def tagged_items(
-    cx: Ctx, items: list[Any], at: At, decode: Callable[[dict[str, Any], At, Ctx], Any], key: str, tag: str
+    cx: Ctx,
+    items: list[Any],
+    at: At,
+    decode: Callable[[dict[str, Any], At, Ctx], Any],
+    key: str,
+    tag: str,
 ) -> tuple[Any, ...]:
     """An array of one tagged object definition (not its union): each item carries its tag."""
     out = []
@@ -599,7 +618,9 @@ def pattern(cx: Ctx, at: At, key: str, value: str, regex: str) -> Any:
 
 
 def format_(cx: Ctx, at: At, key: str, value: str, fmt: str) -> Any:
-    cx.error((at, key), "format", f"{describe(value)} is not {_formats.FORMATS[fmt]} (format {fmt})")
+    cx.error(
+        (at, key), "format", f"{describe(value)} is not {_formats.FORMATS[fmt]} (format {fmt})"
+    )
     return None
 
 
@@ -670,7 +691,11 @@ def union_fail(
         cx.dropped += 1
         return DROP
     else:
-        cx.error(where, "unknown_tag", f"unknown {key} {describe(tag)}; expected one of {', '.join(table)}")
+        cx.error(
+            where,
+            "unknown_tag",
+            f"unknown {key} {describe(tag)}; expected one of {', '.join(table)}",
+        )
     return None
 
 
@@ -748,7 +773,9 @@ def json_plain(value: Any, key: str | int | None) -> Any:
     except TypeError:  # orjson.JSONEncodeError included
         _json_slowly(value, key)
         return value
-    if (_has_null(out) is not None and not _finite(value)) or (len(out) > _SHALLOW_TEXT and _deep(out, value)):
+    if (_has_null(out) is not None and not _finite(value)) or (
+        len(out) > _SHALLOW_TEXT and _deep(out, value)
+    ):
         _json_slowly(value, key)
     return value
 
@@ -761,7 +788,9 @@ def json_fragment(value: Any, key: str | int | None) -> Any:
         out = _dumps(value, option=_JSON_OPTIONS)
     except TypeError:
         return _Fragment(_json_slowly(value, key))
-    if (_has_null(out) is not None and not _finite(value)) or (len(out) > _SHALLOW_TEXT and _deep(out, value)):
+    if (_has_null(out) is not None and not _finite(value)) or (
+        len(out) > _SHALLOW_TEXT and _deep(out, value)
+    ):
         _json_slowly(value, key)
     return _Fragment(out)
 
@@ -861,7 +890,10 @@ def locate(value: Any) -> tuple[At, str] | None:
             continue
         if isinstance(v, float):
             if not math.isfinite(v):
-                return at, f"{'NaN' if v != v else 'Infinity' if v > 0 else '-Infinity'} is not a JSON number"
+                return (
+                    at,
+                    f"{'NaN' if v != v else 'Infinity' if v > 0 else '-Infinity'} is not a JSON number",
+                )
             continue
         if isinstance(v, Enum):
             stack.append((v.value, at, depth))
@@ -882,7 +914,10 @@ def locate(value: Any) -> tuple[At, str] | None:
                     if not isinstance(k, str):
                         return at, f"an object key must be a string, not {what(k)}"
                     if not _utf8(k):
-                        return at, f"the key {describe(k)} has a lone surrogate, which is not valid UTF-8"
+                        return (
+                            at,
+                            f"the key {describe(k)} has a lone surrogate, which is not valid UTF-8",
+                        )
                 stack.extend((x, (at, k), depth + 1) for k, x in reversed(list(v.items())))
             else:
                 stack.extend((v[i], (at, i), depth + 1) for i in reversed(range(len(v))))
@@ -909,7 +944,9 @@ def _not_json(value: Any) -> str:
         return f"{name} is not JSON (a list is)"
     if isinstance(value, bytes | bytearray | memoryview):
         return f"{name} is not JSON (a string is; base64 for binary data)"
-    if attrs.has(type(value)) and type(value).__module__.startswith(__package__ or "agui_generated"):
+    if attrs.has(type(value)) and type(value).__module__.startswith(
+        __package__ or "agui_generated"
+    ):
         return f"{name} is a model, not JSON; turn it into JSON first (to_json)"
     if hasattr(value, "isoformat"):
         return f"{name} is not JSON (an ISO 8601 string is)"
@@ -931,7 +968,9 @@ def what(value: Any) -> str:
 def wrong(value: Any, key: str, expected: str) -> NoReturn:
     """A member of the wrong type (None for a required member included)."""
     required = " (the member is required)" if value is None else ""
-    raise EncodeError(f"expected {expected}, got {what(value)}{required}", pointer="/" + segment(key))
+    raise EncodeError(
+        f"expected {expected}, got {what(value)}{required}", pointer="/" + segment(key)
+    )
 
 
 def w_str(value: Any, key: str) -> str:
@@ -942,7 +981,9 @@ def w_str(value: Any, key: str) -> str:
     return str.__str__(value)
 
 
-def w_matched(value: Any, key: str, matches: Callable[[str], bool], known: set[str], regex: str) -> str:
+def w_matched(
+    value: Any, key: str, matches: Callable[[str], bool], known: set[str], regex: str
+) -> str:
     """The slow path of a string member with a pattern: a string not met before. One that matches
     joins `known` (the inline test; emptied when it grows large), one that does not is an error."""
     text = w_str(value, key)
@@ -955,11 +996,16 @@ def w_matched(value: Any, key: str, matches: Callable[[str], bool], known: set[s
     return text
 
 
-def w_formatted(value: Any, key: str, conforming: Callable[[str], bool], known: set[str], fmt: str) -> str:
+def w_formatted(
+    value: Any, key: str, conforming: Callable[[str], bool], known: set[str], fmt: str
+) -> str:
     """w_matched for a string member with a format."""
     text = w_str(value, key)
     if not conforming(text):
-        raise EncodeError(f"{describe(text)} is not {_formats.FORMATS[fmt]} (format {fmt})", pointer="/" + segment(key))
+        raise EncodeError(
+            f"{describe(text)} is not {_formats.FORMATS[fmt]} (format {fmt})",
+            pointer="/" + segment(key),
+        )
     if len(text) <= 256:
         if len(known) >= 4096:
             known.clear()
@@ -1000,13 +1046,17 @@ def w_enum(value: Any, key: str, table: Mapping[str, str], name: str) -> str:
     text = str.__str__(value)
     found = table.get(text)
     if found is None:
-        raise EncodeError(f"{describe(text)} is not a {name} ({values})", pointer="/" + segment(key))
+        raise EncodeError(
+            f"{describe(text)} is not a {name} ({values})", pointer="/" + segment(key)
+        )
     return found
 
 
 def w_const(value: Any, key: str, expected: str) -> NoReturn:
     if isinstance(value, str):
-        raise EncodeError(f"expected {expected!r}, got {describe(str.__str__(value))}", pointer="/" + segment(key))
+        raise EncodeError(
+            f"expected {expected!r}, got {describe(str.__str__(value))}", pointer="/" + segment(key)
+        )
     wrong(value, key, f"the string {expected!r}")
 
 
@@ -1026,7 +1076,9 @@ def w_object(value: Any, key: str, jv: JsonWriter) -> Any:
 
 
 def w_min_items(key: str, minimum: int) -> NoReturn:
-    raise EncodeError(f"needs at least {minimum} item{'s' if minimum != 1 else ''}", pointer="/" + segment(key))
+    raise EncodeError(
+        f"needs at least {minimum} item{'s' if minimum != 1 else ''}", pointer="/" + segment(key)
+    )
 
 
 def w_strings(items: Any, key: str) -> list[str]:
@@ -1035,7 +1087,9 @@ def w_strings(items: Any, key: str) -> list[str]:
     for i, item in enumerate(out):
         if type(item) is not str:
             if not isinstance(item, str):
-                raise EncodeError(f"expected a string, got {what(item)}", pointer=f"/{segment(key)}/{i}")
+                raise EncodeError(
+                    f"expected a string, got {what(item)}", pointer=f"/{segment(key)}/{i}"
+                )
             out[i] = str.__str__(item)
     return out
 
@@ -1049,7 +1103,10 @@ def w_json_items(items: Any, key: str, jv: JsonWriter) -> list[Any]:
             out.append(item)
             continue
         if item is None:
-            raise EncodeError("expected a JSON value, got None (null is no item here)", pointer=f"/{segment(key)}/{i}")
+            raise EncodeError(
+                "expected a JSON value, got None (null is no item here)",
+                pointer=f"/{segment(key)}/{i}",
+            )
         try:
             out.append(jv(item, i))
         except EncodeError as exc:
@@ -1057,7 +1114,13 @@ def w_json_items(items: Any, key: str, jv: JsonWriter) -> list[Any]:
     return out
 
 
-def w_model(value: Any, key: str, table: Mapping[type, Callable[[Any, JsonWriter], Any]], expected: str, jv: JsonWriter) -> Any:
+def w_model(
+    value: Any,
+    key: str,
+    table: Mapping[type, Callable[[Any, JsonWriter], Any]],
+    expected: str,
+    jv: JsonWriter,
+) -> Any:
     """The slow path of a member holding a model: not a model of the right class (for a union: of
     one of its members), or something inside it failed."""
     encoder = table.get(type(value))
@@ -1070,14 +1133,20 @@ def w_model(value: Any, key: str, table: Mapping[type, Callable[[Any, JsonWriter
 
 
 def w_items(
-    items: Any, key: str, table: Mapping[type, Callable[[Any, JsonWriter], Any]], expected: str, jv: JsonWriter
+    items: Any,
+    key: str,
+    table: Mapping[type, Callable[[Any, JsonWriter], Any]],
+    expected: str,
+    jv: JsonWriter,
 ) -> list[Any]:
     """The slow path of an array of models: encode it again item by item to find the one at fault."""
     out = []
     for i, item in enumerate(items):
         encoder = table.get(type(item))
         if encoder is None:
-            raise EncodeError(f"expected {expected}, got {what(item)}", pointer=f"/{segment(key)}/{i}")
+            raise EncodeError(
+                f"expected {expected}, got {what(item)}", pointer=f"/{segment(key)}/{i}"
+            )
         try:
             out.append(encoder(item, jv))
         except EncodeError as exc:
@@ -1085,7 +1154,9 @@ def w_items(
     return out
 
 
-def w_values(items: Any, key: str, encode: Callable[[Any, JsonWriter], Any], jv: JsonWriter) -> list[Any]:
+def w_values(
+    items: Any, key: str, encode: Callable[[Any, JsonWriter], Any], jv: JsonWriter
+) -> list[Any]:
     """An array whose items one generated encoder checks (`_ev_N`; the encoders checked it is a
     list or a tuple)."""
     try:
@@ -1146,7 +1217,9 @@ def v_number(value: Any, lo: float | None, hi: float | None) -> int | float:
         v_wrong(value, "a number")
     number = float(value) if isinstance(value, float) else int(value)
     if not math.isfinite(number):
-        raise EncodeError(f"{'NaN' if number != number else 'Infinity' if number > 0 else '-Infinity'} is not a JSON number")
+        raise EncodeError(
+            f"{'NaN' if number != number else 'Infinity' if number > 0 else '-Infinity'} is not a JSON number"
+        )
     if (lo is not None and number < lo) or (hi is not None and number > hi):
         raise EncodeError(outside(number, lo, hi))
     return number
@@ -1167,7 +1240,12 @@ def v_object(value: Any, jv: JsonWriter) -> Any:
     return jv(value, None)
 
 
-def v_model(value: Any, table: Mapping[type, Callable[[Any, JsonWriter], Any]], expected: str, jv: JsonWriter) -> Any:
+def v_model(
+    value: Any,
+    table: Mapping[type, Callable[[Any, JsonWriter], Any]],
+    expected: str,
+    jv: JsonWriter,
+) -> Any:
     encoder = table.get(type(value))
     if encoder is None:
         v_wrong(value, expected)
@@ -1224,7 +1302,10 @@ def v_json_items(items: Any, jv: JsonWriter) -> list[Any]:
 
 
 def v_models(
-    items: Any, table: Mapping[type, Callable[[Any, JsonWriter], Any]], expected: str, jv: JsonWriter
+    items: Any,
+    table: Mapping[type, Callable[[Any, JsonWriter], Any]],
+    expected: str,
+    jv: JsonWriter,
 ) -> list[Any]:
     out = []
     for i, item in enumerate(items):
@@ -1260,9 +1341,12 @@ def w_unknown_event(event: UnknownEvent, events: Mapping[str, type]) -> NoReturn
             pointer="/type",
         )
     if not isinstance(raw, dict):
-        raise EncodeError(f"UnknownEvent.raw must be the event's JSON object (a dict), got {what(raw)}")
+        raise EncodeError(
+            f"UnknownEvent.raw must be the event's JSON object (a dict), got {what(raw)}"
+        )
     raise EncodeError(
-        f"the event's type is {describe(raw.get('type'))}, not UnknownEvent.type {describe(tag)}", pointer="/type"
+        f"the event's type is {describe(raw.get('type'))}, not UnknownEvent.type {describe(tag)}",
+        pointer="/type",
     )
 
 
