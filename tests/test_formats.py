@@ -1,9 +1,9 @@
 """The spec's string formats (`format:`) give ajv-formats' verdicts.
 
 codegen/runtime/_formats.py is the one implementation every Python binding runs (the generated
-decoders and encoders, the pydantic binding); it transcribes ajv-formats' "full" definitions. Each case
-below is a string and the verdict read off those definitions; the transcription must give it, and
-so must ajv 2020 with ajv-formats in node when .interop is installed (`nox -s interop`; the test
+decoders and encoders, the pydantic binding); it transcribes ajv-formats' "full" definitions. Each
+case below is a string and the verdict read off those definitions; the transcription must give it,
+and so must ajv 2020 with ajv-formats in node when .interop is installed (`nox -s interop`; the test
 fails there without it, and is skipped elsewhere). tests/codegen/every_form_checks.py shows each
 binding refusing a string of no format, naming the member.
 """
