@@ -54,7 +54,8 @@ to refuse (403); True allows with no principal (an anonymous namespace)."""
 
 
 class Refused(Exception):
-    """The hook refused (403) or failed (500); answered with `status` and a JSON error."""
+    """The hook refused (403) or failed (500); answered with `status` and a JSON error. An
+    internal signal, answered by the server: no AguiError, which is what callers catch."""
 
     def __init__(self, status: int, error: str) -> None:
         super().__init__(error)

@@ -28,7 +28,8 @@ _MAX_LISTED_PROBLEMS = 50
 class BadRequest(Exception):
     """A request refused before any event is sent; answered with `status`, a JSON body and the
     extra `headers` (Allow, Retry-After, Connection: close). `details`: more members of the
-    body, after `error` (a quota's limit and usage)."""
+    body, after `error` (a quota's limit and usage). An internal signal, answered by the server:
+    no AguiError, which is what callers catch."""
 
     def __init__(
         self,
