@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from agui.agent.protocol import Agent as Agent
     from agui.errors import (
         ConnectError as ConnectError,
+        ConversationBusyError as ConversationBusyError,
         EncodeError as EncodeError,
         ExpiredInterruptError as ExpiredInterruptError,
         HttpError as HttpError,
@@ -51,10 +52,7 @@ if TYPE_CHECKING:
     from agui.http.agents import AgentServer as AgentServer
     from agui.http.client import HttpAgent as HttpAgent
     from agui.http.server import AgentApp as AgentApp
-    from agui.stream.conversation import (
-        Conversation as Conversation,
-        ConversationBusyError as ConversationBusyError,
-    )
+    from agui.stream.conversation import Conversation as Conversation
     from agui.stream.pipeline import Pipeline as Pipeline
     from agui.stream.reducer import RunResult as RunResult
     from agui.stream.warning import StreamWarning as StreamWarning
@@ -75,7 +73,7 @@ _HOMES: dict[str, str] = {
     "AgentServer": "agui.http.agents",
     "ConnectError": "agui.errors",
     "Conversation": "agui.stream.conversation",
-    "ConversationBusyError": "agui.stream.conversation",
+    "ConversationBusyError": "agui.errors",
     "EncodeError": "agui.errors",
     "ExpiredInterruptError": "agui.errors",
     "HttpAgent": "agui.http.client",

@@ -21,15 +21,27 @@
     ├── InterruptError             an interrupt cannot be answered that way
     │   ├── PendingInterruptsError the next run would leave interrupts unanswered
     │   └── ExpiredInterruptError  an expired interrupt answered with anything but a cancel
-    ├── ConversationBusyError      (agui.stream.conversation) a Conversation already applies
-    │                              another stream; also a RuntimeError
+    ├── ConversationBusyError      a Conversation already applies another stream; also a
+    │                              RuntimeError (also in agui.stream.conversation)
     ├── MissingExtraError          an option needs an extra of agui-spec that is not (wholly)
     │                              installed; .extra, .missing; also an ImportError
-    ├── PatchLimitError            (agui.stream.patch) a JSON Patch would build a document
-    │                              past its node limit; .pointer, .limit (the Reducer and the
-    │                              run lifecycle turn it into ProtocolError)
-    ├── ModelError                 (agui.model) the language model failed
-    └── ToolError                  (agui.model) a server tool reports a failure to the model
+    ├── PatchLimitError            a JSON Patch would build a document past its node limit;
+    │                              .pointer, .limit (the Reducer and the run lifecycle turn it
+    │                              into ProtocolError; also in agui.stream.patch)
+    ├── StoreError                 the event log cannot do what was asked (also in agui.store)
+    │   ├── StoreUnavailable       the backend failed, not the request (the disk, the connection)
+    │   ├── ThreadBusy             the thread already has a running run (HTTP 409)
+    │   ├── RunExists              a run with this id was already started (HTTP 409)
+    │   └── UnknownRun             no run with this id is in the log (HTTP 404)
+    ├── ModelError                 the language model failed; .code, .message, .status (also in
+    │                              agui.model)
+    └── ToolError                  a server tool reports a failure to the model (also in
+                                   agui.model)
+
+Every exception a caller can catch is defined here (or, for the three of the generated runtime,
+re-exported); the modules that raise them import them from here. What agui raises and catches
+inside itself (a request refused before any event, a run abandoned by its worker) derives from
+Exception, never from AguiError: `except AguiError` catches nothing of the plumbing.
 
 A bad frame raises StreamError whichever way the stream is consumed (HttpAgent.run, Pipeline,
 Conversation.run); DecodeError is for documents decoded on their own. DecodeError, EncodeError,
@@ -55,19 +67,28 @@ __all__ = [
     "EXTRAS",
     "AguiError",
     "ConnectError",
+    "ConversationBusyError",
     "DecodeError",
     "EncodeError",
     "ExpiredInterruptError",
     "HttpError",
     "InterruptError",
     "MissingExtraError",
+    "ModelError",
+    "PatchLimitError",
     "PendingInterruptsError",
     "ProtoStreamError",
     "ProtocolError",
+    "RunExists",
     "SSEError",
+    "StoreError",
+    "StoreUnavailable",
     "StreamError",
+    "ThreadBusy",
     "Timeout",
+    "ToolError",
     "TransportError",
+    "UnknownRun",
     "missing_modules",
     "require_extra",
 ]
@@ -189,6 +210,60 @@ class PendingInterruptsError(InterruptError):
 
 class ExpiredInterruptError(InterruptError):
     """An interrupt past its expiresAt was answered with anything but a cancellation."""
+
+
+class ConversationBusyError(AguiError, RuntimeError):
+    """A run (or a stream, follow, consume or connect) was started on a Conversation that is
+    already applying another stream: the two would interleave one thread's history. Await the
+    first (close a `stream()` left open), or use another Conversation."""
+
+
+class PatchLimitError(AguiError):
+    """A JSON Patch would build a document over its node limit. `pointer` names the operation
+    (`/delta/19`), `limit` the limit."""
+
+    def __init__(self, message: str, *, pointer: str, limit: int) -> None:
+        self.pointer = pointer
+        self.limit = limit
+        super().__init__(message)
+
+
+class StoreError(AguiError):
+    """The event log cannot do what was asked (the backend failed, or the request conflicts)."""
+
+
+class StoreUnavailable(StoreError):
+    """The backend failed, not the request: the disk is full, the file is read-only or was
+    deleted, the connection is lost. The same call may work later; nothing says whether a write
+    that failed so was stored. (Redis raises a plain StoreError whose `__cause__` is redis-py's
+    error; a conflict has no cause.)"""
+
+
+class ThreadBusy(StoreError):
+    """The thread already has a running run, and the new one must wait for it (HTTP 409)."""
+
+
+class RunExists(StoreError):
+    """A run with this id was already started (HTTP 409)."""
+
+
+class UnknownRun(StoreError):
+    """No run with this id is in the log (HTTP 404)."""
+
+
+class ModelError(AguiError):
+    """The model could not answer. `code` (e.g. MODEL_HTTP_ERROR) and `message` end the run in a
+    RUN_ERROR as they are, so they never carry a key or a provider's response body."""
+
+    def __init__(self, code: str, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+class ToolError(AguiError):
+    """Raise it from a tool to give the model an error result with this message."""
 
 
 EXTRAS: dict[str, tuple[str, ...]] = {

@@ -358,23 +358,130 @@ def test_every_public_name_resolves_and_every_public_exception_is_an_agui_error(
     )
 
 
-def test_every_exception_defined_in_agui_is_an_agui_error() -> None:
-    found = python_json(
+SIGNALS = frozenset({"agui.http.asgi.BadRequest", "agui.http.access.Refused"})
+"""The exceptions agui raises and catches inside itself that are shared between the modules of a
+layer (so not named with a "_"): like every internal signal, no AguiError, never met by a
+caller."""
+
+ROOTS = ("agui.errors", "agui_generated._runtime")
+"""Where the public exceptions are defined: agui.errors, and the generated runtime for AguiError,
+DecodeError and EncodeError (re-exported by agui.errors)."""
+
+
+def _exceptions_found() -> dict[str, Any]:
+    """Every exception class of agui's modules (at module level), imported in a fresh
+    interpreter: {"public": the AguiErrors, as module.Class of the module holding them and the
+    class's own module, "internal": the others defined in agui, "errors": agui.errors's exception
+    classes as name -> [names of its AguiError bases]}."""
+    found: dict[str, Any] = python_json(
         f"""
         import importlib, inspect, json
-        import agui
-        foreign = []
+        import agui.errors
+        from agui.errors import AguiError
+        public, internal = [], []
         for name in {sorted(MODULES)!r}:
             module = importlib.import_module(name)
-            for value in vars(module).values():
-                if (inspect.isclass(value) and value.__module__ == name
-                        and issubclass(value, BaseException)
-                        and not issubclass(value, agui.AguiError)):
-                    bases = ", ".join(b.__qualname__ for b in value.__bases__)
-                    foreign.append(f"{{name}}.{{value.__qualname__}}({{bases}})")
-        print(json.dumps(sorted(foreign)))
+            for attr, value in vars(module).items():
+                if not (inspect.isclass(value) and issubclass(value, BaseException)):
+                    continue
+                if issubclass(value, AguiError):
+                    public.append([name, attr, value.__module__, value.__qualname__,
+                                   getattr(agui.errors, value.__qualname__, None) is value])
+                elif value.__module__ == name:
+                    internal.append(f"{{name}}.{{value.__qualname__}}")
+        errors = {{
+            name: [base.__name__ for base in value.__bases__ if issubclass(base, AguiError)]
+            for name in agui.errors.__all__
+            if inspect.isclass(value := getattr(agui.errors, name))
+            and issubclass(value, BaseException)
+        }}
+        print(json.dumps({{"public": public, "internal": sorted(internal), "errors": errors}}))
         """
     )
-    assert not found, "exception classes in agui/ that do not derive from agui.AguiError:\n" + (
-        "\n".join(found)
+    return found
+
+
+def test_every_agui_error_is_defined_in_agui_errors() -> None:
+    """A class a caller catches with `except AguiError` is defined in agui.errors (or the
+    generated runtime it re-exports), exported by agui.errors under its own name, and public;
+    other modules only re-export it. Nested classes are checked in the source (by base name)."""
+    found = _exceptions_found()
+    exported = set(found["errors"])
+    wrong = []
+    for module, attr, home, qualname, same in found["public"]:
+        if home not in ROOTS:
+            wrong.append(f"{module}.{attr}: defined in {home}, not in agui.errors")
+        elif qualname.startswith("_") or attr.startswith("_"):
+            wrong.append(f"{module}.{attr}: an AguiError with a private name (a signal?)")
+        elif not same or qualname not in exported:
+            wrong.append(f"{module}.{attr}: not exported by agui.errors (__all__)")
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "errors.py" and path.parent == PACKAGE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = {
+                    base.id if isinstance(base, ast.Name) else getattr(base, "attr", "")
+                    for base in node.bases
+                }
+                if bases & (exported | {"AguiError"}):
+                    where = path.relative_to(ROOT)
+                    wrong.append(f"{where}:{node.lineno}: class {node.name} derives from AguiError")
+    assert not wrong, "AguiErrors outside agui.errors:\n" + "\n".join(sorted(set(wrong)))
+
+
+def test_internal_exceptions_are_signals() -> None:
+    """What agui defines outside agui.errors is an internal signal: no AguiError (checked
+    above), named with a "_" or listed in SIGNALS, so that a public exception is never defined
+    elsewhere without being an AguiError."""
+    internal = _exceptions_found()["internal"]
+    public = [name for name in internal if not name.rsplit(".", 1)[1].startswith("_")]
+    assert sorted(set(public) - SIGNALS) == [], (
+        "exception classes outside agui.errors that are neither private nor SIGNALS: define a "
+        "public one in agui.errors (an AguiError), name an internal one with a '_'"
     )
+    assert SIGNALS <= set(internal), (
+        f"SIGNALS names what is gone: {sorted(SIGNALS - set(internal))}"
+    )
+
+
+def _tree(text: str, where: str) -> dict[str, str]:
+    """The diagram of the exception classes in `text` (a line "AguiError ..." and its branches
+    "├── Name", "└── Name", four columns a level): {class: its parent's name}."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("AguiError "))
+    column = lines[start].index("AguiError")
+    parents: dict[str, str] = {}
+    path = ["AguiError"]
+    for line in lines[start + 1 :]:
+        if not line.strip() or line.strip() == "```":
+            break
+        at = max(line.find("├── "), line.find("└── "))
+        if at < 0:
+            continue  # a description's next line
+        depth, off = divmod(at - column, 4)
+        assert off == 0 and 0 <= depth < len(path), f"{where}: a branch out of place: {line!r}"
+        name = line[at + 4 :].split()[0]
+        del path[depth + 1 :]
+        parents[name] = path[depth]
+        path.append(name)
+    return parents
+
+
+def test_every_exception_of_agui_errors_is_in_its_trees() -> None:
+    """The diagrams of agui/errors.py's docstring and docs/errors.md hold every exception class
+    agui.errors exports, each under the class it derives from, and nothing else."""
+    errors = _exceptions_found()["errors"]
+    expected = {name: bases[0] for name, bases in errors.items() if name != "AguiError"}
+    assert all(len(bases) == 1 for name, bases in errors.items() if name != "AguiError"), errors
+    source = ast.get_docstring(ast.parse((PACKAGE / "errors.py").read_text(encoding="utf-8")))
+    assert source is not None
+    docs = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    for where, text in (("agui/errors.py", source), ("docs/errors.md", docs)):
+        tree = _tree(text, where)
+        assert sorted(set(expected) - set(tree)) == [], f"{where}: missing from the tree"
+        assert sorted(set(tree) - set(expected)) == [], f"{where}: in the tree, not agui.errors"
+        wrong = {
+            name: (tree[name], expected[name]) for name in tree if tree[name] != expected[name]
+        }
+        assert not wrong, f"{where}: under the wrong parent (tree, class): {wrong}"

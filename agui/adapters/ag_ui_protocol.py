@@ -72,7 +72,7 @@ from agui_generated import (
 )
 
 from agui.adapters.imports import framework_module
-from agui.errors import AguiError, SSEError
+from agui.errors import SSEError
 from agui.observe.runlog import about_run, run_fields
 from agui.stream.lifecycle import AGENT_FAILED, INVALID_EVENT, run_error
 from agui.wire.codec import decode, decode_json, to_json
@@ -97,7 +97,7 @@ class SdkAgent(Protocol):
     def run(self, input: Any, /) -> AsyncIterator[Any]: ...
 
 
-class _Invalid(AguiError):
+class _Invalid(Exception):
     """An item of the official agent's stream that cannot be sent: the run ends in INVALID_EVENT."""
 
 

@@ -67,7 +67,7 @@ _SETTINGS = "AGUI_SERVE_SETTINGS"
 _DEFAULT_PATH = "/agent"
 
 
-class _Refused(AguiError):
+class _Refused(Exception):
     """What to serve cannot be served; the message is the one line to print."""
 
 

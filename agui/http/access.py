@@ -22,8 +22,6 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from agui.errors import AguiError
-
 __all__ = ["ACTIONS", "Action", "Authorize", "Principal", "Refused", "ask", "request_headers"]
 
 log = logging.getLogger("agui.server")
@@ -55,8 +53,9 @@ caller's principal (a non-empty string: a user id, a tenant, a key's id) to allo
 to refuse (403); True allows with no principal (an anonymous namespace)."""
 
 
-class Refused(AguiError):
-    """The hook refused (403) or failed (500); answered with `status` and a JSON error."""
+class Refused(Exception):
+    """The hook refused (403) or failed (500); answered with `status` and a JSON error. An
+    internal signal, answered by the server: no AguiError, which is what callers catch."""
 
     def __init__(self, status: int, error: str) -> None:
         super().__init__(error)

@@ -12,8 +12,6 @@ from urllib.parse import parse_qs
 import orjson
 from agui_generated import Problem
 
-from agui.errors import AguiError
-
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -27,10 +25,11 @@ CLOSE = ((b"connection", b"close"),)
 _MAX_LISTED_PROBLEMS = 50
 
 
-class BadRequest(AguiError):
+class BadRequest(Exception):
     """A request refused before any event is sent; answered with `status`, a JSON body and the
     extra `headers` (Allow, Retry-After, Connection: close). `details`: more members of the
-    body, after `error` (a quota's limit and usage)."""
+    body, after `error` (a quota's limit and usage). An internal signal, answered by the server:
+    no AguiError, which is what callers catch."""
 
     def __init__(
         self,

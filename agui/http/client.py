@@ -74,7 +74,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from contextlib import aclosing, closing
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast, overload
 from urllib.parse import quote
 
 import anyio
@@ -302,20 +302,12 @@ def _over_quota(status: int, body: bytes) -> bool:
 
 
 def _retryable(exc: Exception) -> bool:
-    """Whether a failure before the first frame is worth another try: the connection could not
-    be made or broke before an answer came (the server may have dropped an idle pooled
-    connection), or the answer is one of RETRY_STATUSES. A timeout waiting for the answer is
-    not: the server may be running the run."""
+    """Whether a failure before the first frame is worth another try: an httpx failure its
+    _HTTPX entry says is (the connection could not be made or broke before an answer came), or
+    an answer one of RETRY_STATUSES."""
     if isinstance(exc, HttpError):
         return exc.status in RETRY_STATUSES and not _over_quota(exc.status, exc.body)
-    return isinstance(
-        exc,
-        httpx.ConnectError
-        | httpx.ConnectTimeout
-        | httpx.RemoteProtocolError
-        | httpx.ReadError
-        | httpx.WriteError,
-    )
+    return _translation(exc).retry
 
 
 def _says_resumable(value: str | None) -> bool:
@@ -619,14 +611,7 @@ class HttpAgent:
         self, exc: Exception, url: str | httpx.URL | None = None, attempts: int = 1
     ) -> TransportError:
         where = self.url if url is None else str(url)
-        kind = (
-            Timeout
-            if isinstance(exc, httpx.TimeoutException)
-            else ConnectError
-            if isinstance(exc, httpx.ConnectError)
-            else TransportError
-        )
-        return kind(_transport_message(where, exc), url=where, attempts=attempts)
+        return _translation(exc).kind(_transport_message(where, exc), url=where, attempts=attempts)
 
     # ── streams ──────────────────────────────────────────────────────────────────────────────
 
@@ -1633,23 +1618,53 @@ def _http_error(response: httpx.Response, body: bytes, attempts: int = 1) -> Htt
     return HttpError(status, text or "(no body)", **about)
 
 
-_TIMEOUTS = {
-    httpx.ConnectTimeout: "connecting to",
-    httpx.WriteTimeout: "sending the request to",
-    httpx.PoolTimeout: "waiting for a free connection to",
-}
+class _Translation(NamedTuple):
+    """What an httpx failure becomes: the agui error raised, whether it is worth another try
+    before a stream's first frame (the connection could not be made, or broke before an answer
+    came: the server may have dropped an idle pooled connection; a timeout waiting for the answer
+    is not, the server may be running the run), and the message (format fields: url, name: the
+    httpx exception's class, detail: its text)."""
+
+    kind: type[TransportError]
+    retry: bool
+    text: str
+
+
+_TALKING = "{name} while talking to {url}: {detail}"
+_HTTPX: tuple[tuple[type[Exception] | tuple[type[Exception], ...], _Translation], ...] = (
+    (httpx.ConnectTimeout, _Translation(Timeout, True, "Timed out connecting to {url} ({name})")),
+    (
+        httpx.WriteTimeout,
+        _Translation(Timeout, False, "Timed out sending the request to {url} ({name})"),
+    ),
+    (
+        httpx.PoolTimeout,
+        _Translation(Timeout, False, "Timed out waiting for a free connection to {url} ({name})"),
+    ),
+    (  # ReadTimeout: a silent server
+        httpx.TimeoutException,
+        _Translation(Timeout, False, "Timed out waiting for data from {url} ({name})"),
+    ),
+    (httpx.ConnectError, _Translation(ConnectError, True, "Cannot connect to {url}: {detail}")),
+    (httpx.RemoteProtocolError, _Translation(TransportError, True, _TALKING)),
+    (httpx.ReadError, _Translation(TransportError, True, _TALKING)),
+    (httpx.WriteError, _Translation(TransportError, True, _TALKING)),
+    (httpx.TooManyRedirects, _Translation(TransportError, False, "Too many redirects from {url}")),
+    (
+        (httpx.InvalidURL, httpx.UnsupportedProtocol),
+        _Translation(TransportError, False, "Cannot request {url}: {detail}"),
+    ),
+)
+"""The client's one table of httpx failures, the first entry that matches (by isinstance) wins;
+any other failure is _OTHER."""
+_OTHER = _Translation(TransportError, False, _TALKING)
+
+
+def _translation(exc: BaseException) -> _Translation:
+    return next((found for kind, found in _HTTPX if isinstance(exc, kind)), _OTHER)
 
 
 def _transport_message(url: str, exc: Exception) -> str:
     """One sentence naming the URL and what went wrong."""
-    detail = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.TimeoutException):
-        doing = _TIMEOUTS.get(type(exc), "waiting for data from")
-        return f"Timed out {doing} {url} ({type(exc).__name__})"
-    if isinstance(exc, httpx.ConnectError):
-        return f"Cannot connect to {url}: {detail}"
-    if isinstance(exc, httpx.TooManyRedirects):
-        return f"Too many redirects from {url}"
-    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
-        return f"Cannot request {url}: {detail}"
-    return f"{type(exc).__name__} while talking to {url}: {detail}"
+    name = type(exc).__name__
+    return _translation(exc).text.format(url=url, name=name, detail=str(exc) or name)

@@ -56,7 +56,7 @@ from agui_generated import (
     UnknownEvent,
 )
 
-from agui.errors import AguiError, EncodeError, ProtocolError
+from agui.errors import EncodeError, ProtocolError
 from agui.http import threads
 from agui.http.access import Action, Principal, Refused, ask
 from agui.http.asgi import (
@@ -1306,7 +1306,7 @@ class _Tail:
             self.wake.set_result(None)
 
 
-class _Abandoned(AguiError):
+class _Abandoned(Exception):
     """The run is no longer this worker's to write (closed elsewhere, or the log failed)."""
 
 

@@ -33,7 +33,7 @@ import attrs
 import orjson
 from agui_generated import DecodeError, Interrupt, Message, Problem, RunFinishedInterruptOutcome
 
-from agui.errors import AguiError, StreamError
+from agui.errors import StreamError
 from agui.http.asgi import BadRequest, Scope, Send, json_response, query_params
 from agui.store import RunRecord, ThreadSummary
 from agui.wire.codec import decode_json, to_json
@@ -363,7 +363,7 @@ def thread_info(summary: ThreadSummary, wire: Any) -> ThreadInfo:
     )
 
 
-class _Refused(AguiError):
+class _Refused(Exception):
     """A listing's query refused (answered 400 with its problems)."""
 
     def __init__(self, error: str, problems: tuple[Problem, ...]) -> None:

@@ -40,6 +40,8 @@ from opentelemetry import context as otel_context, propagate, trace
 from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from agui.errors import ModelError, ToolError
+
 if TYPE_CHECKING:
     from agui_generated import RunAgentInput, TokenUsage
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -437,8 +439,6 @@ class ChatSpan:
     def failed(self, exc: BaseException) -> None:
         """The request failed: a ModelError's code (MODEL_HTTP_ERROR, ...), else the
         exception's class."""
-        from agui.model.interface import ModelError
-
         if isinstance(exc, ModelError):
             kind, message = exc.code, exc.message
         else:
@@ -469,8 +469,6 @@ class ToolSpan:
     def failed(self, exc: BaseException | None = None, kind: str | None = None) -> None:
         """The tool failed: raised `exc` (recorded on the span unless a ToolError, the error a
         tool means the model to read), or gave what is not a result (`kind`)."""
-        from agui.model.tools import ToolError
-
         if exc is not None:
             kind = _error_type(exc)
             if not isinstance(exc, ToolError):

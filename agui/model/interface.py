@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 import attrs
 from agui_generated import ContentPart, TokenUsage
 
-from agui.errors import AguiError
+from agui.errors import ModelError
 
 __all__ = [
     "AssistantPrompt",
@@ -167,14 +167,3 @@ class LanguageModel(Protocol):
         """Send the prompt with the tools on offer; yield parts as they arrive, ending with a
         Finish. Raise ModelError when the provider fails."""
         ...
-
-
-class ModelError(AguiError):
-    """The model could not answer. `code` (e.g. MODEL_HTTP_ERROR) and `message` end the run in a
-    RUN_ERROR as they are, so they never carry a key or a provider's response body."""
-
-    def __init__(self, code: str, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.status = status

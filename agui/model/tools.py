@@ -41,7 +41,7 @@ from agui_generated import (
     RunStartedEvent,
 )
 
-from agui.errors import AguiError
+from agui.errors import ToolError
 from agui.model.interface import ToolSpec
 from agui.wire.codec import DEFINITIONS, to_json
 
@@ -66,10 +66,6 @@ _PARTS: tuple[type, ...] = get_args(ContentPart)
 _MODELS = frozenset(cls for cls in DEFINITIONS.values() if isinstance(cls, type))
 """Every class of the spec, written in wire form when a tool returns one."""
 _LIFECYCLE = (RunStartedEvent, RunFinishedEvent, RunErrorEvent)
-
-
-class ToolError(AguiError):
-    """Raise it from a tool to give the model an error result with this message."""
 
 
 @attrs.frozen(kw_only=True)

@@ -27,7 +27,7 @@ from typing import Any, Literal, Protocol, TypeAlias, overload
 
 import attrs
 
-from agui.errors import AguiError
+from agui.errors import RunExists, StoreError, StoreUnavailable, ThreadBusy, UnknownRun
 
 __all__ = [
     "Cursor",
@@ -56,29 +56,6 @@ or LF (it travels in an SSE `id:` line)."""
 
 RunStatus: TypeAlias = Literal["running", "finished"]
 """running until the run's terminal event (RUN_FINISHED or RUN_ERROR) is stored, then finished."""
-
-
-class StoreError(AguiError):
-    """The event log cannot do what was asked (the backend failed, or the request conflicts)."""
-
-
-class StoreUnavailable(StoreError):
-    """The backend failed, not the request: the disk is full, the file is read-only or was
-    deleted, the connection is lost. The same call may work later; nothing says whether a write
-    that failed so was stored. (Redis raises a plain StoreError whose `__cause__` is redis-py's
-    error; a conflict has no cause.)"""
-
-
-class ThreadBusy(StoreError):
-    """The thread already has a running run, and the new one must wait for it (HTTP 409)."""
-
-
-class RunExists(StoreError):
-    """A run with this id was already started (HTTP 409)."""
-
-
-class UnknownRun(StoreError):
-    """No run with this id is in the log (HTTP 404)."""
 
 
 ELIDED = b"\x00"

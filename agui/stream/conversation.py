@@ -78,7 +78,7 @@ from agui_generated import (
 
 from agui.agent.protocol import Agent, FrameSource, History, SyncThreadSource, ThreadSource
 from agui.errors import (
-    AguiError,
+    ConversationBusyError,
     ExpiredInterruptError,
     InterruptError,
     PendingInterruptsError,
@@ -122,12 +122,6 @@ methods (run, stream, follow, connect) await what it returns before the next eve
 OnFrame: TypeAlias = Callable[[bytes], object]
 """`on_frame`: called with each frame as it is received, before it is processed, as the JSON text
 of one event on one line (a tee, to record a stream for `agui replay`)."""
-
-
-class ConversationBusyError(AguiError, RuntimeError):
-    """A run (or a stream, follow, consume or connect) was started on a Conversation that is
-    already applying another stream: the two would interleave one thread's history. Await the
-    first (close a `stream()` left open), or use another Conversation."""
 
 
 @runtime_checkable

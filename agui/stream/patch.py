@@ -34,22 +34,12 @@ from typing import Any
 
 import attrs
 
-from agui.errors import AguiError
+from agui.errors import PatchLimitError
 
 __all__ = ["DEFAULT_MAX_STATE_NODES", "PatchLimitError", "Patched", "apply_patch", "count_nodes"]
 
 DEFAULT_MAX_STATE_NODES = 500_000
 """The most nodes a patched document may hold, and a patch may build (see the module)."""
-
-
-class PatchLimitError(AguiError):
-    """A JSON Patch would build a document over its node limit. `pointer` names the operation
-    (`/delta/19`), `limit` the limit."""
-
-    def __init__(self, message: str, *, pointer: str, limit: int) -> None:
-        self.pointer = pointer
-        self.limit = limit
-        super().__init__(message)
 
 
 @attrs.frozen
@@ -79,7 +69,7 @@ def count_nodes(value: Any, limit: int | None = None) -> int:
     return count
 
 
-class _Unresolved(AguiError):
+class _Unresolved(Exception):
     """A location this module cannot resolve (the operation itself will fail in jsonpatch)."""
 
 
@@ -176,7 +166,7 @@ def _effect(document: Any, op: Any, total: int, cap: int) -> tuple[int, int]:
     return 0, 0  # test
 
 
-class _Over(AguiError):
+class _Over(Exception):
     """A copy passed its cap."""
 
 
