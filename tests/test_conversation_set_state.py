@@ -60,6 +60,21 @@ def test_an_explicit_inputs_state_becomes_the_conversations(agent: agui.HttpAgen
     assert received == [{"step": 5}, {"step": 5}]
 
 
+def test_an_explicit_input_without_a_state_keeps_the_conversations(
+    agent: agui.HttpAgent,
+) -> None:
+    """An input that carries no state (absent on the wire) changes nothing: the conversation's
+    state stays {} (or what it was), as the official client's does (the conformance cases)."""
+    conversation = agui.Conversation()
+    bare = attrs.evolve(conversation.next_input("hi"), state=None)
+    conversation.run_sync(agent, input=bare)
+    assert conversation.state == {}
+    conversation.set_state({"step": 2})
+    conversation.run_sync(agent, input=attrs.evolve(conversation.next_input("hi"), state=None))
+    assert conversation.state == {"step": 2}
+    assert received == [None, None]
+
+
 def test_a_run_that_fails_before_it_starts_keeps_the_state_before_it() -> None:
     """As its message, the input's state joins the conversation when the run starts."""
     conversation = agui.Conversation(state={"step": 0})

@@ -38,7 +38,15 @@ SAFE = 2**53 - 1
 EXAMPLES = settings(
     max_examples=25,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    # filter_too_much: a formatted string under a pattern of its own (every_form's `ticket`, a
+    # UUID that must start with `urn:`) is drawn from the format and kept where the pattern
+    # holds, about one in four; an object with several such members rejects more draws than
+    # the health check allows, though every example still comes
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 )
 
 # ── JSON values ──────────────────────────────────────────────────────────────────────────────

@@ -938,10 +938,13 @@ class Conversation:
 
     def _join(self, input: RunAgentInput) -> None:
         """The run of `input` started: its messages join the history (those not held yet), and
-        its state is the conversation's (an input given to `run` may carry another than
-        `next_input` put in; the next run must send that one, not the older)."""
+        its state, when it has one, is the conversation's (an input given to `run` may carry
+        another than `next_input` put in; the next run must send that one, not the older). An
+        input without a state leaves the conversation's as it is ({} until a run changes it),
+        as the official client's state is {} whatever the input."""
         self.reducer.add_messages(input.messages)
-        self.reducer.set_state(input.state)
+        if input.state is not None:
+            self.reducer.set_state(input.state)
 
     @contextmanager
     def _stream(self, pipeline: Pipeline, attempt: _Attempt) -> Iterator[None]:
