@@ -7,7 +7,8 @@ by editing its output:
 * `type_overrides` replace the two JSON Schema types pydantic has no exact equivalent for. An
   `integer` member becomes `Int` (an int that also takes an integral float such as 2.0, as JSON
   Schema does, but never "2" or true), and a `{"not": {"type": "null"}}` member becomes
-  `NonNullJson` (any JSON value except null). Both live in the generated `_base.py`.
+  `NonNullJson` (any JSON value except null). Both live in `_base.py`, a copy of
+  codegen/pydantic_runtime/_base.py.
 * `base_class` is `_base.WireModel`, which adds `serialize_by_alias=True` to every model so that
   `model_dump_json()` writes the wire form.
 * `use_one_literal_as_default` gives a discriminator (or a required constant) its value as its
@@ -18,7 +19,7 @@ Three readings of the schema are adjusted before dmcg sees it: `without_defaults
 reader assumes, not a value to write back), `unions_as_one_of` (the published schema checks a
 union by `if`/`then` on the tag, for validators' sake; dmcg builds a tagged union from a `oneOf`)
 and `ecma_patterns` (a `pattern` is ECMA-262, which neither of pydantic's regex engines is: each
-becomes `x-python-type: _base.Pattern{n}`, a string checked by `_base.EcmaPattern`).
+becomes `x-python-type: _types.Pattern{n}`, a string checked by `_base.EcmaPattern`).
 
 Everything else comes from the schema: `unevaluatedProperties: false` -> `extra="forbid"`,
 `additionalProperties: true` (JSON Patch operations) -> `extra="allow"`, the `discriminator`
@@ -41,10 +42,13 @@ DMCG_VERSION = "0.89.0"
 
 PACKAGE = "agui_pydantic"
 BASE = f"{PACKAGE}._base"
+"""The copy of codegen/pydantic_runtime/_base.py: WireModel, Int, Number, NonNullJson, the checks."""
+TYPES = f"{PACKAGE}._types"
+"""The generated types of the spec's patterns, formats and lists of JSON (pydantic_types.py.jinja)."""
 
 
 def json_composite(t: TypeRef) -> str | None:
-    """The `_base` name of a type that holds non-null JSON below its top (`list[json]`,
+    """The `_types` name of a type that holds non-null JSON below its top (`list[json]`,
     `list[list[json]]`, a list alias of json with minItems): dmcg reads such an item as `Any`,
     which would take null. None for a type with no JSON inside a list."""
     if t.kind != "list" or t.item is None:
@@ -57,7 +61,7 @@ def json_composite(t: TypeRef) -> str | None:
 
 
 def json_composites(spec: Spec) -> dict[str, tuple[str, str]]:
-    """Each `_base` type json_composite names -> (its definition, the spec type it stands for),
+    """Each `_types` type json_composite names -> (its definition, the spec type it stands for),
     innermost first."""
     out: dict[str, tuple[str, str]] = {}
 
@@ -81,7 +85,7 @@ def json_composites(spec: Spec) -> dict[str, tuple[str, str]]:
 
 
 def type_overrides(spec: Spec) -> dict[str, str]:
-    """`Class.python_name` -> the `_base` type that replaces dmcg's reading of the member: a
+    """`Class.python_name` -> the `_base` or `_types` type that replaces dmcg's reading of the member: a
     non-null `json` member is NonNullJson (dmcg reads `{"not": {"type": "null"}}` as Any), and so
     is every JSON item of a list, at any depth (json_composite)."""
     out: dict[str, str] = {}
@@ -91,7 +95,7 @@ def type_overrides(spec: Spec) -> dict[str, str]:
                 continue
             composite = json_composite(f.type)
             if composite is not None:
-                out[f"{obj.name}.{f.py}"] = f"{BASE}.{composite}"
+                out[f"{obj.name}.{f.py}"] = f"{TYPES}.{composite}"
             elif f.type.kind == "json" and not f.nullable:
                 out[f"{obj.name}.{f.py}"] = f"{BASE}.NonNullJson"
     return out
@@ -108,7 +112,7 @@ def aliases(spec: Spec) -> dict[str, str]:
 
 
 def patterns(spec: Spec) -> dict[str, int]:
-    """Every pattern of the spec (of its aliases, then of its members), numbered: `_base.Pattern{n}`
+    """Every pattern of the spec (of its aliases, then of its members), numbered: `_types.Pattern{n}`
     is a string matching pattern n in ECMA-262's sense (`_base.EcmaPattern`)."""
     ids: dict[str, int] = {}
     for alias in spec.aliases:
@@ -120,7 +124,7 @@ def patterns(spec: Spec) -> dict[str, int]:
 
 
 def formats(spec: Spec) -> dict[str, tuple[str | None, str]]:
-    """Each `_base` type of a string with a format -> (its pattern or None, the format), for every
+    """Each `_types` type of a string with a format -> (its pattern or None, the format), for every
     such string of the spec: `Format{Name}` (`FormatDateTime`), or `Pattern{n}Format{Name}` when
     it has a pattern too. `_base.SpecFormat` checks the format."""
     ids = patterns(spec)
@@ -140,12 +144,12 @@ def format_type(pattern: str | None, fmt: str, ids: dict[str, int]) -> str:
 
 
 def ecma_patterns(schema: dict[str, Any], ids: dict[str, int]) -> dict[str, Any]:
-    """The schema with each `pattern` replaced by `x-python-type: _base.Pattern{n}` (dmcg's own
+    """The schema with each `pattern` replaced by `x-python-type: _types.Pattern{n}` (dmcg's own
     keyword for a member's Python type). dmcg would write `Field(pattern=...)`, which pydantic runs
     with the Rust `regex` crate or Python's `re`, neither of them ECMA-262, the dialect of the
     schema's patterns (codegen/regex.py); `_base.EcmaPattern` runs them with an ECMA-262 engine and
     puts the pattern back into `model_json_schema()`. A `format` goes the same way
-    (`_base.Format{Name}`, format_type): dmcg would make `uri` pydantic's AnyUrl and `date-time` a
+    (`_types.Format{Name}`, format_type): dmcg would make `uri` pydantic's AnyUrl and `date-time` a
     datetime, which normalise what they read, so a member would not round-trip as written."""
 
     def walk(node: Any) -> Any:
@@ -160,10 +164,10 @@ def ecma_patterns(schema: dict[str, Any], ids: dict[str, int]) -> dict[str, Any]
             out.pop("pattern", None)
             del out["format"]
             pattern = pattern if isinstance(pattern, str) else None
-            out["x-python-type"] = f"{BASE}.{format_type(pattern, fmt, ids)}"
+            out["x-python-type"] = f"{TYPES}.{format_type(pattern, fmt, ids)}"
         elif isinstance(pattern, str) and out.get("type") == "string":
             del out["pattern"]
-            out["x-python-type"] = f"{BASE}.Pattern{ids[pattern]}"
+            out["x-python-type"] = f"{TYPES}.Pattern{ids[pattern]}"
         return out
 
     result = walk(schema)

@@ -66,7 +66,8 @@ OUTPUTS = {
     "converter.py.jinja": f"{PACKAGE}/converter.py",
     "agui.schema.json.jinja": SCHEMA,
     "pydantic_init.py.jinja": f"{PYDANTIC}/__init__.py",
-    "pydantic_base.py.jinja": f"{PYDANTIC}/_base.py",
+    "pydantic_spec.py.jinja": f"{PYDANTIC}/_spec.py",
+    "pydantic_types.py.jinja": f"{PYDANTIC}/_types.py",
 }
 # the protobuf binding (codegen/proto.py): the .proto files, a runtime-free wire codec, and the
 # module the protobuf runtime loads
@@ -82,27 +83,33 @@ STATIC = {
     f"{PACKAGE}/py.typed": "",
     f"{PYDANTIC}/py.typed": "",
 }
-RUNTIME = Path(__file__).resolve().parent / "runtime"
-"""The generated package's hand-written support (codegen/runtime/: `_runtime.py`, `_formats.py`,
-`_construct.c`, `_construct.pyi`), real modules checked where they are written; each is copied into
-agui_generated/ under its own name as it is, below a banner (the generated packages import nothing
-of codegen, which the wheel does not ship)."""
+CODEGEN = Path(__file__).resolve().parent
+RUNTIMES = {CODEGEN / "runtime": PACKAGE, CODEGEN / "pydantic_runtime": PYDANTIC}
+"""The generated packages' hand-written support, real modules checked where they are written, each
+copied as it is (below a banner) under its own name into its package: codegen/runtime/
+(`_runtime.py`, `_formats.py`, `_construct.c`, `_construct.pyi`) into agui_generated/, and
+codegen/pydantic_runtime/ (`_base.py`) into agui_pydantic/. The generated packages import nothing
+of codegen, which the wheel does not ship. A `.pyi` with no `.c` beside it stands for a generated
+module (pydantic_runtime/_spec.pyi, for mypy here) and is not copied."""
 
 
 def runtime_files(spec: Spec) -> dict[str, str]:
-    """The copies of codegen/runtime/'s modules: path under generated/ -> a banner naming the
+    """The copies of the runtime folders' modules: path under generated/ -> a banner naming the
     source, then the source's text unchanged."""
     out = {}
-    for source in sorted(RUNTIME.iterdir()):
-        if source.name == "__init__.py" or source.suffix not in (".py", ".pyi", ".c"):
-            continue
-        origin = f"a copy of codegen/runtime/{source.name}."
-        banner = (
-            f"/*\n{header(spec, ' *')}: {origin}\n */\n"
-            if source.suffix == ".c"
-            else f"{header(spec)}: {origin}\n"
-        )
-        out[f"{PACKAGE}/{source.name}"] = banner + source.read_text()
+    for folder, package in RUNTIMES.items():
+        for source in sorted(folder.iterdir()):
+            if source.name == "__init__.py" or source.suffix not in (".py", ".pyi", ".c"):
+                continue
+            if source.suffix == ".pyi" and not source.with_suffix(".c").exists():
+                continue
+            origin = f"a copy of codegen/{folder.name}/{source.name}."
+            banner = (
+                f"/*\n{header(spec, ' *')}: {origin}\n */\n"
+                if source.suffix == ".c"
+                else f"{header(spec)}: {origin}\n"
+            )
+            out[f"{package}/{source.name}"] = banner + source.read_text()
     return out
 
 

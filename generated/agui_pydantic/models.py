@@ -10,7 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import MISSING, ConfigDict, Field, StrictBool, StrictStr
 from typing_extensions import TypeAliasType
 
-from agui_pydantic._base import NonNullJson, Pattern0, StrictInt, WireModel
+from agui_pydantic._base import NonNullJson, StrictInt, WireModel
+from agui_pydantic._types import Pattern0
 
 
 class EventType(StrEnum):

@@ -1,12 +1,16 @@
-{{ header }}
 """What the pydantic models need beyond what datamodel-code-generator reads from the schema.
 
-`WireModel` is the base class of every model. `Int` and `Number` are JSON Schema's `integer` and
+`WireModel` is the base of every model. `Int` and `Number` are JSON Schema's `integer` and
 `number`: dmcg writes the names `StrictInt` and `StrictFloat` for every integer and number of the
 schema, at any depth (its `strict_types`), and codegen/pydantic_binding.py points those imports
 here (`import_overrides`), so `StrictInt` and `StrictFloat` below are `Int` and `Number`, not
-pydantic's. `NonNullJson` replaces dmcg's reading of `{"not": {"type": "null"}}` members, and the
-`Json...List` types that of lists of them (codegen passes both as type overrides).
+pydantic's. `NonNullJson` replaces dmcg's reading of `{"not": {"type": "null"}}` members.
+`EcmaPattern` and `SpecFormat` check a string's spec pattern and format.
+
+Nothing here depends on the spec: what does comes from the generated `_spec` (the members each
+model pins, the spec's defaults) and `_types` (a type per pattern, format and list of JSON, which
+codegen gives dmcg), so this module is written once, checked by ruff and mypy where it is
+written (codegen/pydantic_runtime/), and copied into agui_pydantic/ as it is.
 """
 
 from typing import Annotated, Any, ClassVar, Self
@@ -17,42 +21,23 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
-    Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     Strict,
     StrictInt as _PydanticStrictInt,
-    StrictStr,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
+from ._spec import CONSTANTS, DEFAULTS
 
 _MODELS = f"{__package__}.models"
-
-_CONSTANTS: dict[str, tuple[tuple[str, str, str], ...]] = {
-{% for o in spec.objects if o.constants %}
-    {{ o.name | pyrepr }}: ({% for f in o.constants %}({{ f.py | pyrepr }}, {{ f.wire | pyrepr }}, {{ f.wire_value | pyrepr }}),{% endfor %}),
-{% endfor %}
-}
-"""Each model of `models` that pins members -> (attribute, wire name, value) of each: its
-discriminator, a required constant (`ToolCall.type`)."""
-
-_DEFAULTS: dict[str, dict[str, Any]] = {
-{% for o in spec.objects if o.fields | selectattr("default", "ne", none) | list %}
-    {{ o.name | pyrepr }}: { {%- for f in o.fields if f.default is not none %}{{ f.wire | pyrepr }}: {{ f.default | pyrepr }}, {% endfor -%} },
-{% endfor %}
-}
-"""Each model of `models` with members that have a `default` in the spec -> {wire name: default}.
-A default is what a reader assumes when the member is absent: it is never filled in (an absent
-member stays MISSING, and is not written), but `model_json_schema()` shows it, as the published
-JSON Schema does."""
 
 
 def _schema_defaults(schema: dict[str, Any], cls: type) -> None:
     """pydantic's JSON Schema of a model with the spec's defaults as `default` annotations."""
     properties = schema.get("properties", {})
-    for wire, value in _DEFAULTS.get(cls.__name__, {}).items():
+    for wire, value in DEFAULTS.get(cls.__name__, {}).items():
         if wire in properties:
             properties[wire].setdefault("default", value)
 
@@ -87,7 +72,7 @@ class WireModel(BaseModel):
         super().__init_subclass__(**kwargs)
         if cls.__module__ != _MODELS:
             return
-        constants = _CONSTANTS.get(cls.__name__, ())
+        constants = CONSTANTS.get(cls.__name__, ())
         for attribute, _wire, value in constants:
             if cls.__dict__.get(attribute) == value:
                 delattr(cls, attribute)
@@ -190,7 +175,6 @@ class EcmaPattern:
         out = handler(schema)
         out["pattern"] = self.pattern
         return out
-{% if formats %}
 
 
 class SpecFormat:
@@ -226,21 +210,3 @@ class SpecFormat:
         out = handler(schema)
         out["format"] = self.format
         return out
-{% endif %}
-{% for pattern, i in patterns.items() %}
-
-
-Pattern{{ i }} = Annotated[StrictStr, EcmaPattern({{ pattern | pyrepr }})]
-"""A string matching {{ pattern | pyrepr }} (ECMA-262): what codegen gives dmcg for that pattern."""
-{% endfor %}
-{% for name, (pattern, fmt) in formats.items() %}
-
-
-{{ name }} = Annotated[StrictStr, {% if pattern is not none %}EcmaPattern({{ pattern | pyrepr }}), {% endif %}SpecFormat({{ fmt | pyrepr }})]
-"""A string of the format {{ fmt }}{% if pattern is not none %} matching {{ pattern | pyrepr }}{% endif %}: what codegen gives dmcg for it."""
-{% endfor %}
-{% for name, (definition, spelled) in composites.items() %}
-
-{{ name }} = {{ definition }}
-"""The spec's `{{ spelled }}`: dmcg reads the JSON items of a list as Any, which would take null."""
-{% endfor %}
