@@ -5,6 +5,7 @@
 * `nox -s ci` queues every session the whole chain had when `tests` ran it, in the same order,
   each by a name nox knows (a parametrized session by its full name).
 * .ci/run runs `nox -s ci`; the README names it and `nox -s tests`.
+* CONTRIBUTING.md's links and the test paths of its `nox -s tests -- PATH...` lines exist.
 * Each session's description (the first line of its docstring, what `nox -l` shows) is a whole
   sentence.
 
@@ -198,3 +199,16 @@ def test_ci_run_runs_the_whole_chain_the_readme_names() -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
     assert "python3 -m pip install --quiet nox && python3 -m nox -s ci" in readme
     assert "python3 -m pip install --quiet nox && python3 -m nox -s tests" in readme
+
+
+def test_contributing_names_files_that_exist() -> None:
+    text = (ROOT / "CONTRIBUTING.md").read_text("utf-8")
+    links = [t for t in re.findall(r"\]\(([^)#]+)", text) if not re.match(r"[a-z]+:", t)]
+    paths = [
+        word
+        for line in re.findall(r"^nox -s tests -R -- (.*)$", text, flags=re.MULTILINE)
+        for word in line.split("#")[0].split()
+    ]
+    assert links and paths
+    missing = [p for p in links + paths if not (ROOT / p).exists()]
+    assert not missing, f"CONTRIBUTING.md names files that do not exist: {missing}"
