@@ -1,6 +1,7 @@
-"""Sessions: generate, demo, tests, docs, interop, integrations, crosscheck, fork, workflows, busy,
-wheel, bench. Each one builds its own environment, on the Python that runs nox (3.11 or newer; `python3.13 -m nox ...`
-picks another)."""
+"""Sessions: generate, demo, tests, ci, docs, interop, integrations, crosscheck, fork, workflows,
+busy, wheel, bench, redis_versions. Each one builds its own environment, on the Python that runs
+nox (3.11 or newer; `python3.13 -m nox ...` picks another). `nox -s tests` is the quick loop,
+`nox -s ci` the whole chain .ci/run runs; CONTRIBUTING.md says which to run when."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ PYTHON = None
 
 @nox.session(python=PYTHON)
 def generate(session: nox.Session) -> None:
-    """Regenerate generated/ from spec/agui.yaml (the attrs binding, the JSON Schema and, from the
+    """Regenerate generated/ from the spec, then check every fixture against the three bindings.
+
+    Regenerate generated/ from spec/agui.yaml (the attrs binding, the JSON Schema and, from the
     schema by datamodel-code-generator, the pydantic binding), then verify that every golden
     fixture round-trips and that the three bindings agree on each one."""
     # The dev extra: the binding tests type-check the generated code (mypy) and serve the pydantic
@@ -55,28 +58,60 @@ def generate(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
-    """The end-to-end demo: the demo agent on a loopback port, the client talking to it."""
+    """Run the end-to-end demo: the demo agent on a loopback port, the client talking to it."""
     session.install("-e", ".[server]")
     session.run("agui", "demo")
 
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """pytest, ruff, mypy --strict and the generated-code freshness check; then `interop` and
-    `integrations`.
+    """Run the freshness check, ruff, mypy --strict and pytest; nothing is queued after them.
 
-    Those two need node: without it, they are left out with a warning, or, when
-    AGUI_REQUIRE_INTEROP=1 (as .ci/run sets), this session fails. Last `docs` and `fork` (the
-    fork proof: the suite again on a fork of the spec), `workflows` (generate, demo and
-    crosscheck on a fresh clone) and `wheel` (the built wheel, installed as the docs say).
+    `nox -s tests -- PATH...` runs pytest on exactly what it is given and nothing else (no
+    freshness check, ruff or mypy): the loop while changing one part. `nox -s ci` is the whole
+    chain CI runs.
+    """
+    session.install("-e", ".[dev]")
+    if shutil.which("node"):  # tests/test_crosscheck.py's zod peer (a skip without it, or a
+        # failure under AGUI_REQUIRE_INTEROP=1)
+        _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
+    if session.posargs:
+        session.run("pytest", *session.posargs)
+        return
+    _checks(session)
+    session.run("pytest")
 
-    After `fork`, `busy`: tests/browser and tests/durable again while two CPU-bound processes
-    keep the cores busy. Last `redis_versions`: the Redis tests on the oldest and the newest
-    redis-py the redis extra allows.
+
+CI_CHAIN = (
+    "docs",
+    "fork",
+    "busy",
+    "workflows",
+    "wheel",
+    # each parametrization by name: notifying "redis_versions" runs only the first
+    "redis_versions(redis='5.0.2')",
+    "redis_versions(redis='latest')",
+)
+"""The sessions `ci` queues after its own checks and pytest, in order (`interop` and each
+`integrations` are queued first, when node is on the PATH)."""
+
+
+@nox.session(python=PYTHON)
+def ci(session: nox.Session) -> None:
+    """Run the whole chain CI runs: what `tests` runs, then every session queued after it.
+
+    First `interop` and `integrations`, which need node: without it they are left out with a
+    warning, or, when AGUI_REQUIRE_INTEROP=1 (as .ci/run sets), this session fails. Then the
+    freshness check, ruff, mypy --strict and pytest (posargs go to pytest and to every queued
+    session, as nox passes them), and last `docs`, `fork` (the fork proof), `busy`
+    (tests/browser and tests/durable again while two CPU-bound processes keep the cores busy),
+    `workflows` (generate, demo and crosscheck on a fresh clone), `wheel` (the built wheel,
+    installed as the docs say) and `redis_versions` (the Redis tests on the oldest and the
+    newest redis-py the redis extra allows). .ci/run runs it; about 50 minutes on 2 cores.
     """
     if shutil.which("node"):
         session.notify("interop")
-        for framework in FRAMEWORKS:  # each parametrization by name (see redis_versions)
+        for framework in FRAMEWORKS:  # each parametrization by name (see CI_CHAIN)
             session.notify(f"integrations(framework={framework!r})")
     elif os.environ.get("AGUI_REQUIRE_INTEROP") == "1":
         session.error("node is not on PATH, and AGUI_REQUIRE_INTEROP=1 requires the interop tests")
@@ -86,22 +121,20 @@ def tests(session: nox.Session) -> None:
             "nox -s integrations) are not run"
         )
     session.install("-e", ".[dev]")
-    if shutil.which("node"):  # tests/test_crosscheck.py's zod peer (a skip without it, or a
-        # failure under AGUI_REQUIRE_INTEROP=1)
+    if shutil.which("node"):
         _npm_ci(session, Path("tests/crosscheck"), Path(".crosscheck"))
+    _checks(session)
+    session.run("pytest", *session.posargs)
+    for name in CI_CHAIN:
+        session.notify(name)
+
+
+def _checks(session: nox.Session) -> None:
+    """The generated code's freshness check, ruff (lint and format) and mypy --strict."""
     session.run("python", "-m", "codegen", "--check")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
-    session.run("pytest", *session.posargs)
-    session.notify("docs")
-    session.notify("fork")
-    session.notify("busy")
-    session.notify("workflows")
-    session.notify("wheel")
-    # each parametrization by name: notifying "redis_versions" runs only the first
-    session.notify("redis_versions(redis='5.0.2')")
-    session.notify("redis_versions(redis='latest')")
 
 
 BUSY_LOOPS = 2
@@ -110,12 +143,14 @@ BUSY_LOOPS = 2
 
 @nox.session(python=PYTHON)
 def busy(session: nox.Session) -> None:
-    """tests/browser and tests/durable (pytest, the `tests` session's install and environment:
+    """Run tests/browser and tests/durable while two CPU-bound processes keep the cores busy.
+
+    tests/browser and tests/durable (pytest, the `tests` session's install and environment:
     AGUI_REQUIRE_BROWSER, AGUI_REQUIRE_REDIS pass through) while BUSY_LOOPS processes spin
     (`while True: pass`), started before pytest and killed after it, also when it fails. A test
     that passes only on an idle machine fails here: tests assert no wall-clock figure, what a
     test waits for is bounded generously (a hang bound), and the figures are the benchmarks'
-    (`nox -s bench`). `nox -s tests` runs it."""
+    (`nox -s bench`). `nox -s ci` runs it."""
     session.install("-e", ".[dev]")
     loops = [
         subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(BUSY_LOOPS)
@@ -131,7 +166,9 @@ def busy(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """Build the documentation site (mkdocs-material, API reference by mkdocstrings) into
+    """Build the documentation site strictly into site/ (`nox -s docs -- serve` serves it).
+
+    Build the documentation site (mkdocs-material, API reference by mkdocstrings) into
     site/, strictly: a broken link, a missing page or a docstring mkdocstrings cannot read fails.
     `nox -s docs -- serve` serves it on 127.0.0.1:8000 instead."""
     session.install("-e", ".[docs]")
@@ -143,7 +180,9 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def interop(session: nox.Session) -> None:
-    """Over real HTTP: the official TypeScript client against this server, this client against an
+    """Run the official TypeScript client and ag-ui-validate against this server over HTTP.
+
+    Over real HTTP: the official TypeScript client against this server, this client against an
     @ag-ui/encoder server, and ag-ui-validate against this server. With them, the pre-1.0 matrix
     (tests/interop/test_compat_matrix.py): releases 0.0.35 - 0.0.59 of the official client (npm
     aliases in tests/interop/package.json) against this server, and this client against servers
@@ -208,7 +247,9 @@ virtualenv has ag-ui-protocol 1.0.0)."""
 @nox.session(python=PYTHON)
 @nox.parametrize("framework", list(FRAMEWORKS))
 def integrations(session: nox.Session, framework: str) -> None:
-    """The integration matrix, one framework per session: its example (examples/FRAMEWORK.py)
+    """Run one framework's integration tests: its example served, read by two clients.
+
+    The integration matrix, one framework per session: its example (examples/FRAMEWORK.py)
     served by `agui serve` and read by agui.Conversation and the official TypeScript client
     (1.0.0 and 0.0.59), two turns with a store, a resume, capabilities, a failing tool, and
     what only some frameworks have (an approval, their native endpoint's events); each recipe
@@ -236,7 +277,9 @@ def integrations(session: nox.Session, framework: str) -> None:
 
 @nox.session(python=PYTHON)
 def crosscheck(session: nox.Session) -> None:
-    """Every fixture, valid and invalid, through agui and each peer (@ag-ui/core 1.0.0 under node,
+    """Check every fixture through agui and each peer SDK against the committed baseline.
+
+    Every fixture, valid and invalid, through agui and each peer (@ag-ui/core 1.0.0 under node,
     ag-ui-protocol 1.0.0, and any `-- --peer NAME=COMMAND`), against the committed baseline of
     known divergences (tests/crosscheck/baseline.json): fails on a new divergence and, with
     `--strict` as here, on a stale entry; the fixtures against the generated JSON Schema too.
@@ -251,11 +294,13 @@ def crosscheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def fork(session: nox.Session) -> None:
-    """The fork proof (tests/fork/run.py): a copy of the repository plus tests/fork/overlay.yaml
+    """Prove that a fork of the spec needs no edit outside spec/ and its fixtures.
+
+    The fork proof (tests/fork/run.py): a copy of the repository plus tests/fork/overlay.yaml
     (members added to an event, a content part and a message: TEXT_MESSAGE_START.language,
     ImagePart.altText, UserMessage.replyTo; a LocationPart content part; a LOCATION_SHARED event;
     all `extension: true`) and its fixtures goes through `python -m codegen`, mypy, the test suite
-    and the cross-SDK checks, with nothing else changed. `nox -s tests` runs it after the rest.
+    and the cross-SDK checks, with nothing else changed. `nox -s ci` runs it after the rest.
     Without node the cross-SDK step is left out with a warning (AGUI_REQUIRE_INTEROP=1, as in CI,
     makes that a failure). Posargs go to tests/fork/run.py (`--keep`, `--only`, `-- PYTEST ARGS`).
     """
@@ -275,13 +320,15 @@ def fork(session: nox.Session) -> None:
 
 
 WORKFLOWS = ("generate", "demo", "crosscheck")
-"""The workflow commands `workflows` runs on a fresh clone; `tests` itself, `docs` and `fork`
-are what CI's own fresh clone runs."""
+"""The workflow commands `workflows` runs on a fresh clone; `ci` itself (with `docs` and `fork`)
+is what CI's own fresh clone runs."""
 
 
 @nox.session(python=PYTHON)
 def workflows(session: nox.Session) -> None:
-    """The documented workflow commands on an untouched clone of this checkout's HEAD (committed
+    """Run generate, demo and crosscheck on a fresh clone, which must stay unchanged.
+
+    The documented workflow commands on an untouched clone of this checkout's HEAD (committed
     work only, as a newcomer gets it): `nox -s generate`, `nox -s demo` and `nox -s crosscheck`,
     each in the clone with environments of its own, must exit 0, and generating must leave the
     clone unchanged (the generated code that is checked in is what the spec gives). Posargs name
@@ -303,7 +350,9 @@ def workflows(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def wheel(session: nox.Session) -> None:
-    """The wheel is the product (tests/wheel/check.py): `python -m build` writes the sdist and,
+    """Build the sdist and the wheel, and run every documented install line in a fresh venv.
+
+    The wheel is the product (tests/wheel/check.py): `python -m build` writes the sdist and,
     from it, the wheel into dist/; their metadata and files are checked; every install line of
     the README and the docs is run as written in a fresh virtualenv outside the checkout (the
     wheel offered by `--find-links dist/`, or a copy of the checkout for `pip install .`); and
@@ -318,7 +367,9 @@ def wheel(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Decode/encode/SSE benchmarks, then the transport benchmark (a 100,000-event run through
+    """Run the benchmarks: codecs, transport, client, memory, durable runs and the console.
+
+    Decode/encode/SSE benchmarks, then the transport benchmark (a 100,000-event run through
     uvicorn over loopback: the 1.0 path, the era path of a client without protocolVersion,
     metrics and tracing on), side by side with ag-ui-protocol 1.0.0 and with a node:http server
     on @ag-ui/encoder 1.0.0 (tests/crosscheck's npm packages, installed into .crosscheck; left
@@ -375,7 +426,9 @@ def bench(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 @nox.parametrize("redis", ["5.0.2", "latest"])
 def redis_versions(session: nox.Session, redis: str) -> None:
-    """The Redis backend on the oldest redis-py the redis extra allows (`redis>=5.0.2`) and on the
+    """Run the Redis tests on the oldest and the newest redis-py the redis extra allows.
+
+    The Redis backend on the oldest redis-py the redis extra allows (`redis>=5.0.2`) and on the
     newest: their defaults differ (no socket timeout before 8.0, 5 s since), and RedisLog must set
     every timeout itself. Installs the dev extra, then that redis-py, and runs the Redis tests:
     tests/store on Redis and the silent-agent tests (tests/durable/test_redis_silence.py), with
@@ -400,7 +453,7 @@ def redis_versions(session: nox.Session, redis: str) -> None:
 
 def _npm_ci(session: nox.Session, source: Path, work: Path) -> None:
     """Install the npm packages pinned by source/package-lock.json into the git-ignored `work`,
-    unless the last install there was of this very lockfile and finished: `tests` runs nine
+    unless the last install there was of this very lockfile and finished: `ci` runs nine
     sessions that need .interop, and `npm ci` deletes and refetches it each time (half a minute
     or more each)."""
     import hashlib

@@ -1,5 +1,5 @@
-"""Every fenced block of README.md and docs/**/*.md is either a recipe some test runs, or says
-why it is not one.
+"""Every fenced block of README.md, CONTRIBUTING.md and docs/**/*.md is either a recipe some test
+runs, or says why it is not one.
 
 The marker of a block that is not a recipe (an output, a synopsis, a fragment of prose, a spec
 excerpt, a development command) is an HTML comment on the line right before its opening fence,
@@ -469,8 +469,8 @@ class Block:
 
 
 def pages() -> list[Path]:
-    """README.md and every page under docs/ (looked up when called)."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    """README.md, CONTRIBUTING.md and every page under docs/ (looked up when called)."""
+    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def name_of(path: Path) -> str:
