@@ -197,8 +197,9 @@ def test_ci_run_runs_the_whole_chain_the_readme_names() -> None:
     ]
     assert commands == ["python3 -m nox -s ci"]
     readme = (ROOT / "README.md").read_text("utf-8")
-    assert "python3 -m pip install --quiet nox && python3 -m nox -s ci" in readme
+    # the quick start's two commands (the demo, the tests); the chain named right after them
     assert "python3 -m pip install --quiet nox && python3 -m nox -s tests" in readme
+    assert "`python3 -m nox -s ci`, what CI\n(`.ci/run`) runs" in readme
 
 
 def test_contributing_names_files_that_exist() -> None:
