@@ -840,7 +840,7 @@ class Durable:
                     tail.run_id = None
                     return
                 if error is None:  # the read ended before the run's end: the run is gone
-                    self._lost_by_log(run_id)
+                    self.lost_by_log(run_id)
                 elif not _fault(error):
                     raise error
                 else:
@@ -1045,7 +1045,7 @@ class Durable:
         try:
             record = await self.log.get_run(run_id)
             if record is None:  # the log lost the run: its end will never be stored
-                self._lost_by_log(run_id)
+                self.lost_by_log(run_id)
                 self._end_streams(run_id)
                 return self.idle
             if record.status == "finished":
@@ -1085,7 +1085,7 @@ class Durable:
         about_run(log, logging.WARNING, fields, "its worker is gone; closed with RUN_ERROR")
         thread = fields["thread"]
         thread_id = None if thread is None else str(thread)
-        self.app._observe_closed(thread_id, str(fields["run"]), seconds, RUN_LOST)
+        self.app.observe_closed(thread_id, str(fields["run"]), seconds, RUN_LOST)
 
     def _fields(self, run_id: str, code: str | None = None) -> dict[str, object]:
         """The fields of a log line about the run of key `run_id` (agent, thread, run, code), as
@@ -1113,7 +1113,7 @@ class Durable:
         except Exception:
             return True
 
-    def _lost_by_log(self, run_id: str) -> None:
+    def lost_by_log(self, run_id: str) -> None:
         """The log answers that it has no record of a run that had not ended (a Redis restarted
         without persistence, its keys evicted or deleted): its streams end in RUN_ERROR
         STORE_ERROR. Logged once per run, counted as a failure of the log; not a failure of the
@@ -1643,7 +1643,7 @@ class Execution:
         (those elsewhere notice by their own reads)."""
         durable = self.durable
         if vanished:
-            durable._lost_by_log(self.id)
+            durable.lost_by_log(self.id)
         else:
             durable._store_failed(error, self.id)
         if self.span is not None:

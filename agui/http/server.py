@@ -719,9 +719,7 @@ class AgentApp:
                 trace,
             )
 
-    def _observe_closed(
-        self, thread_id: str | None, run_id: str, seconds: float, code: str
-    ) -> None:
+    def observe_closed(self, thread_id: str | None, run_id: str, seconds: float, code: str) -> None:
         """A run another worker executed was closed here with RUN_ERROR `code` (it was lost):
         whoever closes a run counts it (outcome error; not an active run here) and logs its line.
         `thread_id` and `run_id` as the run's client named them."""
